@@ -1,0 +1,111 @@
+//! Toolgate's admin panel: a Leptos app rendered on the server and hydrated in the browser.
+//!
+//! Server functions are thin shims into `engine`; they and everything server-only sit behind
+//! the `ssr` feature, so the wasm client never pulls `engine`, sqlx or tokio.
+
+pub mod auth;
+pub mod error;
+mod pages;
+#[cfg(feature = "ssr")]
+pub mod state;
+
+use leptos::prelude::*;
+use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_router::components::{ParentRoute, Route, Router, Routes};
+use leptos_router::path;
+
+use pages::{Dashboard, LoginPage, NotFound, Planned, Shell};
+
+/// The HTML document around the app, rendered on the server.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                <AutoReload options=options.clone() />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    view! {
+        <Stylesheet id="toolgate" href="/pkg/toolgate.css" />
+        <Title formatter=|page: String| format!("{page} · Toolgate") />
+        <Router>
+            <Routes fallback=NotFound>
+                <Route path=path!("/login") view=LoginPage />
+                <ParentRoute path=path!("") view=Shell>
+                    <Route path=path!("") view=Dashboard />
+                    <Route
+                        path=path!("servers")
+                        view=|| view! {
+                            <Planned
+                                title="Servers"
+                                summary="Register MCP servers, test their connection and watch their health."
+                            />
+                        }
+                    />
+                    <Route
+                        path=path!("tools")
+                        view=|| view! {
+                            <Planned
+                                title="Tools"
+                                summary="Browse every tool and inspect the schema each LLM provider receives."
+                            />
+                        }
+                    />
+                    <Route
+                        path=path!("tenants")
+                        view=|| view! {
+                            <Planned
+                                title="Tenants"
+                                summary="Choose per tenant which tags, groups and tools an LLM may see."
+                            />
+                        }
+                    />
+                    <Route
+                        path=path!("playground")
+                        view=|| view! {
+                            <Planned
+                                title="Playground"
+                                summary="Run test invocations of a tenant's tools."
+                            />
+                        }
+                    />
+                    <Route
+                        path=path!("audit")
+                        view=|| view! {
+                            <Planned
+                                title="Audit"
+                                summary="See who changed what, and when."
+                            />
+                        }
+                    />
+                </ParentRoute>
+            </Routes>
+        </Router>
+    }
+}
+
+/// The browser entry point: attaches the wasm client to the server-rendered page.
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn hydrate() {
+    console_error_panic_hook::set_once();
+    leptos::mount::hydrate_body(App);
+    // Lets end-to-end tests (and curious admins) see that the client took over the page.
+    if let Some(root) = document().document_element() {
+        let _ = root.set_attribute("data-hydrated", "true");
+    }
+}

@@ -1,0 +1,100 @@
+//! The frame around every signed-in page: navigation, the signed-in user, sign-out.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::{A, Outlet};
+
+use crate::auth::{Logout, Me, current_admin};
+use crate::error::PanelError;
+
+/// The signed-in administrator, shared by the pages inside the shell.
+pub type MeResource = Resource<Result<Me, PanelError>>;
+
+#[component]
+pub fn Shell() -> impl IntoView {
+    let me: MeResource = Resource::new(|| (), |_| current_admin());
+    provide_context(me);
+    let logout = ServerAction::<Logout>::new();
+
+    // A session that ends while the page is open (expiry, sign-out elsewhere) leads to login.
+    Effect::new(move |_| {
+        if let Some(Err(PanelError::Unauthorized)) = me.get() {
+            let navigate = leptos_router::hooks::use_navigate();
+            navigate("/login", Default::default());
+        }
+    });
+
+    view! {
+        <div class="shell">
+            <aside class="sidebar">
+                <a class="brand" href="/">
+                    "Toolgate"
+                </a>
+                <nav>
+                    <A href="/" exact=true>
+                        "Dashboard"
+                    </A>
+                    <A href="/servers">"Servers"</A>
+                    <A href="/tools">"Tools"</A>
+                    <A href="/tenants">"Tenants"</A>
+                    <A href="/playground">"Playground"</A>
+                    <A href="/audit">"Audit"</A>
+                </nav>
+            </aside>
+            <div class="workspace">
+                <header class="topbar">
+                    <Transition fallback=|| ()>
+                        {move || {
+                            me.get()
+                                .and_then(Result::ok)
+                                .map(|me| {
+                                    view! {
+                                        <span class="whoami">
+                                            <span class="user">{me.username}</span>
+                                            <span class="badge">{me.role}</span>
+                                        </span>
+                                    }
+                                })
+                        }}
+                    </Transition>
+                    <ActionForm action=logout>
+                        <button type="submit" class="link" disabled=move || logout.pending().get()>
+                            "Sign out"
+                        </button>
+                    </ActionForm>
+                </header>
+                <main class="content">
+                    <Outlet />
+                </main>
+            </div>
+        </div>
+    }
+}
+
+/// A section whose engine has not landed yet: says what it will do, and that it is not here.
+#[component]
+pub fn Planned(title: &'static str, summary: &'static str) -> impl IntoView {
+    view! {
+        <Title text=title />
+        <h1>{title}</h1>
+        <p>{summary}</p>
+        <p class="muted">"Not available yet in this version of Toolgate."</p>
+    }
+}
+
+#[component]
+pub fn NotFound() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        response.set_status(axum::http::StatusCode::NOT_FOUND);
+    }
+    view! {
+        <Title text="Not found" />
+        <main class="content">
+            <h1>"Page not found"</h1>
+            <p>
+                <a href="/">"Back to the dashboard"</a>
+            </p>
+        </main>
+    }
+}

@@ -1,0 +1,16 @@
+//! What every request handler and server function can reach on the server.
+
+use std::sync::Arc;
+
+use axum::extract::FromRef;
+use engine::admin::LoginPolicy;
+use engine::db::PgPool;
+use leptos::prelude::LeptosOptions;
+
+#[derive(Clone, FromRef)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub pool: PgPool,
+    /// Limits on failed sign-ins (tests use a faster one).
+    pub login_policy: Arc<LoginPolicy>,
+}

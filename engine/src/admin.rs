@@ -1,0 +1,437 @@
+//! Administrators of the panel: accounts, argon2id passwords and throttled sign-in.
+//!
+//! Sign-in failures are counted in PostgreSQL (per username and per client address over a
+//! sliding window), so every replica applies the same limits: after a few failures each attempt
+//! is slowed, after more the account or address is refused until the window has passed.
+
+use std::fmt;
+use std::time::Duration;
+
+use argon2::Argon2;
+use argon2::password_hash::phc::PasswordHash as Phc;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use rand::distr::{Alphanumeric, SampleString};
+use serde::{Deserialize, Serialize};
+use sqlx::{PgExecutor, PgPool};
+use uuid::Uuid;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The username breaks the pattern; the message states it.
+    #[error(
+        "a username is 1 to 64 characters: letters, digits, `_`, `.`, `@` or `-`, starting with a letter or digit"
+    )]
+    InvalidUsername,
+    /// The password is too short; the message states the minimum.
+    #[error("a password needs at least {MIN_PASSWORD_LEN} characters")]
+    WeakPassword,
+    /// Creating an account whose name is taken.
+    #[error("an administrator named `{0}` already exists")]
+    UsernameTaken(String),
+    /// No account has that name.
+    #[error("no administrator is named `{0}`")]
+    UnknownUser(String),
+    /// Internal; logged, never shown to a client.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a sign-in was refused. Deliberately does not say whether the username exists.
+#[derive(Debug, thiserror::Error)]
+pub enum LoginError {
+    /// Wrong username or password.
+    #[error("invalid username or password")]
+    InvalidCredentials,
+    /// Too many recent failures for this account or address.
+    #[error("too many failed sign-in attempts; try again in {} minute(s)", retry_after.as_secs().div_ceil(60).max(1))]
+    Locked { retry_after: Duration },
+    /// Internal; logged, never shown to a client.
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+pub const MIN_PASSWORD_LEN: usize = 12;
+
+/// What an administrator may manage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Every tenant and every global setting.
+    Owner,
+    /// Only the tenants it is assigned to.
+    TenantAdmin,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::TenantAdmin => "tenant_admin",
+        }
+    }
+
+    fn from_db(role: &str) -> Self {
+        match role {
+            "owner" => Role::Owner,
+            // The CHECK constraint admits nothing else.
+            _ => Role::TenantAdmin,
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A validated administrator name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Username(String);
+
+impl Username {
+    pub fn parse(name: &str) -> Result<Self> {
+        let mut chars = name.chars();
+        let valid = name.len() <= 64
+            && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+            && chars.all(|c| c.is_ascii_alphanumeric() || "_.@-".contains(c));
+        valid.then(|| Username(name.to_string())).ok_or(Error::InvalidUsername)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A plaintext password on its way to being hashed; not `Debug`, not `Serialize`.
+pub struct Password(String);
+
+impl Password {
+    pub fn parse(password: String) -> Result<Self> {
+        if password.chars().count() < MIN_PASSWORD_LEN {
+            return Err(Error::WeakPassword);
+        }
+        Ok(Password(password))
+    }
+
+    /// A random 24-character password, for first start and resets.
+    pub fn generate() -> Self {
+        Password(Alphanumeric.sample_string(&mut rand::rng(), 24))
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+/// An argon2id PHC string. Deliberately neither `Serialize` nor `Debug`.
+pub struct PasswordHash(String);
+
+impl PasswordHash {
+    /// Hashes on a blocking thread: argon2id is deliberately slow.
+    pub async fn new(password: &Password) -> Self {
+        let password = password.0.clone();
+        tokio::task::spawn_blocking(move || {
+            let hash = Argon2::default()
+                .hash_password(password.as_bytes())
+                .expect("argon2 with default parameters hashes any password");
+            PasswordHash(hash.to_string())
+        })
+        .await
+        .expect("password hashing task panicked")
+    }
+
+    /// Checks a password against this hash on a blocking thread.
+    pub async fn verify(&self, password: &str) -> bool {
+        let (hash, password) = (self.0.clone(), password.to_string());
+        tokio::task::spawn_blocking(move || {
+            Phc::new(&hash).is_ok_and(|phc| {
+                Argon2::default()
+                    .verify_password(password.as_bytes(), &phc)
+                    .is_ok()
+            })
+        })
+        .await
+        .expect("password verification task panicked")
+    }
+}
+
+/// An administrator as the rest of Toolgate sees it (no password hash).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AdminUser {
+    pub id: Uuid,
+    pub username: String,
+    pub role: Role,
+}
+
+/// Creates an administrator.
+#[tracing::instrument(skip_all, err, fields(username = username.as_str(), %role))]
+pub async fn create(
+    db: impl PgExecutor<'_>,
+    username: &Username,
+    role: Role,
+    password: &Password,
+) -> Result<AdminUser> {
+    let hash = PasswordHash::new(password).await;
+    let row = sqlx::query!(
+        "insert into admin_user (username, password_hash, role) values ($1, $2, $3)
+         on conflict (username) do nothing
+         returning id",
+        username.as_str(),
+        hash.0,
+        role.as_str(),
+    )
+    .fetch_optional(db)
+    .await?
+    .ok_or_else(|| Error::UsernameTaken(username.as_str().to_string()))?;
+    Ok(AdminUser { id: row.id, username: username.as_str().to_string(), role })
+}
+
+/// Replaces an administrator's password.
+#[tracing::instrument(skip_all, err, fields(username = username.as_str()))]
+pub async fn set_password(
+    db: impl PgExecutor<'_>,
+    username: &Username,
+    password: &Password,
+) -> Result<()> {
+    let hash = PasswordHash::new(password).await;
+    let updated = sqlx::query!(
+        "update admin_user set password_hash = $2 where username = $1",
+        username.as_str(),
+        hash.0,
+    )
+    .execute(db)
+    .await?
+    .rows_affected();
+    if updated == 0 {
+        return Err(Error::UnknownUser(username.as_str().to_string()));
+    }
+    Ok(())
+}
+
+/// The administrator with this id, if it still exists.
+pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<AdminUser>> {
+    let row = sqlx::query!("select id, username, role from admin_user where id = $1", id)
+        .fetch_optional(db)
+        .await?;
+    Ok(row.map(|r| AdminUser { id: r.id, username: r.username, role: Role::from_db(&r.role) }))
+}
+
+/// On first start: when no owner exists, creates `admin` as owner with a random password and
+/// returns that password (to be shown once). Returns `None` when an owner exists.
+#[tracing::instrument(skip_all, err)]
+pub async fn ensure_owner(pool: &PgPool) -> Result<Option<Password>> {
+    let mut tx = pool.begin().await?;
+    // Two processes starting together must not both create the owner.
+    sqlx::query!("lock table admin_user in share row exclusive mode")
+        .execute(&mut *tx)
+        .await?;
+    let has_owner = sqlx::query_scalar!(
+        r#"select exists (select from admin_user where role = 'owner') as "exists!""#
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    if has_owner {
+        return Ok(None);
+    }
+    let password = Password::generate();
+    create(&mut *tx, &Username::parse("admin")?, Role::Owner, &password).await?;
+    tx.commit().await?;
+    Ok(Some(password))
+}
+
+/// Limits on failed sign-ins.
+#[derive(Debug, Clone)]
+pub struct LoginPolicy {
+    /// Failures counted over this sliding window.
+    pub window: Duration,
+    /// Failures for one username within the window before it is refused.
+    pub max_failures_per_user: i64,
+    /// Failures from one address within the window before it is refused.
+    pub max_failures_per_address: i64,
+    /// Failures after which each attempt is delayed (doubling from `base_delay`).
+    pub slow_after: i64,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for LoginPolicy {
+    fn default() -> Self {
+        LoginPolicy {
+            window: Duration::from_secs(15 * 60),
+            max_failures_per_user: 5,
+            max_failures_per_address: 20,
+            slow_after: 2,
+            base_delay: Duration::from_millis(250),
+            max_delay: Duration::from_secs(2),
+        }
+    }
+}
+
+impl LoginPolicy {
+    fn delay(&self, failures: i64) -> Duration {
+        let doublings = u32::try_from(failures - self.slow_after).unwrap_or(0).min(16);
+        (self.base_delay * 2u32.pow(doublings)).min(self.max_delay)
+    }
+}
+
+/// Verifies a sign-in, applying the policy's limits. `address` is the client's IP address.
+#[tracing::instrument(skip_all, fields(username, address))]
+pub async fn login(
+    pool: &PgPool,
+    policy: &LoginPolicy,
+    username: &str,
+    password: &str,
+    address: &str,
+) -> Result<AdminUser, LoginError> {
+    let window_secs = policy.window.as_secs_f64();
+    let recent = sqlx::query!(
+        r#"select
+             count(*) filter (where username = $1) as "by_user!",
+             count(*) filter (where address = $2) as "by_address!",
+             min(failed_at) filter (where username = $1) as oldest_by_user,
+             min(failed_at) filter (where address = $2) as oldest_by_address
+           from login_failure
+           where (username = $1 or address = $2)
+             and failed_at > now() - make_interval(secs => $3)"#,
+        username,
+        address,
+        window_secs,
+    )
+    .fetch_one(pool)
+    .await?;
+
+    let locked_since = if recent.by_user >= policy.max_failures_per_user {
+        recent.oldest_by_user
+    } else if recent.by_address >= policy.max_failures_per_address {
+        recent.oldest_by_address
+    } else {
+        None
+    };
+    if let Some(since) = locked_since {
+        let elapsed = (time::OffsetDateTime::now_utc() - since).unsigned_abs();
+        let retry_after = policy.window.saturating_sub(elapsed);
+        tracing::warn!(username, address, "sign-in refused: too many failures");
+        return Err(LoginError::Locked { retry_after });
+    }
+    let failures = recent.by_user.max(recent.by_address);
+    if failures >= policy.slow_after {
+        tokio::time::sleep(policy.delay(failures)).await;
+    }
+
+    let row = sqlx::query!(
+        "select id, username, role, password_hash from admin_user where username = $1",
+        username
+    )
+    .fetch_optional(pool)
+    .await?;
+    // Verify against a real hash even for unknown users, so timing does not reveal which exist.
+    let (user, hash) = match row {
+        Some(r) => (
+            Some(AdminUser { id: r.id, username: r.username, role: Role::from_db(&r.role) }),
+            PasswordHash(r.password_hash),
+        ),
+        None => (None, dummy_hash().await),
+    };
+    match (hash.verify(password).await, user) {
+        (true, Some(user)) => {
+            sqlx::query!("delete from login_failure where username = $1", username)
+                .execute(pool)
+                .await?;
+            tracing::info!(username, "administrator signed in");
+            Ok(user)
+        }
+        _ => {
+            record_failure(pool, policy, username, address).await?;
+            tracing::info!(username, address, "sign-in failed");
+            Err(LoginError::InvalidCredentials)
+        }
+    }
+}
+
+async fn record_failure(
+    pool: &PgPool,
+    policy: &LoginPolicy,
+    username: &str,
+    address: &str,
+) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query!(
+        "delete from login_failure where failed_at < now() - make_interval(secs => $1)",
+        policy.window.as_secs_f64()
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "insert into login_failure (username, address) values ($1, $2)",
+        username,
+        address
+    )
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await
+}
+
+/// A hash of a random password, computed once, to verify against for unknown usernames.
+async fn dummy_hash() -> PasswordHash {
+    static DUMMY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    let hash = DUMMY
+        .get_or_init(|| async { PasswordHash::new(&Password::generate()).await.0 })
+        .await;
+    PasswordHash(hash.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn hash_verifies_its_own_password_only() {
+        let password = Password::parse("correct horse battery".into()).unwrap();
+        let hash = PasswordHash::new(&password).await;
+        assert!(hash.0.starts_with("$argon2id$"), "argon2id PHC string expected");
+        assert!(hash.verify("correct horse battery").await);
+        assert!(!hash.verify("correct horse battery!").await);
+        assert!(!hash.verify("").await);
+    }
+
+    #[tokio::test]
+    async fn same_password_hashes_differently_each_time() {
+        let password = Password::parse("the same password".into()).unwrap();
+        assert_ne!(PasswordHash::new(&password).await.0, PasswordHash::new(&password).await.0);
+    }
+
+    #[test]
+    fn short_password_is_rejected() {
+        assert!(matches!(Password::parse("short".into()), Err(Error::WeakPassword)));
+        assert!(Password::parse("twelve chars".into()).is_ok());
+    }
+
+    #[test]
+    fn generated_passwords_are_long_and_distinct() {
+        let (a, b) = (Password::generate(), Password::generate());
+        assert_eq!(a.expose().len(), 24);
+        assert_ne!(a.expose(), b.expose());
+    }
+
+    #[test]
+    fn username_pattern() {
+        for ok in ["admin", "a", "jane.doe@example.com", "ops_team-1"] {
+            assert!(Username::parse(ok).is_ok(), "{ok} should be valid");
+        }
+        for bad in ["", "-admin", "has space", "<script>", &"x".repeat(65)] {
+            assert!(Username::parse(bad).is_err(), "{bad} should be invalid");
+        }
+    }
+
+    #[test]
+    fn delay_doubles_up_to_the_cap() {
+        let policy = LoginPolicy::default();
+        assert_eq!(policy.delay(2), Duration::from_millis(250));
+        assert_eq!(policy.delay(3), Duration::from_millis(500));
+        assert_eq!(policy.delay(4), Duration::from_secs(1));
+        assert_eq!(policy.delay(40), Duration::from_secs(2));
+    }
+}

@@ -1,0 +1,161 @@
+//! Administrator accounts and sign-in against a real PostgreSQL database (one per test).
+
+use std::time::Duration;
+
+use engine::admin::{self, LoginError, LoginPolicy, Password, Role, Username};
+use sqlx::PgPool;
+
+/// The default limits with negligible delays, so lockout tests stay quick.
+fn quick_policy() -> LoginPolicy {
+    LoginPolicy {
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+        ..LoginPolicy::default()
+    }
+}
+
+async fn create(pool: &PgPool, name: &str, password: &str) {
+    admin::create(
+        pool,
+        &Username::parse(name).unwrap(),
+        Role::Owner,
+        &Password::parse(password.into()).unwrap(),
+    )
+    .await
+    .unwrap();
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn login_succeeds_with_the_right_password(pool: PgPool) {
+    create(&pool, "alice", "alice-password-1").await;
+    let user = admin::login(&pool, &quick_policy(), "alice", "alice-password-1", "10.0.0.1")
+        .await
+        .unwrap();
+    assert_eq!(user.username, "alice");
+    assert_eq!(user.role, Role::Owner);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn wrong_password_and_unknown_user_fail_alike(pool: PgPool) {
+    create(&pool, "alice", "alice-password-1").await;
+    let policy = quick_policy();
+    let wrong = admin::login(&pool, &policy, "alice", "not-her-password", "10.0.0.1").await;
+    let unknown = admin::login(&pool, &policy, "mallory", "alice-password-1", "10.0.0.2").await;
+    assert!(matches!(wrong, Err(LoginError::InvalidCredentials)));
+    assert!(matches!(unknown, Err(LoginError::InvalidCredentials)));
+    assert_eq!(wrong.unwrap_err().to_string(), unknown.unwrap_err().to_string());
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn repeated_failures_lock_the_account_even_for_the_right_password(pool: PgPool) {
+    create(&pool, "alice", "alice-password-1").await;
+    let policy = quick_policy();
+    for attempt in 0..policy.max_failures_per_user {
+        // A different address each time: the per-user limit is what locks.
+        let address = format!("10.0.0.{attempt}");
+        let result = admin::login(&pool, &policy, "alice", "guess", &address).await;
+        assert!(matches!(result, Err(LoginError::InvalidCredentials)));
+    }
+    let locked = admin::login(&pool, &policy, "alice", "alice-password-1", "10.9.9.9").await;
+    let Err(LoginError::Locked { retry_after }) = locked else {
+        panic!("expected a lockout, got {locked:?}");
+    };
+    assert!(retry_after <= policy.window && retry_after > Duration::ZERO);
+    assert!(locked.unwrap_err().to_string().contains("try again in 15 minute"));
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn lockout_ends_when_the_window_has_passed(pool: PgPool) {
+    create(&pool, "alice", "alice-password-1").await;
+    let policy = LoginPolicy { window: Duration::from_millis(1500), ..quick_policy() };
+    for _ in 0..policy.max_failures_per_user {
+        let _ = admin::login(&pool, &policy, "alice", "guess", "10.0.0.1").await;
+    }
+    assert!(matches!(
+        admin::login(&pool, &policy, "alice", "alice-password-1", "10.0.0.1").await,
+        Err(LoginError::Locked { .. })
+    ));
+    tokio::time::sleep(policy.window).await;
+    admin::login(&pool, &policy, "alice", "alice-password-1", "10.0.0.1")
+        .await
+        .expect("the lock lifts once the failures leave the window");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn one_address_guessing_many_names_is_locked_out(pool: PgPool) {
+    create(&pool, "alice", "alice-password-1").await;
+    let policy = quick_policy();
+    for n in 0..policy.max_failures_per_address {
+        let _ = admin::login(&pool, &policy, &format!("user{n}"), "guess", "10.6.6.6").await;
+    }
+    let result = admin::login(&pool, &policy, "alice", "alice-password-1", "10.6.6.6").await;
+    assert!(matches!(result, Err(LoginError::Locked { .. })));
+    // Another address is unaffected.
+    admin::login(&pool, &policy, "alice", "alice-password-1", "10.0.0.1").await.unwrap();
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn success_clears_earlier_failures(pool: PgPool) {
+    create(&pool, "alice", "alice-password-1").await;
+    let policy = quick_policy();
+    for _ in 0..policy.max_failures_per_user - 1 {
+        let _ = admin::login(&pool, &policy, "alice", "guess", "10.0.0.1").await;
+    }
+    admin::login(&pool, &policy, "alice", "alice-password-1", "10.0.0.1").await.unwrap();
+    for _ in 0..policy.max_failures_per_user - 1 {
+        let _ = admin::login(&pool, &policy, "alice", "guess", "10.0.0.1").await;
+    }
+    admin::login(&pool, &policy, "alice", "alice-password-1", "10.0.0.1")
+        .await
+        .expect("the earlier failures were forgotten at the last success");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn first_start_creates_one_owner_with_a_working_password(pool: PgPool) {
+    let password = admin::ensure_owner(&pool).await.unwrap().expect("a new owner");
+    assert!(admin::ensure_owner(&pool).await.unwrap().is_none(), "created only once");
+    let owner = admin::login(&pool, &quick_policy(), "admin", password.expose(), "127.0.0.1")
+        .await
+        .unwrap();
+    assert_eq!(owner.role, Role::Owner);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn taken_username_is_refused(pool: PgPool) {
+    create(&pool, "alice", "alice-password-1").await;
+    let again = admin::create(
+        &pool,
+        &Username::parse("alice").unwrap(),
+        Role::TenantAdmin,
+        &Password::generate(),
+    )
+    .await;
+    assert!(matches!(again, Err(admin::Error::UsernameTaken(name)) if name == "alice"));
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn reset_password_replaces_the_old_one(pool: PgPool) {
+    create(&pool, "alice", "alice-password-1").await;
+    let alice = Username::parse("alice").unwrap();
+    let new = Password::parse("alice-password-2".into()).unwrap();
+    admin::set_password(&pool, &alice, &new).await.unwrap();
+    let policy = quick_policy();
+    assert!(admin::login(&pool, &policy, "alice", "alice-password-1", "10.0.0.1").await.is_err());
+    admin::login(&pool, &policy, "alice", "alice-password-2", "10.0.0.1").await.unwrap();
+    let nobody = Username::parse("nobody").unwrap();
+    assert!(matches!(
+        admin::set_password(&pool, &nobody, &new).await,
+        Err(admin::Error::UnknownUser(_))
+    ));
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn stored_hash_is_argon2id_not_the_password(pool: PgPool) {
+    create(&pool, "alice", "alice-password-1").await;
+    let stored: String = sqlx::query_scalar("select password_hash from admin_user")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(stored.starts_with("$argon2id$"));
+    assert!(!stored.contains("alice-password-1"));
+}

@@ -1,0 +1,7 @@
+# Shared settings for the scripts; sourced, not run.
+# Cargo's outputs live outside the clone so that fresh clones reuse them.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/toolgate/target}"
+# Builds read query metadata from .sqlx/ and never need a database.
+export SQLX_OFFLINE=true
+export PATH="$HOME/.cargo/bin:$PATH"
+SITE_DIR="$CARGO_TARGET_DIR/site"

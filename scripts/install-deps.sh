@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what building (and, with --test, testing) Toolgate needs; skips what is present.
+# Idempotent: a second run installs nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+with_test=false
+[[ "${1:-}" == "--test" ]] && with_test=true
+
+as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
+
+apt_missing=()
+have_initdb() { command -v initdb >/dev/null || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; }
+have_initdb || apt_missing+=(postgresql)
+command -v npm >/dev/null || apt_missing+=(nodejs npm)
+command -v cc >/dev/null || apt_missing+=(gcc libc6-dev)
+command -v gzip >/dev/null || apt_missing+=(gzip)
+$with_test && { command -v chromium >/dev/null || apt_missing+=(chromium); }
+
+# The wasm32 target: from rustup when it can be fetched, else Debian's rustc-web with its std
+# source, built with -Zbuild-std (see scripts/build-site.sh).
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+    if ! timeout 180 rustup target add wasm32-unknown-unknown; then
+        echo "rustup could not fetch wasm32-unknown-unknown; using Debian's rustc-web instead" >&2
+        [[ -x /usr/bin/rustc && -d /usr/lib/rustlib/src/rust/library ]] \
+            || apt_missing+=(rustc-web rust-web-src)
+        command -v wasm-ld-19 >/dev/null || apt_missing+=(lld-19)
+    fi
+fi
+
+if ((${#apt_missing[@]})); then
+    echo "installing system packages: ${apt_missing[*]}" >&2
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${apt_missing[@]}"
+fi
+
+# wasm-bindgen must match the wasm-bindgen crate in Cargo.lock exactly. Its own lockfile pins
+# a crate the registry no longer has, so it is installed without --locked.
+wbg_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/"/, "", $3); print $3 }' Cargo.lock)
+if [[ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $wbg_version" ]]; then
+    cargo install --force wasm-bindgen-cli --version "$wbg_version"
+fi
+
+# wasm-opt from npm's binaryen (Debian's is too old for current rustc output).
+if [[ ! -x tools/node_modules/.bin/wasm-opt ]]; then
+    npm ci --prefix tools --no-audit --no-fund --loglevel=error
+fi
+
+if $with_test && [[ ! -d end2end/node_modules/playwright-core ]]; then
+    npm ci --prefix end2end --no-audit --no-fund --loglevel=error
+fi

@@ -1,0 +1,131 @@
+//! The `toolgate` command line.
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use engine::admin::{self, Password, Role, Username};
+use engine::db::Database;
+
+use crate::settings::{DatabaseSettings, ServeSettings};
+use crate::startup;
+
+#[derive(Debug, Parser)]
+#[command(name = "toolgate", version, about = "A tool gateway for LLM applications, with an admin panel")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the admin panel and the gateway.
+    Serve(ServeSettings),
+    /// Manage administrator accounts.
+    Admin {
+        #[command(subcommand)]
+        action: AdminCommand,
+        #[command(flatten)]
+        database: DatabaseSettings,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AdminCommand {
+    /// Create an administrator and print its password (generated unless --password-stdin).
+    Create {
+        username: String,
+        #[arg(long, value_enum, default_value_t = RoleArg::Owner)]
+        role: RoleArg,
+        /// Read the password from standard input instead of generating one.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Give an administrator a new password and print it (generated unless --password-stdin).
+    ResetPassword {
+        username: String,
+        #[arg(long)]
+        password_stdin: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RoleArg {
+    Owner,
+    TenantAdmin,
+}
+
+pub fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Runtime::new().expect("cannot start the tokio runtime");
+    match runtime.block_on(run(cli.command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_sessions=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn run(command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Serve(settings) => startup::serve(settings).await,
+        Command::Admin { action, database } => {
+            let db = Database::open(database.database_url.as_deref(), &database.data_dir).await?;
+            let result = run_admin(action, &db).await;
+            db.close().await?;
+            result
+        }
+    }
+}
+
+async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
+    match action {
+        AdminCommand::Create { username, role, password_stdin } => {
+            let username = Username::parse(&username)?;
+            let password = password(password_stdin)?;
+            let role = match role {
+                RoleArg::Owner => Role::Owner,
+                RoleArg::TenantAdmin => Role::TenantAdmin,
+            };
+            admin::create(db.pool(), &username, role, &password).await?;
+            eprintln!("created {role} `{}`", username.as_str());
+            if !password_stdin {
+                println!("{}", password.expose());
+            }
+        }
+        AdminCommand::ResetPassword { username, password_stdin } => {
+            let username = Username::parse(&username)?;
+            let password = password(password_stdin)?;
+            admin::set_password(db.pool(), &username, &password).await?;
+            eprintln!("new password set for `{}`", username.as_str());
+            if !password_stdin {
+                println!("{}", password.expose());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn password(from_stdin: bool) -> anyhow::Result<Password> {
+    if !from_stdin {
+        return Ok(Password::generate());
+    }
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .context("reading the password from standard input")?;
+    Ok(Password::parse(input.trim_end_matches(['\r', '\n']).to_string())?)
+}

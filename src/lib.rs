@@ -1,0 +1,7 @@
+//! The `toolgate` binary's library: command line, start-up, and the HTTP surfaces around the
+//! panel (`app`) and the backend (`engine`).
+
+pub mod cli;
+pub mod settings;
+pub mod startup;
+mod web;

@@ -1,0 +1,63 @@
+//! Process settings, read from the environment (and flags of the same names).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+#[derive(Debug, Clone, Args)]
+pub struct DatabaseSettings {
+    /// PostgreSQL server to use; without it Toolgate runs a private cluster in the data folder.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// Folder for Toolgate's own files (the private cluster among them).
+    #[arg(long, env = "TOOLGATE_DATA_DIR", default_value = ".toolgate")]
+    pub data_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeSettings {
+    /// Address to listen on.
+    #[arg(long, env = "TOOLGATE_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: SocketAddr,
+
+    /// Folder with the built client (`pkg/`) and static assets; defaults to `site/` next to
+    /// the binary's target folder, where the build puts it.
+    #[arg(long, env = "TOOLGATE_SITE_ROOT")]
+    pub site_root: Option<PathBuf>,
+
+    /// The URL users reach Toolgate at. Browser writes must come from this origin (or the
+    /// request's own host); an `https` URL also marks the session cookie `Secure`.
+    #[arg(long, env = "TOOLGATE_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
+    /// Seconds of inactivity after which an admin session ends (default 12 hours).
+    #[arg(long, env = "TOOLGATE_SESSION_IDLE_SECONDS", default_value_t = 12 * 60 * 60)]
+    pub session_idle_seconds: u64,
+
+    #[command(flatten)]
+    pub database: DatabaseSettings,
+}
+
+impl ServeSettings {
+    pub fn site_root(&self) -> PathBuf {
+        self.site_root.clone().unwrap_or_else(|| {
+            let exe = std::env::current_exe().unwrap_or_default();
+            // <target>/<profile>/toolgate -> <target>/site
+            exe.parent()
+                .and_then(|profile| profile.parent())
+                .map(|target| target.join("site"))
+                .unwrap_or_else(|| PathBuf::from("site"))
+        })
+    }
+
+    pub fn session_ttl(&self) -> Duration {
+        Duration::from_secs(self.session_idle_seconds)
+    }
+
+    pub fn secure_cookies(&self) -> bool {
+        self.public_url.as_deref().is_some_and(|url| url.starts_with("https://"))
+    }
+}

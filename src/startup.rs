@@ -1,0 +1,162 @@
+//! Builds the HTTP application and runs it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use app::state::AppState;
+use app::{App, shell};
+use axum::Router;
+use axum::routing::get;
+use engine::admin::LoginPolicy;
+use engine::db::{Database, PgPool};
+use leptos::prelude::*;
+use leptos_axum::{LeptosRoutes, generate_route_list};
+use tokio::net::TcpListener;
+use tower_http::services::ServeDir;
+use tower_http::trace::TraceLayer;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, SessionManagerLayer};
+use tower_sessions_sqlx_store::PostgresStore;
+use tower_sessions::session_store::ExpiredDeletion;
+
+use crate::settings::ServeSettings;
+use crate::web;
+
+/// `toolgate serve`: opens the database, makes sure an owner exists, serves until Ctrl-C or
+/// SIGTERM, then stops the private cluster if it started one.
+pub async fn serve(settings: ServeSettings) -> anyhow::Result<()> {
+    let db = Database::open(
+        settings.database.database_url.as_deref(),
+        &settings.database.data_dir,
+    )
+    .await?;
+    if let Some(password) = engine::admin::ensure_owner(db.pool()).await? {
+        // Printed once, to the console only (not to the log).
+        println!(
+            "Created the owner account. Sign in as `admin` with this one-time password:\n{}",
+            password.expose()
+        );
+    }
+    let app = Application::build(&settings, db.pool().clone(), LoginPolicy::default()).await?;
+    tracing::info!(url = %format!("http://{}", app.address()), "Toolgate is listening");
+    let served = app.run_until(shutdown_signal()).await;
+    db.close().await?;
+    served
+}
+
+/// A bound, ready-to-run server.
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+}
+
+impl Application {
+    pub async fn build(
+        settings: &ServeSettings,
+        pool: PgPool,
+        login_policy: LoginPolicy,
+    ) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(settings.addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", settings.addr))?;
+        let site_root = settings.site_root();
+        let leptos_options = LeptosOptions::builder()
+            .output_name("toolgate")
+            .site_root(site_root.to_string_lossy().as_ref())
+            .site_pkg_dir("pkg")
+            .site_addr(listener.local_addr()?)
+            .build();
+        let state = AppState { leptos_options, pool, login_policy: Arc::new(login_policy) };
+        let sessions = session_layer(settings, &state.pool).await?;
+        let router = router(state, sessions, settings.public_url.clone());
+        Ok(Application { listener, router })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        axum::serve(
+            self.listener,
+            self.router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("the HTTP server failed")
+    }
+}
+
+async fn session_layer(
+    settings: &ServeSettings,
+    pool: &PgPool,
+) -> anyhow::Result<SessionManagerLayer<PostgresStore>> {
+    let store = PostgresStore::new(pool.clone());
+    store.migrate().await.context("creating the session table")?;
+    tokio::spawn(store.clone().continuously_delete_expired(Duration::from_secs(300)));
+    let ttl = time::Duration::try_from(settings.session_ttl()).context("session lifetime")?;
+    Ok(SessionManagerLayer::new(store)
+        .with_name("toolgate_session")
+        .with_http_only(true)
+        .with_same_site(SameSite::Strict)
+        .with_secure(settings.secure_cookies())
+        .with_expiry(Expiry::OnInactivity(ttl)))
+}
+
+fn router(
+    state: AppState,
+    sessions: SessionManagerLayer<PostgresStore>,
+    public_url: Option<String>,
+) -> Router {
+    let routes = generate_route_list(App);
+    let context = {
+        let state = state.clone();
+        move || provide_context(state.clone())
+    };
+    let pkg = ServeDir::new(
+        std::path::Path::new(state.leptos_options.site_root.as_ref()).join("pkg"),
+    )
+    .precompressed_gzip();
+
+    Router::new()
+        .leptos_routes_with_context(&state, routes, context.clone(), {
+            let options = state.leptos_options.clone();
+            move || shell(options.clone())
+        })
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            web::require_sign_in,
+        ))
+        .route("/healthz", get(web::healthz))
+        .nest_service("/pkg", pkg)
+        .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(web::AllowedOrigins::new(public_url)),
+            web::same_origin_writes,
+        ))
+        .layer(sessions)
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        tokio::signal::ctrl_c().await.expect("cannot listen for Ctrl-C");
+    };
+    let terminate = async {
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("cannot listen for SIGTERM")
+            .recv()
+            .await;
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,132 @@
+//! Middleware and small handlers around the panel: the sign-in guard, the cross-site write
+//! check, and health.
+
+use std::sync::Arc;
+
+use app::auth::ssr::signed_in;
+use app::state::AppState;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use tower_sessions::Session;
+
+/// The panel's server functions live under this prefix; they answer 401 themselves.
+const SERVER_FN_PREFIX: &str = "/api/";
+const LOGIN_PAGE: &str = "/login";
+
+/// Panel pages need a signed-in administrator: anyone else is sent to the login page, and a
+/// signed-in administrator visiting the login page is sent to the dashboard.
+pub async fn require_sign_in(
+    State(state): State<AppState>,
+    session: Session,
+    request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path();
+    if path.starts_with(SERVER_FN_PREFIX) {
+        return next.run(request).await;
+    }
+    let on_login_page = path == LOGIN_PAGE;
+    match signed_in(&session, &state.pool).await {
+        Ok(Some(_)) if on_login_page => Redirect::to("/").into_response(),
+        Ok(None) if !on_login_page => Redirect::to(LOGIN_PAGE).into_response(),
+        Ok(_) => next.run(request).await,
+        Err(err) => (StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response(),
+    }
+}
+
+/// Origins allowed to make state-changing browser requests.
+pub struct AllowedOrigins {
+    /// `scheme://host[:port]` of `TOOLGATE_PUBLIC_URL`, when set.
+    public: Option<String>,
+}
+
+impl AllowedOrigins {
+    pub fn new(public_url: Option<String>) -> Self {
+        let public = public_url
+            .and_then(|url| url.parse::<Uri>().ok())
+            .and_then(|uri| Some(format!("{}://{}", uri.scheme_str()?, uri.authority()?)));
+        AllowedOrigins { public }
+    }
+
+    fn admits(&self, origin: &str, headers: &HeaderMap) -> bool {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        let origin_authority = origin.split_once("://").map(|(_, authority)| authority);
+        self.public.as_deref() == Some(origin) || (host.is_some() && origin_authority == host)
+    }
+}
+
+/// CSRF defence, on top of the `SameSite=Strict` session cookie: a state-changing request
+/// from a browser must come from Toolgate's own origin (`Origin`, else `Referer`). Requests
+/// that carry `Authorization` (API keys, admin tokens) cannot be forged by another site and
+/// pass.
+pub async fn same_origin_writes(
+    State(allowed): State<Arc<AllowedOrigins>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let safe = matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    let headers = request.headers();
+    if safe || headers.contains_key(header::AUTHORIZATION) {
+        return next.run(request).await;
+    }
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| {
+            let referer = headers.get(header::REFERER)?.to_str().ok()?.parse::<Uri>().ok()?;
+            Some(format!("{}://{}", referer.scheme_str()?, referer.authority()?))
+        });
+    match origin {
+        Some(origin) if allowed.admits(&origin, headers) => next.run(request).await,
+        _ => (
+            StatusCode::FORBIDDEN,
+            "cross-site request refused: the Origin of this request is not this Toolgate server",
+        )
+            .into_response(),
+    }
+}
+
+/// `GET /healthz`: 200 when the database answers, 503 otherwise.
+pub async fn healthz(State(state): State<AppState>) -> Response {
+    match engine::db::ping(&state.pool).await {
+        Ok(()) => (StatusCode::OK, "ok").into_response(),
+        Err(err) => {
+            tracing::warn!(error = %err, "health check: database unreachable");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, value.parse().unwrap());
+        headers
+    }
+
+    #[test]
+    fn same_host_origin_is_admitted() {
+        let allowed = AllowedOrigins::new(None);
+        assert!(allowed.admits("http://127.0.0.1:3000", &host("127.0.0.1:3000")));
+    }
+
+    #[test]
+    fn foreign_origin_is_refused() {
+        let allowed = AllowedOrigins::new(None);
+        assert!(!allowed.admits("http://evil.example", &host("127.0.0.1:3000")));
+        assert!(!allowed.admits("http://127.0.0.1:3001", &host("127.0.0.1:3000")));
+    }
+
+    #[test]
+    fn public_url_origin_is_admitted_behind_a_proxy() {
+        let allowed = AllowedOrigins::new(Some("https://gate.example.com/".into()));
+        assert!(allowed.admits("https://gate.example.com", &host("10.0.0.5:3000")));
+        assert!(!allowed.admits("http://gate.example.com", &host("10.0.0.5:3000")));
+    }
+}

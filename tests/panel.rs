@@ -1,0 +1,219 @@
+//! The panel's HTTP surface end to end: a real server on a loopback port, a real PostgreSQL
+//! database (one per test), a cookie-keeping HTTP client.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use engine::admin::{self, LoginPolicy, Password, Role, Username};
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, HeaderValue, LOCATION, ORIGIN, SET_COOKIE};
+use sqlx::PgPool;
+use toolgate::settings::{DatabaseSettings, ServeSettings};
+use toolgate::startup::Application;
+
+const PASSWORD: &str = "a-long-test-password";
+
+struct TestApp {
+    address: SocketAddr,
+    /// Keeps cookies, never follows redirects, sends our own Origin on every request.
+    client: reqwest::Client,
+}
+
+impl TestApp {
+    async fn spawn(pool: PgPool) -> Self {
+        Self::spawn_with(pool, 3600).await
+    }
+
+    async fn spawn_with(pool: PgPool, session_idle_seconds: u64) -> Self {
+        let site = std::env::temp_dir().join("toolgate-test-site");
+        let settings = ServeSettings {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            site_root: Some(site.clone()),
+            public_url: None,
+            session_idle_seconds,
+            database: DatabaseSettings { database_url: None, data_dir: site },
+        };
+        let policy = LoginPolicy {
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(5),
+            ..LoginPolicy::default()
+        };
+        admin::create(
+            &pool,
+            &Username::parse("admin").unwrap(),
+            Role::Owner,
+            &Password::parse(PASSWORD.into()).unwrap(),
+        )
+        .await
+        .unwrap();
+        let app = Application::build(&settings, pool, policy).await.unwrap();
+        let address = app.address();
+        tokio::spawn(app.run_until(std::future::pending()));
+        TestApp { address, client: client_with_origin(&format!("http://{address}")) }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    async fn login(&self, password: &str) -> reqwest::Response {
+        self.client
+            .post(self.url("/api/login"))
+            .form(&[("username", "admin"), ("password", password)])
+            .send()
+            .await
+            .unwrap()
+    }
+
+    async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.unwrap()
+    }
+}
+
+fn client_with_origin(origin: &str) -> reqwest::Client {
+    let mut headers = HeaderMap::new();
+    headers.insert(ORIGIN, HeaderValue::from_str(origin).unwrap());
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .default_headers(headers)
+        .build()
+        .unwrap()
+}
+
+fn location(response: &reqwest::Response) -> &str {
+    response.headers().get(LOCATION).unwrap().to_str().unwrap()
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn pages_redirect_to_login_without_a_session(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    for path in ["/", "/servers", "/tenants", "/audit"] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{path}");
+        assert_eq!(location(&response), "/login", "{path}");
+    }
+    let login_page = app.get("/login").await;
+    assert_eq!(login_page.status(), StatusCode::OK);
+    assert!(login_page.text().await.unwrap().contains("Sign in"));
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn server_functions_answer_401_without_a_session(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let response = app.client.post(app.url("/api/me")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn login_sets_a_strict_http_only_cookie_and_opens_the_dashboard(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let response = app.login(PASSWORD).await;
+    assert!(response.status().is_success(), "{}", response.status());
+    let cookie = response.headers().get(SET_COOKIE).unwrap().to_str().unwrap().to_string();
+    assert!(cookie.starts_with("toolgate_session="), "{cookie}");
+    assert!(cookie.contains("HttpOnly"), "{cookie}");
+    assert!(cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(!cookie.contains("Secure"), "plain http must not mark the cookie Secure");
+
+    let dashboard = app.get("/").await;
+    assert_eq!(dashboard.status(), StatusCode::OK);
+    let me = app.client.post(app.url("/api/me")).send().await.unwrap();
+    assert_eq!(me.status(), StatusCode::OK);
+    assert_eq!(me.text().await.unwrap(), r#"{"username":"admin","role":"owner"}"#);
+    // Signed in, the login page leads to the dashboard.
+    let login_page = app.get("/login").await;
+    assert_eq!(location(&login_page), "/");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn login_rotates_the_session_id(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let first = app.login(PASSWORD).await;
+    let second = app.login(PASSWORD).await;
+    let id = |r: &reqwest::Response| r.headers().get(SET_COOKIE).unwrap().to_str().unwrap().to_string();
+    assert_ne!(id(&first), id(&second));
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn wrong_password_is_refused_with_a_clear_message(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let response = app.login("not-the-password").await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert!(response.headers().get(SET_COOKIE).is_none());
+    assert!(response.text().await.unwrap().contains("invalid username or password"));
+    assert_eq!(app.get("/").await.status(), StatusCode::SEE_OTHER);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn repeated_failures_lock_sign_in(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    for _ in 0..LoginPolicy::default().max_failures_per_user {
+        assert_eq!(app.login("guess-again").await.status(), StatusCode::UNAUTHORIZED);
+    }
+    let locked = app.login(PASSWORD).await;
+    assert_eq!(locked.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(locked.text().await.unwrap().contains("too many failed sign-in attempts"));
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn logout_ends_the_session_for_good(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let login = app.login(PASSWORD).await;
+    let cookie = login.headers().get(SET_COOKIE).unwrap().to_str().unwrap();
+    let session_cookie = cookie.split(';').next().unwrap().to_string();
+
+    assert!(app.client.post(app.url("/api/logout")).send().await.unwrap().status().is_success());
+    assert_eq!(location(&app.get("/").await), "/login");
+
+    // Replaying the old cookie does not bring the session back: it was deleted server-side.
+    let replay = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(app.url("/"))
+        .header("cookie", session_cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replay.status(), StatusCode::SEE_OTHER);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn session_expires_after_inactivity(pool: PgPool) {
+    let app = TestApp::spawn_with(pool, 1).await;
+    app.login(PASSWORD).await;
+    assert_eq!(app.get("/").await.status(), StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let response = app.get("/").await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&response), "/login");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn cross_site_writes_are_refused(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let evil = client_with_origin("http://evil.example");
+    let response = evil
+        .post(app.url("/api/login"))
+        .form(&[("username", "admin"), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let no_origin = reqwest::Client::new()
+        .post(app.url("/api/login"))
+        .form(&[("username", "admin"), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(no_origin.status(), StatusCode::FORBIDDEN);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn healthz_reports_the_database(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let response = app.get("/healthz").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.text().await.unwrap(), "ok");
+}
