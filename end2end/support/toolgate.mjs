@@ -1,0 +1,68 @@
+// Starts a real `toolgate serve` on its own embedded PostgreSQL (a fresh data folder), as a
+// user would on first start, and launches Debian's Chromium headless.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+export const screenshots = new URL('../screenshots/', import.meta.url).pathname;
+mkdirSync(screenshots, { recursive: true });
+
+/** Resolves once `pattern` matches the accumulated output of `stream`. */
+function waitFor(stream, pattern, what, child) {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}; output:\n${seen}`)), 60_000);
+    child.once('exit', (code) => reject(new Error(`toolgate exited (${code}) before ${what}; output:\n${seen}`)));
+    stream.on('data', (chunk) => {
+      seen += chunk;
+      const match = seen.match(pattern);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match);
+      }
+    });
+  });
+}
+
+export async function startToolgate() {
+  const bin = process.env.TOOLGATE_BIN;
+  if (!bin) throw new Error('TOOLGATE_BIN must name the toolgate binary (make test sets it)');
+  const dataDir = mkdtempSync(join(tmpdir(), 'toolgate-e2e-'));
+  const env = { ...process.env, TOOLGATE_ADDR: '127.0.0.1:0', TOOLGATE_DATA_DIR: dataDir };
+  delete env.DATABASE_URL; // the embedded default, as on a fresh machine
+  const child = spawn(bin, ['serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
+  let password, url;
+  try {
+    [password, [, url]] = await Promise.all([
+      waitFor(child.stdout, /one-time password:\n(\S+)\n/, 'the one-time password', child).then((m) => m[1]),
+      waitFor(child.stderr, /listening url=(http:\/\/[\d.:]+)/, 'the listening address', child),
+    ]);
+  } catch (err) {
+    child.kill('SIGTERM');
+    throw err;
+  }
+  return {
+    url,
+    password,
+    async stop() {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited; // toolgate stops its PostgreSQL cluster on the way out
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function launchChromium() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync',
+    ],
+  });
+}
