@@ -1,8 +1,17 @@
-//! Toolgate's execution backend, with no UI: the database and its embedded default, and the
-//! administrators who configure everything else.
+//! Toolgate's execution backend, with no UI. The pipeline, in the order a tool travels it:
 //!
-//! The dependency direction is one-way: the binary and the panel call into `engine`; `engine`
-//! knows nothing of Leptos or HTTP.
+//! - [`store`]: the configuration in PostgreSQL; every write is audited and notifies;
+//! - [`catalog`]: who sees which tool under which name, as a live, immutable snapshot;
+//! - [`schema`]: what the LLM receives as a tool's schema;
+//!
+//! plus [`db`] (connecting, the embedded default), [`admin`] (panel accounts), [`secret`]
+//! (encryption at rest) and [`model`] (validated names). The binary and the panel call into
+//! `engine`; `engine` knows nothing of Leptos or HTTP.
 
 pub mod admin;
+pub mod catalog;
 pub mod db;
+pub mod model;
+pub mod schema;
+pub mod secret;
+pub mod store;

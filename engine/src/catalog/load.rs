@@ -1,0 +1,88 @@
+//! Reads the whole configuration in one consistent read (a repeatable-read, read-only
+//! transaction), for building a snapshot.
+
+use serde_json::Value;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::store::groups::{self, Group};
+use crate::store::settings::{self, Settings};
+use crate::store::sources::{self, Source};
+use crate::store::tenants::{self, Tenant};
+
+pub(super) struct ToolRow {
+    pub id: Uuid,
+    pub source_id: Uuid,
+    pub upstream_name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub annotations: Value,
+    pub tags: Vec<String>,
+    pub strict: bool,
+    pub timeout_ms: Option<i32>,
+}
+
+pub(super) struct OverrideRow {
+    pub tenant_id: Uuid,
+    pub tool_id: Uuid,
+    pub enabled: bool,
+    pub exposed_name: Option<String>,
+    pub description: Option<String>,
+    pub timeout_ms: Option<i32>,
+    pub presets: Value,
+    pub secret_presets: Value,
+}
+
+pub(super) struct Loaded {
+    pub settings: Settings,
+    pub tenants: Vec<Tenant>,
+    pub sources: Vec<Source>,
+    pub tools: Vec<ToolRow>,
+    pub groups: Vec<Group>,
+    /// (group, tool)
+    pub members: Vec<(Uuid, Uuid)>,
+    /// (tenant, group, active)
+    pub tenant_groups: Vec<(Uuid, Uuid, bool)>,
+    pub overrides: Vec<OverrideRow>,
+}
+
+pub(super) async fn load(pool: &PgPool) -> Result<Loaded, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query!("set transaction isolation level repeatable read, read only")
+        .execute(&mut *tx)
+        .await?;
+    let settings = settings::get(&mut *tx).await?;
+    let tenants = tenants::list(&mut *tx).await?;
+    let sources = sources::list(&mut *tx).await?;
+    let tools = sqlx::query_as!(
+        ToolRow,
+        "select id, source_id, upstream_name, description, input_schema, output_schema,
+                annotations, tags, strict, timeout_ms
+         from tool order by upstream_name, id"
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let groups = groups::list(&mut *tx).await?;
+    let members = sqlx::query!("select group_id, tool_id from tool_group_member")
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .map(|r| (r.group_id, r.tool_id))
+        .collect();
+    let tenant_groups = sqlx::query!("select tenant_id, group_id, active from tenant_group")
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .map(|r| (r.tenant_id, r.group_id, r.active))
+        .collect();
+    let overrides = sqlx::query_as!(
+        OverrideRow,
+        "select tenant_id, tool_id, enabled, exposed_name, description, timeout_ms, presets, secret_presets
+         from tool_override"
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Loaded { settings, tenants, sources, tools, groups, members, tenant_groups, overrides })
+}

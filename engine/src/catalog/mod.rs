@@ -1,0 +1,147 @@
+//! Who sees which tool, under which name — kept live.
+//!
+//! A [`Catalog`] holds the current [`Snapshot`] behind an atomic pointer (`arc-swap`):
+//! readers take it without locks and never wait on a rebuild. A background task LISTENs on
+//! [`store::CHANNEL`](crate::store::CHANNEL); a notification (every admin write sends one in
+//! its transaction) triggers a rebuild, and a burst of notifications that arrives while one
+//! rebuild runs is coalesced into the next. After the listener (re)connects the task reloads
+//! everything, since notifications sent while it was away are lost.
+
+mod load;
+pub mod naming;
+mod snapshot;
+pub mod visibility;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use sqlx::PgPool;
+use sqlx::postgres::PgListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use snapshot::{CatalogTool, Conflict, DEFAULT_TIMEOUT, Snapshot, TenantTools};
+
+use crate::store::CHANNEL;
+
+#[derive(Debug, Clone, Default)]
+pub struct CatalogOptions {
+    /// `TOOLGATE_TOOLS_ENABLED=false` in this process: no tool is visible, whatever the
+    /// stored setting says.
+    pub force_tools_off: bool,
+}
+
+/// A handle to the live catalog. Clones share one snapshot and one background task, which
+/// stops when the last clone is dropped.
+#[derive(Clone)]
+pub struct Catalog {
+    current: Arc<ArcSwap<Snapshot>>,
+    versions: watch::Receiver<u64>,
+    _task: Arc<AbortOnDrop>,
+}
+
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// State shared by the handle and its background task.
+struct Rebuilder {
+    pool: PgPool,
+    options: CatalogOptions,
+    current: Arc<ArcSwap<Snapshot>>,
+    versions: watch::Sender<u64>,
+}
+
+impl Catalog {
+    /// Loads the first snapshot, then keeps it current in the background.
+    #[tracing::instrument(skip_all, err)]
+    pub async fn start(pool: PgPool, options: CatalogOptions) -> Result<Self, sqlx::Error> {
+        let current = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
+        let (versions_tx, versions) = watch::channel(0);
+        let rebuilder = Rebuilder { pool, options, current: current.clone(), versions: versions_tx };
+        rebuilder.rebuild().await?;
+        let task = tokio::spawn(rebuilder.run());
+        Ok(Catalog { current, versions, _task: Arc::new(AbortOnDrop(task)) })
+    }
+
+    /// The current snapshot; cheap, lock-free, never blocked by a rebuild.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// Notified with the new version after every rebuild (to tell MCP sessions their tool
+    /// list changed).
+    pub fn versions(&self) -> watch::Receiver<u64> {
+        self.versions.clone()
+    }
+}
+
+impl Rebuilder {
+    async fn rebuild(&self) -> Result<(), sqlx::Error> {
+        let started = std::time::Instant::now();
+        let loaded = load::load(&self.pool).await?;
+        let version = self.current.load().version + 1;
+        let snapshot = snapshot::build(&loaded, version, self.options.force_tools_off);
+        self.current.store(Arc::new(snapshot));
+        self.versions.send_replace(version);
+        tracing::debug!(version, elapsed = ?started.elapsed(), "catalog rebuilt");
+        Ok(())
+    }
+
+    /// Rebuilds until it succeeds, keeping the last good snapshot meanwhile (the database
+    /// may be briefly away).
+    async fn rebuild_until_done(&self) {
+        let mut delay = Duration::from_millis(100);
+        while let Err(err) = self.rebuild().await {
+            tracing::warn!(error = %err, retry_in = ?delay, "catalog rebuild failed; serving the last snapshot");
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    }
+
+    async fn run(self) {
+        let mut delay = Duration::from_millis(100);
+        loop {
+            let mut listener = match self.listen().await {
+                Ok(listener) => listener,
+                Err(err) => {
+                    tracing::warn!(error = %err, retry_in = ?delay, "catalog listener cannot connect");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            };
+            delay = Duration::from_millis(100);
+            // Whatever changed while we were not listening is unknown: reload everything.
+            self.rebuild_until_done().await;
+            loop {
+                match listener.try_recv().await {
+                    Ok(Some(_)) => {
+                        // Coalesce: everything already queued is covered by one rebuild.
+                        while listener.next_buffered().is_some() {}
+                        self.rebuild_until_done().await;
+                    }
+                    Ok(None) => {
+                        tracing::warn!("catalog listener lost its connection; reconnecting");
+                        break;
+                    }
+                    Err(err) => {
+                        tracing::warn!(error = %err, "catalog listener failed; reconnecting");
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn listen(&self) -> Result<PgListener, sqlx::Error> {
+        let mut listener = PgListener::connect_with(&self.pool).await?;
+        listener.listen(CHANNEL).await?;
+        Ok(listener)
+    }
+}

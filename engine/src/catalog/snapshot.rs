@@ -1,0 +1,244 @@
+//! An immutable, per-tenant view of the catalog: which tools each tenant's LLM sees, under
+//! which names, with which schema — built from one consistent read of the configuration.
+//!
+//! Tools a tenant has no override for are shared between tenants (`Arc`), so a snapshot of
+//! many tenants over the same tools costs little more than one.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use super::load::{Loaded, OverrideRow, ToolRow};
+use super::naming;
+use super::visibility::{self, Facts};
+use crate::model::SourceKind;
+use crate::schema;
+
+/// The timeout of a tool that sets none.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// A tool as one tenant's LLM sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CatalogTool {
+    pub tool_id: Uuid,
+    pub source_id: Uuid,
+    pub source_kind: SourceKind,
+    pub source_name: String,
+    pub upstream_name: String,
+    pub exposed_name: String,
+    pub description: String,
+    /// The schema the LLM sees: presets removed, no-parameter tools normalised.
+    pub input_schema: Arc<Value>,
+    /// The tool's own schema, as its source declared it.
+    pub raw_input_schema: Arc<Value>,
+    pub output_schema: Option<Arc<Value>>,
+    pub annotations: Arc<Value>,
+    /// The source's tags and the tool's own.
+    pub tags: Vec<String>,
+    pub strict: bool,
+    pub timeout: Duration,
+    /// Fixed arguments injected at execution.
+    pub presets: Arc<Map<String, Value>>,
+    /// Fixed secret arguments, still encrypted (see `secret::SecretBox`); never serialised.
+    #[serde(skip)]
+    pub secret_presets: Arc<Map<String, Value>>,
+    pub groups: Vec<Uuid>,
+}
+
+/// Two or more visible tools that would share an exposed name for a tenant. None of them is
+/// served until an override renames one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conflict {
+    pub exposed_name: String,
+    pub tool_ids: Vec<Uuid>,
+}
+
+/// One tenant's visible tools, sorted by exposed name.
+#[derive(Debug, Clone, Serialize)]
+pub struct TenantTools {
+    pub tenant_id: Uuid,
+    pub slug: String,
+    pub meta_tool: bool,
+    tools: Vec<Arc<CatalogTool>>,
+    #[serde(skip)]
+    by_name: HashMap<String, usize>,
+    pub conflicts: Vec<Conflict>,
+}
+
+impl TenantTools {
+    pub fn tools(&self) -> &[Arc<CatalogTool>] {
+        &self.tools
+    }
+
+    /// The tool a call to `exposed_name` runs: the inverse of naming.
+    pub fn resolve(&self, exposed_name: &str) -> Option<&Arc<CatalogTool>> {
+        self.by_name.get(exposed_name).map(|&i| &self.tools[i])
+    }
+}
+
+/// The whole catalog at one moment.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// Increases with every rebuild in this process.
+    pub version: u64,
+    pub built_at: SystemTime,
+    pub tools_enabled: bool,
+    tenants: HashMap<String, Arc<TenantTools>>,
+}
+
+impl Snapshot {
+    pub fn empty() -> Self {
+        Snapshot { version: 0, built_at: SystemTime::now(), tools_enabled: false, tenants: HashMap::new() }
+    }
+
+    pub fn tenant(&self, slug: &str) -> Option<&Arc<TenantTools>> {
+        self.tenants.get(slug)
+    }
+
+    pub fn tenants(&self) -> impl Iterator<Item = &Arc<TenantTools>> {
+        self.tenants.values()
+    }
+}
+
+fn object_or_empty(value: &Value) -> Map<String, Value> {
+    value.as_object().cloned().unwrap_or_default()
+}
+
+fn timeout(ms: Option<i32>) -> Option<Duration> {
+    ms.and_then(|ms| u64::try_from(ms).ok()).map(Duration::from_millis)
+}
+
+/// A tool with its source, before any tenant's choices.
+struct Base<'a> {
+    tool: Arc<CatalogTool>,
+    owner: Option<Uuid>,
+    source_enabled: bool,
+    tags: Vec<&'a str>,
+}
+
+fn base<'a>(tool: &'a ToolRow, source: &'a crate::store::sources::Source, groups: Vec<Uuid>) -> Base<'a> {
+    let mut tags: Vec<&str> = source.tags.iter().chain(&tool.tags).map(String::as_str).collect();
+    tags.sort_unstable();
+    tags.dedup();
+    let raw = Arc::new(tool.input_schema.clone());
+    let catalog_tool = CatalogTool {
+        tool_id: tool.id,
+        source_id: source.id,
+        source_kind: source.kind,
+        source_name: source.name.clone(),
+        upstream_name: tool.upstream_name.clone(),
+        exposed_name: naming::exposed_name(&source.prefix, &tool.upstream_name),
+        description: tool.description.clone(),
+        input_schema: Arc::new(schema::llm_input_schema(&raw, [])),
+        raw_input_schema: raw,
+        output_schema: tool.output_schema.clone().map(Arc::new),
+        annotations: Arc::new(tool.annotations.clone()),
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        strict: tool.strict,
+        timeout: timeout(tool.timeout_ms).unwrap_or(DEFAULT_TIMEOUT),
+        presets: Arc::default(),
+        secret_presets: Arc::default(),
+        groups,
+    };
+    Base { tool: Arc::new(catalog_tool), owner: source.tenant_id, source_enabled: source.enabled, tags }
+}
+
+fn with_override(base: &CatalogTool, ov: &OverrideRow) -> CatalogTool {
+    let presets = object_or_empty(&ov.presets);
+    let secret_presets = object_or_empty(&ov.secret_presets);
+    let fixed = presets.keys().chain(secret_presets.keys()).map(String::as_str);
+    CatalogTool {
+        exposed_name: ov.exposed_name.clone().unwrap_or_else(|| base.exposed_name.clone()),
+        description: ov.description.clone().unwrap_or_else(|| base.description.clone()),
+        input_schema: Arc::new(schema::llm_input_schema(&base.raw_input_schema, fixed)),
+        timeout: timeout(ov.timeout_ms).unwrap_or(base.timeout),
+        presets: Arc::new(presets),
+        secret_presets: Arc::new(secret_presets),
+        ..base.clone()
+    }
+}
+
+/// Builds the snapshot. `force_tools_off` is the process's `TOOLGATE_TOOLS_ENABLED=false`.
+pub(super) fn build(loaded: &Loaded, version: u64, force_tools_off: bool) -> Snapshot {
+    let tools_enabled = loaded.settings.tools_enabled && !force_tools_off;
+    let sources: HashMap<Uuid, _> = loaded.sources.iter().map(|s| (s.id, s)).collect();
+    let group_default: HashMap<Uuid, bool> =
+        loaded.groups.iter().map(|g| (g.id, g.active_by_default)).collect();
+    let mut groups_of: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+    for &(group, tool) in &loaded.members {
+        groups_of.entry(tool).or_default().push(group);
+    }
+    let tenant_group: HashMap<(Uuid, Uuid), bool> =
+        loaded.tenant_groups.iter().map(|&(t, g, active)| ((t, g), active)).collect();
+    let mut overrides: HashMap<(Uuid, Uuid), &OverrideRow> = HashMap::new();
+    for ov in &loaded.overrides {
+        overrides.insert((ov.tenant_id, ov.tool_id), ov);
+    }
+    let bases: Vec<Base> = loaded
+        .tools
+        .iter()
+        .filter_map(|tool| {
+            let source = sources.get(&tool.source_id)?;
+            Some(base(tool, source, groups_of.remove(&tool.id).unwrap_or_default()))
+        })
+        .collect();
+
+    let mut tenants = HashMap::with_capacity(loaded.tenants.len());
+    let mut groups_active = Vec::new();
+    for tenant in &loaded.tenants {
+        let whitelist = tenant.enabled_tags.as_ref().unwrap_or(&loaded.settings.default_tags);
+        let mut visible = Vec::new();
+        for base in bases.iter().filter(|b| tools_enabled && b.owner.is_none_or(|o| o == tenant.id)) {
+            let ov = overrides.get(&(tenant.id, base.tool.tool_id)).copied();
+            groups_active.clear();
+            groups_active.extend(base.tool.groups.iter().map(|g| {
+                tenant_group.get(&(tenant.id, *g)).copied().unwrap_or(group_default[g])
+            }));
+            let facts = Facts {
+                tools_enabled,
+                source_enabled: base.source_enabled,
+                whitelist,
+                tags: &base.tags,
+                groups_active: &groups_active,
+                override_enabled: ov.map(|ov| ov.enabled),
+            };
+            if visibility::is_visible(&facts) {
+                visible.push(match ov {
+                    Some(ov) => Arc::new(with_override(&base.tool, ov)),
+                    None => base.tool.clone(),
+                });
+            }
+        }
+        tenants.insert(tenant.slug.clone(), Arc::new(tenant_tools(tenant, visible)));
+    }
+    Snapshot { version, built_at: SystemTime::now(), tools_enabled, tenants }
+}
+
+/// Sorts by exposed name and withholds every tool whose name another tool also has.
+fn tenant_tools(tenant: &crate::store::tenants::Tenant, mut visible: Vec<Arc<CatalogTool>>) -> TenantTools {
+    visible.sort_by(|a, b| a.exposed_name.cmp(&b.exposed_name).then(a.tool_id.cmp(&b.tool_id)));
+    let mut tools = Vec::with_capacity(visible.len());
+    let mut conflicts = Vec::new();
+    for same_name in visible.chunk_by(|a, b| a.exposed_name == b.exposed_name) {
+        match same_name {
+            [one] => tools.push(one.clone()),
+            many => conflicts.push(Conflict {
+                exposed_name: many[0].exposed_name.clone(),
+                tool_ids: many.iter().map(|t| t.tool_id).collect(),
+            }),
+        }
+    }
+    let by_name = tools.iter().enumerate().map(|(i, t)| (t.exposed_name.clone(), i)).collect();
+    TenantTools {
+        tenant_id: tenant.id,
+        slug: tenant.slug.clone(),
+        meta_tool: tenant.meta_tool,
+        tools,
+        by_name,
+        conflicts,
+    }
+}

@@ -1,0 +1,103 @@
+//! Tool groups: named sets of tools, active by default or not, switchable per tenant.
+
+use serde::Serialize;
+use sqlx::{PgExecutor, PgPool};
+use uuid::Uuid;
+
+use super::{Actor, Change, Error, Result, commit};
+use crate::model::Name;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Group {
+    pub id: Uuid,
+    pub name: String,
+    pub description: String,
+    pub active_by_default: bool,
+}
+
+pub async fn get(db: impl PgExecutor<'_>, name: &Name) -> Result<Group> {
+    sqlx::query_as!(
+        Group,
+        "select id, name, description, active_by_default from tool_group where name = $1",
+        name.as_str()
+    )
+    .fetch_optional(db)
+    .await?
+    .ok_or_else(|| Error::NotFound(format!("group `{name}`")))
+}
+
+pub async fn list(db: impl PgExecutor<'_>) -> sqlx::Result<Vec<Group>> {
+    sqlx::query_as!(Group, "select id, name, description, active_by_default from tool_group order by name")
+        .fetch_all(db)
+        .await
+}
+
+/// Creates the group, or updates its description and default if it exists.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name))]
+pub async fn put(
+    pool: &PgPool,
+    actor: &Actor,
+    name: &Name,
+    description: &str,
+    active_by_default: bool,
+) -> Result<Group> {
+    let mut tx = pool.begin().await?;
+    let before = get(&mut *tx, name).await.ok();
+    let group = sqlx::query_as!(
+        Group,
+        "insert into tool_group (name, description, active_by_default) values ($1, $2, $3)
+         on conflict (name) do update set
+            description = excluded.description, active_by_default = excluded.active_by_default
+         returning id, name, description, active_by_default",
+        name.as_str(),
+        description,
+        active_by_default,
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    let change = Change::new(if before.is_some() { "update" } else { "create" }, "group", name);
+    let change = match &before {
+        Some(before) => change.before(before),
+        None => change,
+    };
+    commit(tx, actor, change.after(&group)).await?;
+    Ok(group)
+}
+
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name))]
+pub async fn delete(pool: &PgPool, actor: &Actor, name: &Name) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let before = get(&mut *tx, name).await?;
+    sqlx::query!("delete from tool_group where id = $1", before.id).execute(&mut *tx).await?;
+    commit(tx, actor, Change::new("delete", "group", name).before(&before)).await
+}
+
+/// Makes the group's members exactly `tools`.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name, count = tools.len()))]
+pub async fn set_members(pool: &PgPool, actor: &Actor, name: &Name, tools: &[Uuid]) -> Result<()> {
+    let mut tools = tools.to_vec();
+    tools.sort();
+    tools.dedup();
+    let mut tx = pool.begin().await?;
+    let group = get(&mut *tx, name).await?;
+    let before = sqlx::query_scalar!("select tool_id from tool_group_member where group_id = $1", group.id)
+        .fetch_all(&mut *tx)
+        .await?;
+    sqlx::query!("delete from tool_group_member where group_id = $1", group.id)
+        .execute(&mut *tx)
+        .await?;
+    let inserted = sqlx::query!(
+        "insert into tool_group_member (group_id, tool_id)
+         select $1, id from tool where id = any($2)",
+        group.id,
+        &tools,
+    )
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if inserted != tools.len() as u64 {
+        return Err(Error::NotFound("one of the tools".into()));
+    }
+    let change = Change::new("set_members", "group", name).before(&before).after(&tools);
+    commit(tx, actor, change).await
+}

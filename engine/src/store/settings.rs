@@ -1,0 +1,38 @@
+//! Global settings: the tools switch and the default tag whitelist.
+
+use serde::Serialize;
+use sqlx::{PgExecutor, PgPool};
+
+use super::{Actor, Change, Result, commit};
+use crate::model::{Tag, tag_strings};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Settings {
+    pub tools_enabled: bool,
+    /// Enabled tags of a tenant that sets none.
+    pub default_tags: Vec<String>,
+}
+
+pub async fn get(db: impl PgExecutor<'_>) -> sqlx::Result<Settings> {
+    sqlx::query_as!(Settings, "select tools_enabled, default_tags from setting")
+        .fetch_one(db)
+        .await
+}
+
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str()))]
+pub async fn update(pool: &PgPool, actor: &Actor, tools_enabled: bool, default_tags: &[Tag]) -> Result<Settings> {
+    let mut tx = pool.begin().await?;
+    let before = sqlx::query_as!(Settings, "select tools_enabled, default_tags from setting for update")
+        .fetch_one(&mut *tx)
+        .await?;
+    let after = Settings { tools_enabled, default_tags: tag_strings(default_tags) };
+    sqlx::query!(
+        "update setting set tools_enabled = $1, default_tags = $2",
+        after.tools_enabled,
+        &after.default_tags,
+    )
+    .execute(&mut *tx)
+    .await?;
+    commit(tx, actor, Change::new("update", "settings", "global").before(&before).after(&after)).await?;
+    Ok(after)
+}

@@ -1,0 +1,230 @@
+//! Tool sources (built-in providers, MCP servers, external schema-only tools) and their tools.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use sqlx::{PgExecutor, PgPool};
+use uuid::Uuid;
+
+use super::{Actor, Change, Error, Result, commit};
+use crate::model::{Name, SourceKind, Tag, TenantSlug, check_prefix, tag_strings};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Source {
+    pub id: Uuid,
+    pub kind: SourceKind,
+    pub name: String,
+    pub prefix: String,
+    pub tags: Vec<String>,
+    pub enabled: bool,
+    /// `None` = shared by every tenant.
+    pub tenant_id: Option<Uuid>,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewSource {
+    pub kind: SourceKind,
+    pub name: Name,
+    pub prefix: String,
+    pub tags: Vec<Tag>,
+    /// The owning tenant, or `None` for a shared source.
+    pub tenant: Option<TenantSlug>,
+}
+
+/// A tool as its source defines it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    pub upstream_name: String,
+    #[serde(default)]
+    pub description: String,
+    pub input_schema: Value,
+    #[serde(default)]
+    pub output_schema: Option<Value>,
+    #[serde(default = "empty_object")]
+    pub annotations: Value,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub strict: bool,
+    #[serde(default)]
+    pub timeout_ms: Option<i32>,
+}
+
+fn empty_object() -> Value {
+    json!({})
+}
+
+impl ToolDefinition {
+    /// Hash of what an LLM is told about the tool (description, schemas, annotations): the
+    /// value pinned against tool poisoning.
+    pub fn definition_hash(&self) -> String {
+        // serde_json's maps are ordered, so equal definitions serialise equally.
+        let canonical = json!([self.description, self.input_schema, self.output_schema, self.annotations]);
+        let digest = Sha256::digest(canonical.to_string().as_bytes());
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn check(&self) -> Result<()> {
+        if !(1..=512).contains(&self.upstream_name.len()) {
+            return Err(Error::Invalid("a tool name is 1 to 512 bytes".into()));
+        }
+        if !self.input_schema.is_object() {
+            return Err(Error::Invalid(format!(
+                "tool `{}`: the input schema must be a JSON object",
+                self.upstream_name
+            )));
+        }
+        if self.output_schema.as_ref().is_some_and(|s| !s.is_object()) {
+            return Err(Error::Invalid(format!(
+                "tool `{}`: the output schema must be a JSON object",
+                self.upstream_name
+            )));
+        }
+        if self.timeout_ms.is_some_and(|t| t <= 0) {
+            return Err(Error::Invalid("a timeout is a positive number of milliseconds".into()));
+        }
+        crate::model::parse_tags(&self.tags)?;
+        Ok(())
+    }
+}
+
+struct SourceRow {
+    id: Uuid,
+    kind: String,
+    name: String,
+    prefix: String,
+    tags: Vec<String>,
+    enabled: bool,
+    tenant_id: Option<Uuid>,
+}
+
+impl From<SourceRow> for Source {
+    fn from(r: SourceRow) -> Self {
+        Source {
+            id: r.id,
+            kind: SourceKind::from_db(&r.kind),
+            name: r.name,
+            prefix: r.prefix,
+            tags: r.tags,
+            enabled: r.enabled,
+            tenant_id: r.tenant_id,
+        }
+    }
+}
+
+pub async fn get(db: impl PgExecutor<'_>, name: &Name) -> Result<Source> {
+    sqlx::query_as!(
+        SourceRow,
+        "select id, kind, name, prefix, tags, enabled, tenant_id from source where name = $1",
+        name.as_str()
+    )
+    .fetch_optional(db)
+    .await?
+    .map(Source::from)
+    .ok_or_else(|| Error::NotFound(format!("source `{name}`")))
+}
+
+pub async fn list(db: impl PgExecutor<'_>) -> sqlx::Result<Vec<Source>> {
+    let rows = sqlx::query_as!(
+        SourceRow,
+        "select id, kind, name, prefix, tags, enabled, tenant_id from source order by name"
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(Source::from).collect())
+}
+
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), name = %new.name))]
+pub async fn create(pool: &PgPool, actor: &Actor, new: &NewSource) -> Result<Source> {
+    check_prefix(&new.prefix)?;
+    let mut tx = pool.begin().await?;
+    let tenant_id = match &new.tenant {
+        Some(slug) => Some(super::tenants::get(&mut *tx, slug).await?.id),
+        None => None,
+    };
+    let source: Source = sqlx::query_as!(
+        SourceRow,
+        "insert into source (kind, name, prefix, tags, tenant_id) values ($1, $2, $3, $4, $5)
+         on conflict (name) do nothing
+         returning id, kind, name, prefix, tags, enabled, tenant_id",
+        new.kind.as_str(),
+        new.name.as_str(),
+        new.prefix,
+        &tag_strings(&new.tags),
+        tenant_id,
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| Error::Conflict(format!("a source named `{}` already exists", new.name)))?
+    .into();
+    commit(tx, actor, Change::new("create", "source", &new.name).after(&source)).await?;
+    Ok(source)
+}
+
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name, enabled))]
+pub async fn set_enabled(pool: &PgPool, actor: &Actor, name: &Name, enabled: bool) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let before = get(&mut *tx, name).await?;
+    sqlx::query!("update source set enabled = $2 where id = $1", before.id, enabled)
+        .execute(&mut *tx)
+        .await?;
+    let after = Source { enabled, ..before.clone() };
+    commit(tx, actor, Change::new("update", "source", name).before(&before).after(&after)).await
+}
+
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name))]
+pub async fn delete(pool: &PgPool, actor: &Actor, name: &Name) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let before = get(&mut *tx, name).await?;
+    sqlx::query!("delete from source where id = $1", before.id).execute(&mut *tx).await?;
+    commit(tx, actor, Change::new("delete", "source", name).before(&before)).await
+}
+
+/// Makes the source's tools exactly `tools`: new ones are added, changed ones updated,
+/// missing ones removed. Returns the ids of the tools, in the order given.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %source, count = tools.len()))]
+pub async fn sync_tools(pool: &PgPool, actor: &Actor, source: &Name, tools: &[ToolDefinition]) -> Result<Vec<Uuid>> {
+    for tool in tools {
+        tool.check()?;
+    }
+    let mut tx = pool.begin().await?;
+    let source_row = get(&mut *tx, source).await?;
+    let mut ids = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let id = sqlx::query_scalar!(
+            "insert into tool (source_id, upstream_name, description, input_schema, output_schema,
+                               annotations, tags, strict, timeout_ms, definition_hash)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+             on conflict (source_id, upstream_name) do update set
+                description = excluded.description, input_schema = excluded.input_schema,
+                output_schema = excluded.output_schema, annotations = excluded.annotations,
+                tags = excluded.tags, strict = excluded.strict, timeout_ms = excluded.timeout_ms,
+                definition_hash = excluded.definition_hash
+             returning id",
+            source_row.id,
+            tool.upstream_name,
+            tool.description,
+            tool.input_schema,
+            tool.output_schema,
+            tool.annotations,
+            &tag_strings(&crate::model::parse_tags(&tool.tags)?),
+            tool.strict,
+            tool.timeout_ms,
+            tool.definition_hash(),
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        ids.push(id);
+    }
+    let removed = sqlx::query_scalar!(
+        "delete from tool where source_id = $1 and not (id = any($2)) returning upstream_name",
+        source_row.id,
+        &ids,
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let names: Vec<&str> = tools.iter().map(|t| t.upstream_name.as_str()).collect();
+    let change = Change::new("sync_tools", "source", source).after(&json!({ "tools": names, "removed": removed }));
+    commit(tx, actor, change).await?;
+    Ok(ids)
+}

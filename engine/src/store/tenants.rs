@@ -1,0 +1,156 @@
+//! Tenants: their tag whitelist, meta tool switch and group activations.
+
+use serde::Serialize;
+use sqlx::{PgExecutor, PgPool};
+use uuid::Uuid;
+
+use super::{Actor, Change, Error, Result, commit};
+use crate::model::{Name, Tag, TenantSlug, tag_strings};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Tenant {
+    pub id: Uuid,
+    pub slug: String,
+    pub name: String,
+    /// `None` = the configured default tags; `Some([])` = every tag.
+    pub enabled_tags: Option<Vec<String>>,
+    pub meta_tool: bool,
+}
+
+/// What an edit sets; `None` fields stay as they are.
+#[derive(Debug, Clone, Default)]
+pub struct TenantUpdate {
+    pub name: Option<String>,
+    pub enabled_tags: Option<Option<Vec<Tag>>>,
+    pub meta_tool: Option<bool>,
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if (1..=200).contains(&name.chars().count()) {
+        Ok(())
+    } else {
+        Err(Error::Invalid("a tenant name is 1 to 200 characters".into()))
+    }
+}
+
+pub async fn get(db: impl PgExecutor<'_>, slug: &TenantSlug) -> Result<Tenant> {
+    sqlx::query_as!(
+        Tenant,
+        "select id, slug, name, enabled_tags, meta_tool from tenant where slug = $1",
+        slug.as_str()
+    )
+    .fetch_optional(db)
+    .await?
+    .ok_or_else(|| Error::NotFound(format!("tenant `{slug}`")))
+}
+
+pub async fn list(db: impl PgExecutor<'_>) -> sqlx::Result<Vec<Tenant>> {
+    sqlx::query_as!(Tenant, "select id, slug, name, enabled_tags, meta_tool from tenant order by slug")
+        .fetch_all(db)
+        .await
+}
+
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %slug))]
+pub async fn create(pool: &PgPool, actor: &Actor, slug: &TenantSlug, name: &str) -> Result<Tenant> {
+    check_name(name)?;
+    let mut tx = pool.begin().await?;
+    let tenant = sqlx::query_as!(
+        Tenant,
+        "insert into tenant (slug, name) values ($1, $2) on conflict (slug) do nothing
+         returning id, slug, name, enabled_tags, meta_tool",
+        slug.as_str(),
+        name,
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| Error::Conflict(format!("a tenant `{slug}` already exists")))?;
+    commit(tx, actor, Change::new("create", "tenant", slug).after(&tenant)).await?;
+    Ok(tenant)
+}
+
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %slug))]
+pub async fn update(pool: &PgPool, actor: &Actor, slug: &TenantSlug, update: TenantUpdate) -> Result<Tenant> {
+    if let Some(name) = &update.name {
+        check_name(name)?;
+    }
+    let mut tx = pool.begin().await?;
+    let before = get(&mut *tx, slug).await?;
+    let after = Tenant {
+        name: update.name.unwrap_or_else(|| before.name.clone()),
+        enabled_tags: match update.enabled_tags {
+            Some(tags) => tags.as_deref().map(tag_strings),
+            None => before.enabled_tags.clone(),
+        },
+        meta_tool: update.meta_tool.unwrap_or(before.meta_tool),
+        ..before.clone()
+    };
+    sqlx::query!(
+        "update tenant set name = $2, enabled_tags = $3, meta_tool = $4 where id = $1",
+        before.id,
+        after.name,
+        after.enabled_tags.as_deref(),
+        after.meta_tool,
+    )
+    .execute(&mut *tx)
+    .await?;
+    commit(tx, actor, Change::new("update", "tenant", slug).before(&before).after(&after)).await?;
+    Ok(after)
+}
+
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %slug))]
+pub async fn delete(pool: &PgPool, actor: &Actor, slug: &TenantSlug) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let before = get(&mut *tx, slug).await?;
+    sqlx::query!("delete from tenant where id = $1", before.id).execute(&mut *tx).await?;
+    commit(tx, actor, Change::new("delete", "tenant", slug).before(&before)).await
+}
+
+/// Sets whether `group` is active for the tenant; `None` returns to the group's default.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %slug, %group))]
+pub async fn set_group(
+    pool: &PgPool,
+    actor: &Actor,
+    slug: &TenantSlug,
+    group: &Name,
+    active: Option<bool>,
+) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let tenant = get(&mut *tx, slug).await?;
+    let group_id = sqlx::query_scalar!("select id from tool_group where name = $1", group.as_str())
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("group `{group}`")))?;
+    let before = sqlx::query_scalar!(
+        "select active from tenant_group where tenant_id = $1 and group_id = $2",
+        tenant.id,
+        group_id
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    match active {
+        Some(active) => {
+            sqlx::query!(
+                "insert into tenant_group (tenant_id, group_id, active) values ($1, $2, $3)
+                 on conflict (tenant_id, group_id) do update set active = excluded.active",
+                tenant.id,
+                group_id,
+                active
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
+        None => {
+            sqlx::query!(
+                "delete from tenant_group where tenant_id = $1 and group_id = $2",
+                tenant.id,
+                group_id
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
+    }
+    let change = Change::new("set_group", "tenant", slug)
+        .before(&serde_json::json!({ "group": group, "active": before }))
+        .after(&serde_json::json!({ "group": group, "active": active }));
+    commit(tx, actor, change).await
+}
