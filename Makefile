@@ -1,5 +1,5 @@
 # The two commands of the README, plus the steps they are made of.
-.PHONY: run test deps site sqlx-prepare
+.PHONY: run test bench deps sqlx-prepare
 
 # Build (release) and run Toolgate on $TOOLGATE_ADDR (default 127.0.0.1:3000), with the
 # embedded PostgreSQL unless DATABASE_URL is set.
@@ -12,6 +12,10 @@ run: deps
 test:
 	scripts/install-deps.sh --test
 	scripts/test.sh
+
+# Benchmarks (release builds, a private PostgreSQL); not part of `make test`.
+bench: deps
+	scripts/bench.sh
 
 deps:
 	scripts/install-deps.sh

@@ -33,6 +33,15 @@ pub struct ServeSettings {
     #[arg(long, env = "TOOLGATE_PUBLIC_URL")]
     pub public_url: Option<String>,
 
+    /// Key for secrets at rest: 32 bytes, base64. Without it a key is generated into the data
+    /// folder on first start; replicas sharing a database must share the key.
+    #[arg(long, env = "TOOLGATE_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
+
+    /// `false` turns every tool off in this process, whatever the configuration says.
+    #[arg(long, env = "TOOLGATE_TOOLS_ENABLED", default_value_t = true, action = clap::ArgAction::Set)]
+    pub tools_enabled: bool,
+
     /// Seconds of inactivity after which an admin session ends (default 12 hours).
     #[arg(long, env = "TOOLGATE_SESSION_IDLE_SECONDS", default_value_t = 12 * 60 * 60)]
     pub session_idle_seconds: u64,

@@ -10,7 +10,9 @@ use app::{App, shell};
 use axum::Router;
 use axum::routing::get;
 use engine::admin::LoginPolicy;
+use engine::catalog::{Catalog, CatalogOptions};
 use engine::db::{Database, PgPool};
+use engine::secret::SecretBox;
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use tokio::net::TcpListener;
@@ -68,7 +70,18 @@ impl Application {
             .site_pkg_dir("pkg")
             .site_addr(listener.local_addr()?)
             .build();
-        let state = AppState { leptos_options, pool, login_policy: Arc::new(login_policy) };
+        let secrets = SecretBox::load(settings.secret_key.as_deref(), &settings.database.data_dir)?;
+        let catalog_options = CatalogOptions { force_tools_off: !settings.tools_enabled };
+        let catalog = Catalog::start(pool.clone(), catalog_options)
+            .await
+            .context("loading the tool catalog")?;
+        let state = AppState {
+            leptos_options,
+            pool,
+            login_policy: Arc::new(login_policy),
+            catalog,
+            secrets,
+        };
         let sessions = session_layer(settings, &state.pool).await?;
         let router = router(state, sessions, settings.public_url.clone());
         Ok(Application { listener, router })

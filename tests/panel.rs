@@ -30,6 +30,8 @@ impl TestApp {
             addr: "127.0.0.1:0".parse().unwrap(),
             site_root: Some(site.clone()),
             public_url: None,
+            secret_key: None,
+            tools_enabled: true,
             session_idle_seconds,
             database: DatabaseSettings { database_url: None, data_dir: site },
         };

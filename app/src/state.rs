@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use axum::extract::FromRef;
 use engine::admin::LoginPolicy;
+use engine::catalog::Catalog;
 use engine::db::PgPool;
+use engine::secret::SecretBox;
 use leptos::prelude::LeptosOptions;
 
 #[derive(Clone, FromRef)]
@@ -13,4 +15,8 @@ pub struct AppState {
     pub pool: PgPool,
     /// Limits on failed sign-ins (tests use a faster one).
     pub login_policy: Arc<LoginPolicy>,
+    /// The live tool catalog.
+    pub catalog: Catalog,
+    /// Encrypts secrets before they are stored.
+    pub secrets: SecretBox,
 }

@@ -1,0 +1,173 @@
+//! Catalog benchmarks against a real PostgreSQL (`DATABASE_URL`; `make bench` provides a
+//! private cluster). Each scenario gets a fresh database.
+//!
+//! - rebuild: load + build of a snapshot for 100 tenants x 1,000 tools;
+//! - lookup: a tenant's visible set and a name resolution, for a tenant of 5,000 tools;
+//! - propagation: commit-to-visible latency in a second catalog instance over 200 changes.
+
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use engine::catalog::{Catalog, CatalogOptions};
+use engine::model::{Name, SourceKind, Tag, TenantSlug};
+use engine::secret::SecretBox;
+use engine::store::overrides::OverrideInput;
+use engine::store::sources::{NewSource, ToolDefinition};
+use engine::store::tenants::TenantUpdate;
+use engine::store::{self, Actor};
+use serde_json::json;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Executor, PgPool};
+use uuid::Uuid;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn report(name: &str, mut samples: Vec<Duration>) {
+    samples.sort();
+    println!(
+        "{name:<48} n={:<6} p50={:>10.3?} p99={:>10.3?} max={:>10.3?}",
+        samples.len(),
+        percentile(&samples, 0.50),
+        percentile(&samples, 0.99),
+        samples[samples.len() - 1],
+    );
+}
+
+/// A fresh database on the server named by DATABASE_URL.
+async fn fresh_database(name: &str) -> PgPool {
+    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL names the benchmark server (make bench sets it)");
+    let admin = PgPoolOptions::new().max_connections(1).connect(&url).await.unwrap();
+    admin.execute(format!("drop database if exists {name} with (force)").as_str()).await.unwrap();
+    admin.execute(format!("create database {name}").as_str()).await.unwrap();
+    let options = PgConnectOptions::from_str(&url).unwrap().database(name);
+    let pool = PgPoolOptions::new().max_connections(8).connect_with(options).await.unwrap();
+    engine::db::MIGRATOR.run(&pool).await.unwrap();
+    pool
+}
+
+fn tool(i: usize) -> ToolDefinition {
+    ToolDefinition {
+        upstream_name: format!("tool_{i:05}"),
+        description: format!("Tool number {i}: does something useful with its arguments."),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to look for"},
+                "limit": {"type": "integer", "description": "At most this many"},
+                "apiKey": {"type": "string"}
+            },
+            "required": ["query"]
+        }),
+        output_schema: None,
+        annotations: json!({"readOnlyHint": true}),
+        tags: vec![["files", "search", "admin", "demo"][i % 4].to_string()],
+        strict: false,
+        timeout_ms: None,
+    }
+}
+
+async fn source_with_tools(pool: &PgPool, count: usize) -> Vec<Uuid> {
+    let actor = Actor::system();
+    let name = Name::parse("bench").unwrap();
+    let new = NewSource { kind: SourceKind::Mcp, name: name.clone(), prefix: "bench".into(), tags: vec![], tenant: None };
+    store::sources::create(pool, &actor, &new).await.unwrap();
+    let tools: Vec<ToolDefinition> = (0..count).map(tool).collect();
+    store::sources::sync_tools(pool, &actor, &name, &tools).await.unwrap()
+}
+
+async fn rebuild_100_tenants_x_1000_tools() {
+    let pool = fresh_database("bench_rebuild").await;
+    let actor = Actor::system();
+    let secrets = SecretBox::from_key(&[3; 32]).unwrap();
+    let ids = source_with_tools(&pool, 1000).await;
+    let group = Name::parse("admin-tools").unwrap();
+    store::groups::put(&pool, &actor, &group, "", false).await.unwrap();
+    store::groups::set_members(&pool, &actor, &group, &ids[..100]).await.unwrap();
+    for t in 0..100 {
+        let slug = TenantSlug::parse(&format!("tenant-{t}")).unwrap();
+        store::tenants::create(&pool, &actor, &slug, "Bench tenant").await.unwrap();
+        let tags = vec![Tag::parse("files").unwrap(), Tag::parse("search").unwrap()];
+        let update = TenantUpdate { enabled_tags: Some(Some(tags)), ..Default::default() };
+        store::tenants::update(&pool, &actor, &slug, update).await.unwrap();
+        // Every tenant customises ten tools.
+        for id in &ids[t * 10..t * 10 + 10] {
+            let input = OverrideInput { presets: json!({"apiKey": "k"}).as_object().cloned().unwrap(), ..Default::default() };
+            store::overrides::set(&pool, &secrets, &actor, &slug, *id, &input).await.unwrap();
+        }
+    }
+    let mut samples = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        let catalog = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
+        samples.push(started.elapsed());
+        assert_eq!(catalog.snapshot().tenants().count(), 100);
+    }
+    report("rebuild (load + build), 100 tenants x 1000 tools", samples);
+}
+
+async fn lookup_in_a_tenant_of_5000_tools() {
+    let pool = fresh_database("bench_lookup").await;
+    source_with_tools(&pool, 5000).await;
+    let slug = TenantSlug::parse("big").unwrap();
+    store::tenants::create(&pool, &Actor::system(), &slug, "Big").await.unwrap();
+    let catalog = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
+    assert_eq!(catalog.snapshot().tenant("big").unwrap().tools().len(), 5000);
+
+    let mut visible = Vec::new();
+    let mut resolve = Vec::new();
+    for i in 0..10_000 {
+        let started = Instant::now();
+        let snapshot = catalog.snapshot();
+        let tools = snapshot.tenant("big").unwrap().tools();
+        std::hint::black_box(tools.len());
+        visible.push(started.elapsed());
+
+        let name = format!("bench_tool_{:05}", i % 5000);
+        let started = Instant::now();
+        let snapshot = catalog.snapshot();
+        std::hint::black_box(snapshot.tenant("big").unwrap().resolve(&name).unwrap());
+        resolve.push(started.elapsed());
+    }
+    report("visible set of a tenant with 5000 tools", visible);
+    report("resolve one exposed name among 5000", resolve);
+}
+
+async fn commit_to_visible_in_a_second_instance() {
+    let pool = fresh_database("bench_propagation").await;
+    let ids = source_with_tools(&pool, 100).await;
+    let slug = TenantSlug::parse("acme").unwrap();
+    store::tenants::create(&pool, &Actor::system(), &slug, "Acme").await.unwrap();
+    let _writer = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
+    let observer = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
+    let secrets = SecretBox::from_key(&[3; 32]).unwrap();
+    let mut versions = observer.versions();
+    let mut samples = Vec::new();
+    for i in 0..200 {
+        let description = format!("change {i}");
+        let input = OverrideInput { description: Some(description.clone()), ..Default::default() };
+        store::overrides::set(&pool, &secrets, &Actor::system(), &slug, ids[0], &input).await.unwrap();
+        let committed = Instant::now();
+        loop {
+            let snapshot = observer.snapshot();
+            if snapshot.tenant("acme").unwrap().resolve("bench_tool_00000").unwrap().description == description {
+                break;
+            }
+            tokio::time::timeout(Duration::from_secs(5), versions.changed()).await.unwrap().unwrap();
+        }
+        samples.push(committed.elapsed());
+    }
+    report("commit-to-visible in a second instance", samples);
+}
+
+#[tokio::main]
+async fn main() {
+    // `cargo bench` passes `--bench`; `cargo test` runs benches with no flag: skip then.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    rebuild_100_tenants_x_1000_tools().await;
+    lookup_in_a_tenant_of_5000_tools().await;
+    commit_to_visible_in_a_second_instance().await;
+}
