@@ -1,9 +1,18 @@
-//! What the LLM receives as a tool's input schema.
+//! What the LLM receives as a tool's schema.
 //!
-//! The tool's own schema with the tenant's preset parameters removed (they are injected at
-//! execution), and, for a tool left without parameters, the no-parameter schema: one optional
-//! `reason` string, never `null` and never an empty `properties` object — some models send an
-//! empty string for such tools and some APIs reject replaying that call.
+//! First the schema the LLM sees: the tool's own with the tenant's preset parameters removed
+//! (they are injected at execution), and, for a tool left without parameters, the no-parameter
+//! schema: one optional `reason` string, never `null` and never an empty `properties` object —
+//! some models send an empty string for such tools and some APIs reject replaying that call.
+//! Then, per provider ([`Provider`]): the [`lint`] of what it rejects, the [`normalize`]r that
+//! makes any schema acceptable, and the [`render`]ing in the provider's tool format.
+
+pub mod lint;
+pub mod normalize;
+mod provider;
+pub mod render;
+
+pub use provider::Provider;
 
 use serde_json::{Map, Value, json};
 

@@ -1,0 +1,278 @@
+//! The normaliser: turns any tool schema into one a provider accepts, keeping what it can.
+//!
+//! Local `$ref`s are inlined (recursion is refused with a clear error), `oneOf` becomes
+//! `anyOf`, `allOf` is merged, a top-level union becomes one object, and every keyword the
+//! provider rejects moves into the description (`format: email`, `default: 10`, ...) so the LLM
+//! still reads it. For OpenAI strict mode every property becomes required (optional ones
+//! nullable) and every object closed. The lint of the result is clean for that provider.
+
+use serde_json::{Map, Value, json};
+
+use super::{Provider, as_object_schema};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NormalizeError {
+    /// A `$ref` leads back to itself; such a schema cannot be written without references.
+    #[error("`$ref` {0} is recursive: the schema cannot be inlined for this provider")]
+    Recursive(String),
+    /// A `$ref` points outside the schema or to nothing.
+    #[error("`$ref` {0} cannot be resolved (only local #/$defs/... and #/definitions/... references are)")]
+    Unresolved(String),
+}
+
+pub fn normalize(schema: &Value, provider: Provider, strict: bool) -> Result<Value, NormalizeError> {
+    let mut root = as_object_schema(schema);
+    let mut defs = Map::new();
+    for key in ["$defs", "definitions"] {
+        if let Some(Value::Object(found)) = root.remove(key) {
+            for (name, def) in found {
+                defs.insert(format!("#/{key}/{name}"), def);
+            }
+        }
+    }
+    let mut root = Value::Object(root);
+    inline_refs(&mut root, &defs, &mut Vec::new())?;
+    let Value::Object(mut root) = root else { unreachable!("inlining keeps the root an object") };
+    flatten_top_level_union(&mut root);
+    root.insert("type".into(), json!("object"));
+    let normaliser = Normaliser { provider, strict: strict && provider == Provider::OpenAi };
+    normaliser.node(&mut root, 1);
+    Ok(Value::Object(root))
+}
+
+fn inline_refs(node: &mut Value, defs: &Map<String, Value>, stack: &mut Vec<String>) -> Result<(), NormalizeError> {
+    match node {
+        Value::Object(map) => {
+            if let Some(Value::String(reference)) = map.get("$ref") {
+                let reference = reference.clone();
+                if stack.contains(&reference) {
+                    return Err(NormalizeError::Recursive(reference));
+                }
+                let mut target = defs.get(&reference).cloned().ok_or_else(|| NormalizeError::Unresolved(reference.clone()))?;
+                stack.push(reference);
+                inline_refs(&mut target, defs, stack)?;
+                stack.pop();
+                map.remove("$ref");
+                // Keywords beside the $ref (often a description) win over the definition's.
+                if let Value::Object(target) = target {
+                    for (key, value) in target {
+                        map.entry(key).or_insert(value);
+                    }
+                }
+            }
+            for value in map.values_mut() {
+                inline_refs(value, defs, stack)?;
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                inline_refs(item, defs, stack)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn required_of(node: &Map<String, Value>) -> Vec<String> {
+    node.get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+/// Merges `other`'s properties and required list into `node`.
+fn merge_object(node: &mut Map<String, Value>, other: &Map<String, Value>, required: &mut Vec<String>) {
+    if let Some(Value::Object(props)) = other.get("properties") {
+        let target = node.entry("properties").or_insert_with(|| json!({}));
+        if let Value::Object(target) = target {
+            for (name, schema) in props {
+                target.entry(name.clone()).or_insert_with(|| schema.clone());
+            }
+        }
+    }
+    for name in required_of(other) {
+        if !required.contains(&name) {
+            required.push(name);
+        }
+    }
+}
+
+fn append_description(node: &mut Map<String, Value>, note: &str) {
+    let description = match node.get("description").and_then(Value::as_str) {
+        Some(existing) if !existing.is_empty() => format!("{existing} ({note})"),
+        _ => note.to_string(),
+    };
+    node.insert("description".into(), Value::String(description));
+}
+
+/// A top-level `anyOf`/`oneOf` of objects becomes one object with every variant's properties;
+/// only what every variant requires stays required, and the description says to pick one.
+fn flatten_top_level_union(root: &mut Map<String, Value>) {
+    let variants = match (root.remove("anyOf"), root.remove("oneOf")) {
+        (Some(Value::Array(a)), _) | (None, Some(Value::Array(a))) => a,
+        _ => return,
+    };
+    let mut required: Option<Vec<String>> = None;
+    let mut summaries = Vec::new();
+    for variant in variants.iter().filter_map(Value::as_object) {
+        let mut ignored = Vec::new();
+        merge_object(root, variant, &mut ignored);
+        let variant_required = required_of(variant);
+        summaries.push(format!("[{}]", variant_required.join(", ")));
+        required = Some(match required {
+            None => variant_required,
+            Some(so_far) => so_far.into_iter().filter(|r| variant_required.contains(r)).collect(),
+        });
+    }
+    let mut all_required = required_of(root);
+    all_required.extend(required.unwrap_or_default());
+    if !all_required.is_empty() {
+        root.insert("required".into(), json!(all_required));
+    }
+    append_description(root, &format!("provide the required fields of exactly one of: {}", summaries.join(" or ")));
+}
+
+struct Normaliser {
+    provider: Provider,
+    strict: bool,
+}
+
+impl Normaliser {
+    fn node(&self, node: &mut Map<String, Value>, depth: usize) {
+        if depth >= Provider::MAX_DEPTH {
+            let nested = ["properties", "required", "items", "anyOf", "oneOf", "allOf", "additionalProperties"];
+            let had_children = nested.iter().fold(false, |had, key| node.remove(*key).is_some() || had);
+            if had_children {
+                append_description(node, "deeper structure omitted");
+            }
+        }
+        if let Some(one_of) = node.remove("oneOf") {
+            match node.get_mut("anyOf") {
+                Some(Value::Array(any)) => any.extend(one_of.as_array().cloned().unwrap_or_default()),
+                _ => {
+                    node.insert("anyOf".into(), one_of);
+                }
+            }
+        }
+        if let Some(Value::Array(parts)) = node.remove("allOf") {
+            let mut required = required_of(node);
+            for part in parts.iter().filter_map(Value::as_object) {
+                merge_object(node, part, &mut required);
+                for (key, value) in part {
+                    if !matches!(key.as_str(), "properties" | "required") {
+                        node.entry(key.clone()).or_insert_with(|| value.clone());
+                    }
+                }
+            }
+            if !required.is_empty() {
+                node.insert("required".into(), json!(required));
+            }
+        }
+        if let Some(Value::Array(values)) = node.get("enum")
+            && values.len() > Provider::MAX_ENUM_VALUES
+        {
+            let examples: Vec<String> = values.iter().take(5).map(Value::to_string).collect();
+            let note = format!("one of {} allowed values, e.g. {}", values.len(), examples.join(", "));
+            node.remove("enum");
+            append_description(node, &note);
+        }
+        if self.provider == Provider::Gemini && node.contains_key("anyOf") {
+            node.remove("type");
+        }
+        if self.provider == Provider::Gemini && node.get("additionalProperties") == Some(&Value::Bool(false)) {
+            node.remove("additionalProperties");
+        }
+        self.move_rejected_keywords(node);
+        self.children(node, depth);
+        if self.strict && (node.get("type") == Some(&json!("object")) || node.contains_key("properties")) {
+            strict_object(node);
+        }
+    }
+
+    fn move_rejected_keywords(&self, node: &mut Map<String, Value>) {
+        let rejected: Vec<String> = node.keys().filter(|k| !self.provider.accepts(k)).cloned().collect();
+        let mut notes = Vec::new();
+        for keyword in rejected {
+            let value = node.remove(&keyword).expect("key listed above");
+            match keyword.as_str() {
+                // Only metadata: a title stands in for a missing description, $schema/$id go.
+                "title" if !node.contains_key("description") => {
+                    node.insert("description".into(), value);
+                }
+                "title" | "$schema" | "$id" | "$comment" => {}
+                _ => notes.push(format!("{keyword}: {}", compact(&value))),
+            }
+        }
+        if !notes.is_empty() {
+            append_description(node, &notes.join("; "));
+        }
+    }
+
+    fn children(&self, node: &mut Map<String, Value>, depth: usize) {
+        if let Some(Value::Object(properties)) = node.get_mut("properties") {
+            for child in properties.values_mut() {
+                self.child(child, depth);
+            }
+        }
+        for keyword in ["items", "additionalProperties"] {
+            if let Some(child @ Value::Object(_)) = node.get_mut(keyword) {
+                self.child(child, depth);
+            }
+        }
+        if let Some(Value::Array(variants)) = node.get_mut("anyOf") {
+            for child in variants {
+                self.child(child, depth);
+            }
+        }
+    }
+
+    fn child(&self, child: &mut Value, depth: usize) {
+        if !child.is_object() {
+            // `true`/`false` schemas: anything / nothing; say so in portable terms.
+            *child = json!({"description": format!("(any value: {child})")});
+        }
+        if let Value::Object(node) = child {
+            self.node(node, depth + 1);
+        }
+    }
+}
+
+/// OpenAI strict mode: every property required, the optional ones made nullable, no extra
+/// properties.
+fn strict_object(node: &mut Map<String, Value>) {
+    let mut required = required_of(node);
+    if let Some(Value::Object(properties)) = node.get_mut("properties") {
+        for (name, schema) in properties.iter_mut() {
+            if !required.contains(name) {
+                make_nullable(schema);
+                required.push(name.clone());
+            }
+        }
+    }
+    node.insert("required".into(), json!(required));
+    node.insert("additionalProperties".into(), json!(false));
+}
+
+fn make_nullable(schema: &mut Value) {
+    let Value::Object(node) = schema else { return };
+    match node.get_mut("type") {
+        Some(Value::String(kind)) => {
+            let kind = kind.clone();
+            node.insert("type".into(), json!([kind, "null"]));
+        }
+        Some(Value::Array(kinds)) if !kinds.contains(&json!("null")) => kinds.push(json!("null")),
+        Some(_) => {}
+        None => {
+            let inner = std::mem::take(node);
+            node.insert("anyOf".into(), json!([Value::Object(inner), {"type": "null"}]));
+        }
+    }
+}
+
+fn compact(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
