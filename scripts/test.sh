@@ -22,6 +22,7 @@ export DATABASE_URL
 
 if cargo nextest --version >/dev/null 2>&1; then
     cargo nextest run --locked --workspace --no-fail-fast
+    cargo test --locked --workspace --doc
 else
     cargo test --locked --workspace --no-fail-fast
 fi

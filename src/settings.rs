@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use engine::builtin::BuiltinConfig;
+use engine::exec::ExecConfig;
 
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseSettings {
@@ -42,6 +44,9 @@ pub struct ServeSettings {
     #[arg(long, env = "TOOLGATE_TOOLS_ENABLED", default_value_t = true, action = clap::ArgAction::Set)]
     pub tools_enabled: bool,
 
+    #[command(flatten)]
+    pub tools: ToolSettings,
+
     /// Seconds of inactivity after which an admin session ends (default 12 hours).
     #[arg(long, env = "TOOLGATE_SESSION_IDLE_SECONDS", default_value_t = 12 * 60 * 60)]
     pub session_idle_seconds: u64,
@@ -50,7 +55,46 @@ pub struct ServeSettings {
     pub database: DatabaseSettings,
 }
 
+/// How tools run.
+#[derive(Debug, Clone, Args)]
+pub struct ToolSettings {
+    /// Folder of the built-in `files` tools; each tenant gets `<root>/<tenant>`.
+    /// Default: `files` in the data folder.
+    #[arg(long, env = "TOOLGATE_FILES_ROOT")]
+    pub files_root: Option<PathBuf>,
+
+    /// Programs the built-in `run_command` may start, comma-separated (default: none).
+    #[arg(long, env = "TOOLGATE_SHELL_ALLOW", value_delimiter = ',')]
+    pub shell_allow: Vec<String>,
+
+    /// The longest a `run_command` program may run, in seconds.
+    #[arg(long, env = "TOOLGATE_SHELL_TIMEOUT_SECONDS", default_value_t = 30)]
+    pub shell_timeout_seconds: u64,
+
+    /// Tool results over this many bytes are truncated, with a notice.
+    #[arg(long, env = "TOOLGATE_OUTPUT_CAP_BYTES", default_value_t = 1024 * 1024)]
+    pub output_cap_bytes: usize,
+
+    /// Run the tool calls of one LLM turn concurrently.
+    #[arg(long, env = "TOOLGATE_PARALLEL_CALLS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub parallel_calls: bool,
+}
+
 impl ServeSettings {
+    pub fn builtin_config(&self) -> BuiltinConfig {
+        let tools = &self.tools;
+        BuiltinConfig {
+            files_root: tools.files_root.clone().unwrap_or_else(|| self.database.data_dir.join("files")),
+            shell_allow: tools.shell_allow.clone(),
+            shell_timeout: Duration::from_secs(tools.shell_timeout_seconds),
+            shell_output_cap: tools.output_cap_bytes,
+        }
+    }
+
+    pub fn exec_config(&self) -> ExecConfig {
+        ExecConfig { output_cap_bytes: self.tools.output_cap_bytes, parallel: self.tools.parallel_calls }
+    }
+
     pub fn site_root(&self) -> PathBuf {
         self.site_root.clone().unwrap_or_else(|| {
             let exe = std::env::current_exe().unwrap_or_default();

@@ -10,7 +10,9 @@ use app::{App, shell};
 use axum::Router;
 use axum::routing::get;
 use engine::admin::LoginPolicy;
+use engine::builtin;
 use engine::catalog::{Catalog, CatalogOptions};
+use engine::exec::Executor;
 use engine::db::{Database, PgPool};
 use engine::secret::SecretBox;
 use leptos::prelude::*;
@@ -71,16 +73,27 @@ impl Application {
             .site_addr(listener.local_addr()?)
             .build();
         let secrets = SecretBox::load(settings.secret_key.as_deref(), &settings.database.data_dir)?;
+        let providers = builtin::providers(&settings.builtin_config());
+        builtin::register(&pool, &providers).await.context("registering the built-in tools")?;
         let catalog_options = CatalogOptions { force_tools_off: !settings.tools_enabled };
         let catalog = Catalog::start(pool.clone(), catalog_options)
             .await
             .context("loading the tool catalog")?;
+        let executor = Executor::new(
+            catalog.clone(),
+            pool.clone(),
+            secrets.clone(),
+            &providers,
+            None,
+            settings.exec_config(),
+        );
         let state = AppState {
             leptos_options,
             pool,
             login_policy: Arc::new(login_policy),
             catalog,
             secrets,
+            executor,
         };
         let sessions = session_layer(settings, &state.pool).await?;
         let router = router(state, sessions, settings.public_url.clone());

@@ -8,7 +8,7 @@ use engine::admin::{self, LoginPolicy, Password, Role, Username};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue, LOCATION, ORIGIN, SET_COOKIE};
 use sqlx::PgPool;
-use toolgate::settings::{DatabaseSettings, ServeSettings};
+use toolgate::settings::{DatabaseSettings, ServeSettings, ToolSettings};
 use toolgate::startup::Application;
 
 const PASSWORD: &str = "a-long-test-password";
@@ -32,6 +32,13 @@ impl TestApp {
             public_url: None,
             secret_key: None,
             tools_enabled: true,
+            tools: ToolSettings {
+                files_root: None,
+                shell_allow: vec![],
+                shell_timeout_seconds: 30,
+                output_cap_bytes: 1024 * 1024,
+                parallel_calls: true,
+            },
             session_idle_seconds,
             database: DatabaseSettings { database_url: None, data_dir: site },
         };

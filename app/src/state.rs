@@ -6,6 +6,7 @@ use axum::extract::FromRef;
 use engine::admin::LoginPolicy;
 use engine::catalog::Catalog;
 use engine::db::PgPool;
+use engine::exec::Executor;
 use engine::secret::SecretBox;
 use leptos::prelude::LeptosOptions;
 
@@ -19,4 +20,6 @@ pub struct AppState {
     pub catalog: Catalog,
     /// Encrypts secrets before they are stored.
     pub secrets: SecretBox,
+    /// Runs tool calls (test invocations from the panel, and the gateway's).
+    pub executor: Executor,
 }

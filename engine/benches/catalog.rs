@@ -5,7 +5,8 @@
 //! - lookup: a tenant's visible set and a name resolution, for a tenant of 5,000 tools;
 //! - propagation: commit-to-visible latency in a second catalog instance over 200 changes.
 
-use std::str::FromStr;
+mod common;
+
 use std::time::{Duration, Instant};
 
 use engine::catalog::{Catalog, CatalogOptions};
@@ -16,36 +17,10 @@ use engine::store::sources::{NewSource, ToolDefinition};
 use engine::store::tenants::TenantUpdate;
 use engine::store::{self, Actor};
 use serde_json::json;
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{Executor, PgPool};
+use sqlx::PgPool;
 use uuid::Uuid;
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-fn report(name: &str, mut samples: Vec<Duration>) {
-    samples.sort();
-    println!(
-        "{name:<48} n={:<6} p50={:>10.3?} p99={:>10.3?} max={:>10.3?}",
-        samples.len(),
-        percentile(&samples, 0.50),
-        percentile(&samples, 0.99),
-        samples[samples.len() - 1],
-    );
-}
-
-/// A fresh database on the server named by DATABASE_URL.
-async fn fresh_database(name: &str) -> PgPool {
-    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL names the benchmark server (make bench sets it)");
-    let admin = PgPoolOptions::new().max_connections(1).connect(&url).await.unwrap();
-    admin.execute(format!("drop database if exists {name} with (force)").as_str()).await.unwrap();
-    admin.execute(format!("create database {name}").as_str()).await.unwrap();
-    let options = PgConnectOptions::from_str(&url).unwrap().database(name);
-    let pool = PgPoolOptions::new().max_connections(8).connect_with(options).await.unwrap();
-    engine::db::MIGRATOR.run(&pool).await.unwrap();
-    pool
-}
+use common::{fresh_database, report};
 
 fn tool(i: usize) -> ToolDefinition {
     ToolDefinition {
@@ -163,8 +138,7 @@ async fn commit_to_visible_in_a_second_instance() {
 
 #[tokio::main]
 async fn main() {
-    // `cargo bench` passes `--bench`; `cargo test` runs benches with no flag: skip then.
-    if !std::env::args().any(|a| a == "--bench") {
+    if !common::benchmarking() {
         return;
     }
     rebuild_100_tenants_x_1000_tools().await;

@@ -2,16 +2,25 @@
 //!
 //! - [`store`]: the configuration in PostgreSQL; every write is audited and notifies;
 //! - [`catalog`]: who sees which tool under which name, as a live, immutable snapshot;
-//! - [`schema`]: what the LLM receives as a tool's schema;
+//! - [`schema`]: what the LLM receives as a tool's schema, per provider;
+//! - [`exec`]: how a call runs, on [`tool`]s such as the [`builtin`] ones;
 //!
 //! plus [`db`] (connecting, the embedded default), [`admin`] (panel accounts), [`secret`]
 //! (encryption at rest) and [`model`] (validated names). The binary and the panel call into
 //! `engine`; `engine` knows nothing of Leptos or HTTP.
 
 pub mod admin;
+pub mod builtin;
 pub mod catalog;
 pub mod db;
+pub mod exec;
 pub mod model;
 pub mod schema;
 pub mod secret;
 pub mod store;
+pub mod tool;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

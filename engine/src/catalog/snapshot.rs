@@ -5,7 +5,7 @@
 //! many tenants over the same tools costs little more than one.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::load::{Loaded, OverrideRow, ToolRow};
 use super::naming;
 use super::visibility::{self, Facts};
+use crate::exec::validate::ArgumentValidator;
 use crate::model::SourceKind;
 use crate::schema;
 
@@ -47,6 +48,15 @@ pub struct CatalogTool {
     #[serde(skip)]
     pub secret_presets: Arc<Map<String, Value>>,
     pub groups: Vec<Uuid>,
+    /// `input_schema` compiled, on the first call; shared by the tenants that share the tool.
+    #[serde(skip)]
+    validator: OnceLock<Arc<ArgumentValidator>>,
+}
+
+impl CatalogTool {
+    pub fn validator(&self) -> &ArgumentValidator {
+        self.validator.get_or_init(|| Arc::new(ArgumentValidator::new(&self.input_schema)))
+    }
 }
 
 /// Two or more visible tools that would share an exposed name for a tenant. None of them is
@@ -143,6 +153,7 @@ fn base<'a>(tool: &'a ToolRow, source: &'a crate::store::sources::Source, groups
         presets: Arc::default(),
         secret_presets: Arc::default(),
         groups,
+        validator: OnceLock::new(),
     };
     Base { tool: Arc::new(catalog_tool), owner: source.tenant_id, source_enabled: source.enabled, tags }
 }
@@ -158,6 +169,7 @@ fn with_override(base: &CatalogTool, ov: &OverrideRow) -> CatalogTool {
         timeout: timeout(ov.timeout_ms).unwrap_or(base.timeout),
         presets: Arc::new(presets),
         secret_presets: Arc::new(secret_presets),
+        validator: OnceLock::new(),
         ..base.clone()
     }
 }

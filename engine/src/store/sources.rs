@@ -228,3 +228,14 @@ pub async fn sync_tools(pool: &PgPool, actor: &Actor, source: &Name, tools: &[To
     commit(tx, actor, change).await?;
     Ok(ids)
 }
+
+/// Each tool of the source by upstream name, with its definition hash.
+pub async fn tool_hashes(db: impl PgExecutor<'_>, source: &Name) -> Result<std::collections::HashMap<String, String>> {
+    let rows = sqlx::query!(
+        "select t.upstream_name, t.definition_hash from tool t join source s on s.id = t.source_id where s.name = $1",
+        source.as_str()
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.upstream_name, r.definition_hash)).collect())
+}

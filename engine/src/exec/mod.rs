@@ -1,0 +1,412 @@
+//! How a call runs: the exposed name is resolved in the tenant's snapshot, the arguments are
+//! validated against the schema the LLM was given, presets are injected, and the call is
+//! dispatched to its source under the tool's timeout. Every outcome becomes a [`CallResult`]:
+//! a tool error's message reaches the caller verbatim; any other failure (a panic included)
+//! becomes a generic message with a correlation id, and the details go to the log only.
+
+mod record;
+pub mod validate;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sqlx::PgPool;
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use crate::catalog::{Catalog, CatalogTool};
+use crate::model::SourceKind;
+use crate::secret::SecretBox;
+use crate::tool::{Caller, Content, Progress, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, ToolProvider};
+use record::{Record, Recorder};
+
+#[derive(Debug, Clone)]
+pub struct ExecConfig {
+    /// Results larger than this many bytes are truncated, with a notice.
+    pub output_cap_bytes: usize,
+    /// Run the calls of a batch concurrently (the seeds' default) or one after another.
+    pub parallel: bool,
+}
+
+impl Default for ExecConfig {
+    fn default() -> Self {
+        ExecConfig { output_cap_bytes: 1024 * 1024, parallel: true }
+    }
+}
+
+/// Runs calls on tools of MCP servers (see the upstream module).
+pub trait Upstream: Send + Sync {
+    fn call<'a>(&'a self, tool: &'a CatalogTool, arguments: Value, ctx: &'a ToolContext) -> ToolFuture<'a>;
+}
+
+/// One call, as an LLM makes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRequest {
+    /// The exposed name.
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    /// The tool (or argument validation) refused; the message is for the LLM.
+    ToolError,
+    /// Something else failed; only a correlation id is shown.
+    Failed,
+    Timeout,
+    /// An external tool: the caller executes it and resumes with the result.
+    Suspended,
+}
+
+impl Status {
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::ToolError => "tool_error",
+            Status::Failed => "failed",
+            Status::Timeout => "timeout",
+            Status::Suspended => "suspended",
+        }
+    }
+}
+
+/// A call of an external tool waiting for the caller's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingCall {
+    pub id: Uuid,
+    pub tool: String,
+    pub arguments: Value,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CallResult {
+    pub status: Status,
+    pub output: ToolOutput,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingCall>,
+    pub latency_ms: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// No such tenant (HTTP 404).
+    #[error("unknown tenant `{0}`")]
+    UnknownTenant(String),
+    /// The tenant sees no tool by this name (HTTP 404; a tool error for an LLM).
+    #[error("unknown tool `{0}`")]
+    UnknownTool(String),
+    /// Resuming a call that is not pending for this tenant (HTTP 404).
+    #[error("no pending call {0} for this tenant (unknown, or already resumed)")]
+    UnknownPendingCall(Uuid),
+    /// Internal; logged, never shown (HTTP 500).
+    #[error("database error")]
+    Database(#[from] sqlx::Error),
+}
+
+/// Executes calls. Clones share everything.
+#[derive(Clone)]
+pub struct Executor {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    catalog: Catalog,
+    pool: PgPool,
+    secrets: SecretBox,
+    /// Built-in tools by (source name, tool name).
+    builtins: HashMap<(String, String), Arc<dyn Tool>>,
+    upstream: Option<Arc<dyn Upstream>>,
+    config: ExecConfig,
+    recorder: Recorder,
+}
+
+/// What the dispatch produced, before it is shaped into a [`CallResult`].
+enum Outcome {
+    Done(ToolOutput),
+    ToolError(String),
+    Failed(String),
+    Timeout(Duration),
+    Suspended(PendingCall),
+}
+
+fn correlation_id() -> String {
+    Uuid::new_v4().simple().to_string()[..16].to_string()
+}
+
+impl Executor {
+    pub fn new(
+        catalog: Catalog,
+        pool: PgPool,
+        secrets: SecretBox,
+        providers: &[Arc<dyn ToolProvider>],
+        upstream: Option<Arc<dyn Upstream>>,
+        config: ExecConfig,
+    ) -> Self {
+        let builtins = providers
+            .iter()
+            .flat_map(|p| p.tools().into_iter().map(|t| ((p.name().to_string(), t.spec().name), t)))
+            .collect();
+        let recorder = Recorder::start(pool.clone());
+        Executor { inner: Arc::new(Inner { catalog, pool, secrets, builtins, upstream, config, recorder }) }
+    }
+
+    /// Runs one call for `tenant`. Progress reports go to `progress` when given.
+    #[tracing::instrument(skip_all, fields(tenant, tool = %request.name))]
+    pub async fn call(
+        &self,
+        tenant: &str,
+        caller: &Caller,
+        request: CallRequest,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<CallResult, ExecError> {
+        let started = Instant::now();
+        let snapshot = self.inner.catalog.snapshot();
+        let view = snapshot.tenant(tenant).ok_or_else(|| ExecError::UnknownTenant(tenant.to_string()))?;
+        let tool = view.resolve(&request.name).ok_or_else(|| ExecError::UnknownTool(request.name.clone()))?.clone();
+        let arguments = match request.arguments {
+            Value::Null => Value::Object(Map::new()),
+            other => other,
+        };
+        let mut ctx = ToolContext::new(tenant, caller.clone(), correlation_id());
+        if let Some(sink) = progress {
+            ctx = ctx.with_progress(sink);
+        }
+        let outcome = match tool.validator().check(&arguments) {
+            Err(problems) => Outcome::ToolError(problems),
+            Ok(()) => self.dispatch(view.tenant_id, &tool, arguments.clone(), ctx).await,
+        };
+        let result = self.finish(outcome, started);
+        self.inner.recorder.record(Record {
+            tenant_id: view.tenant_id,
+            tool_name: tool.exposed_name.clone(),
+            caller: caller.to_string(),
+            status: result.status.as_str(),
+            latency: started.elapsed(),
+            result_bytes: result.output.size(),
+            correlation_id: result.correlation_id.clone(),
+            arguments,
+        });
+        Ok(result)
+    }
+
+    /// Runs the calls of one LLM turn, concurrently unless configured otherwise; results come
+    /// in call order.
+    pub async fn call_batch(
+        &self,
+        tenant: &str,
+        caller: &Caller,
+        requests: Vec<CallRequest>,
+    ) -> Vec<Result<CallResult, ExecError>> {
+        if !self.inner.config.parallel {
+            let mut results = Vec::with_capacity(requests.len());
+            for request in requests {
+                results.push(self.call(tenant, caller, request, None).await);
+            }
+            return results;
+        }
+        let handles: Vec<_> = requests
+            .into_iter()
+            .map(|request| {
+                let (executor, tenant, caller) = (self.clone(), tenant.to_string(), caller.clone());
+                tokio::spawn(async move { executor.call(&tenant, &caller, request, None).await })
+            })
+            .collect();
+        let mut results = Vec::with_capacity(handles.len());
+        for handle in handles {
+            results.push(handle.await.expect("Executor::call does not panic: tool panics are caught"));
+        }
+        results
+    }
+
+    /// Completes a suspended call with the result the caller computed.
+    pub async fn resume(&self, tenant: &str, id: Uuid, output: ToolOutput) -> Result<CallResult, ExecError> {
+        let started = Instant::now();
+        let snapshot = self.inner.catalog.snapshot();
+        let view = snapshot.tenant(tenant).ok_or_else(|| ExecError::UnknownTenant(tenant.to_string()))?;
+        let stored = serde_json::to_value(&output).expect("tool output serialises");
+        let resumed = sqlx::query!(
+            "update pending_call set resolved_at = now(), result = $3
+             where id = $1 and tenant_id = $2 and resolved_at is null
+             returning tool_name, arguments",
+            id,
+            view.tenant_id,
+            stored,
+        )
+        .fetch_optional(&self.inner.pool)
+        .await?
+        .ok_or(ExecError::UnknownPendingCall(id))?;
+        let result = self.finish(Outcome::Done(output), started);
+        self.inner.recorder.record(Record {
+            tenant_id: view.tenant_id,
+            tool_name: resumed.tool_name,
+            caller: "resume".into(),
+            status: result.status.as_str(),
+            latency: started.elapsed(),
+            result_bytes: result.output.size(),
+            correlation_id: None,
+            arguments: resumed.arguments,
+        });
+        Ok(result)
+    }
+
+    async fn dispatch(&self, tenant_id: Uuid, tool: &Arc<CatalogTool>, mut arguments: Value, ctx: ToolContext) -> Outcome {
+        if let Value::Object(args) = &mut arguments {
+            // The no-parameter schema's `reason` is for the LLM only.
+            if tool.raw_input_schema.pointer("/properties/reason").is_none() {
+                args.remove("reason");
+            }
+            args.extend(tool.presets.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        if tool.source_kind == SourceKind::External {
+            return match self.suspend(tenant_id, tool, arguments).await {
+                Ok(pending) => Outcome::Suspended(pending),
+                Err(err) => self.failed(&err),
+            };
+        }
+        if let Value::Object(args) = &mut arguments {
+            for (name, sealed) in tool.secret_presets.iter() {
+                match sealed.as_str().map(|s| self.inner.secrets.decrypt(s)) {
+                    Some(Ok(plain)) => {
+                        args.insert(name.clone(), Value::String(plain));
+                    }
+                    _ => return self.failed(&format!("secret preset `{name}` of `{}` cannot be decrypted", tool.exposed_name)),
+                }
+            }
+        }
+        let running = {
+            let (executor, tool) = (self.clone(), tool.clone());
+            tokio::spawn(async move { executor.run(&tool, arguments, &ctx).await })
+        };
+        let abort = running.abort_handle();
+        match tokio::time::timeout(tool.timeout, running).await {
+            Err(_) => {
+                abort.abort();
+                Outcome::Timeout(tool.timeout)
+            }
+            Ok(Err(join)) if join.is_panic() => self.failed(&format!("tool `{}` panicked", tool.exposed_name)),
+            Ok(Err(join)) => self.failed(&join),
+            Ok(Ok(Ok(output))) => Outcome::Done(output),
+            Ok(Ok(Err(ToolError::Tool(message)))) => Outcome::ToolError(message),
+            Ok(Ok(Err(ToolError::Internal(err)))) => self.failed(&err),
+        }
+    }
+
+    async fn run(&self, tool: &CatalogTool, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        match tool.source_kind {
+            SourceKind::Builtin => {
+                let key = (tool.source_name.clone(), tool.upstream_name.clone());
+                let builtin = self.inner.builtins.get(&key).ok_or_else(|| {
+                    ToolError::internal(format!("built-in tool `{}` of `{}` is not compiled in", key.1, key.0))
+                })?;
+                builtin.call(arguments, ctx).await
+            }
+            SourceKind::Mcp => match &self.inner.upstream {
+                Some(upstream) => upstream.call(tool, arguments, ctx).await,
+                None => Err(ToolError::tool(format!("MCP server `{}` is not connected", tool.source_name))),
+            },
+            SourceKind::External => unreachable!("external tools are suspended, not run"),
+        }
+    }
+
+    async fn suspend(&self, tenant_id: Uuid, tool: &CatalogTool, arguments: Value) -> Result<PendingCall, sqlx::Error> {
+        let id = sqlx::query_scalar!(
+            "insert into pending_call (tenant_id, tool_name, arguments) values ($1, $2, $3) returning id",
+            tenant_id,
+            tool.exposed_name,
+            arguments,
+        )
+        .fetch_one(&self.inner.pool)
+        .await?;
+        Ok(PendingCall { id, tool: tool.exposed_name.clone(), arguments })
+    }
+
+    /// Logs `err` under a fresh correlation id; only the id leaves.
+    fn failed(&self, err: &dyn std::fmt::Display) -> Outcome {
+        let id = correlation_id();
+        tracing::error!(correlation_id = %id, error = %err, "tool call failed");
+        Outcome::Failed(id)
+    }
+
+    fn finish(&self, outcome: Outcome, started: Instant) -> CallResult {
+        let (status, output, correlation_id, pending) = match outcome {
+            Outcome::Done(output) => {
+                let status = if output.is_error { Status::ToolError } else { Status::Ok };
+                (status, cap(output, self.inner.config.output_cap_bytes), None, None)
+            }
+            Outcome::ToolError(message) => (Status::ToolError, ToolOutput::error(message), None, None),
+            Outcome::Failed(id) => {
+                let message = format!("The tool failed because of an internal error (correlation id {id}).");
+                (Status::Failed, ToolOutput::error(message), Some(id), None)
+            }
+            Outcome::Timeout(after) => {
+                let message = format!("The tool did not finish within {after:?} and was cancelled.");
+                (Status::Timeout, ToolOutput::error(message), None, None)
+            }
+            Outcome::Suspended(pending) => {
+                let message = format!("`{}` runs outside Toolgate: waiting for its result.", pending.tool);
+                (Status::Suspended, ToolOutput::text(message), None, Some(pending))
+            }
+        };
+        CallResult { status, output, correlation_id, pending, latency_ms: started.elapsed().as_secs_f64() * 1000.0 }
+    }
+}
+
+/// Truncates `output` to `cap` bytes of content, ending with a notice of what was cut.
+fn cap(output: ToolOutput, cap: usize) -> ToolOutput {
+    let size = output.size();
+    if size <= cap {
+        return output;
+    }
+    let mut left = cap;
+    let mut content = Vec::new();
+    for piece in output.content {
+        match piece {
+            Content::Text { text } if left > 0 => {
+                let mut end = text.len().min(left);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                left -= end;
+                content.push(Content::Text { text: text[..end].to_string() });
+            }
+            Content::Text { .. } => {}
+            other => {
+                let other_size = ToolOutput { content: vec![other.clone()], ..Default::default() }.size();
+                if other_size <= left {
+                    left -= other_size;
+                    content.push(other);
+                }
+            }
+        }
+    }
+    content.push(Content::Text { text: format!("\n[output truncated: {size} bytes exceed the {cap}-byte limit]") });
+    ToolOutput { content, structured: None, is_error: output.is_error }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_output_is_untouched() {
+        let output = ToolOutput::text("hello");
+        assert_eq!(cap(output.clone(), 10), output);
+    }
+
+    #[test]
+    fn large_output_is_truncated_on_a_char_boundary_with_a_notice() {
+        let capped = cap(ToolOutput::text("héllo wörld"), 2);
+        let Content::Text { text } = &capped.content[0] else { panic!() };
+        assert_eq!(text, "h");
+        let Content::Text { text: notice } = &capped.content[1] else { panic!() };
+        assert!(notice.contains("output truncated: 13 bytes exceed the 2-byte limit"), "{notice}");
+    }
+}

@@ -1,0 +1,75 @@
+//! Invocation records, written off the call path: calls hand records to a channel and a
+//! background task inserts them in batches. A full channel drops records (with a warning)
+//! rather than slow calls down.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::PgPool;
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+const CAPACITY: usize = 10_000;
+const BATCH: usize = 500;
+
+#[derive(Debug)]
+pub(super) struct Record {
+    pub tenant_id: Uuid,
+    pub tool_name: String,
+    pub caller: String,
+    pub status: &'static str,
+    pub latency: Duration,
+    pub result_bytes: usize,
+    pub correlation_id: Option<String>,
+    pub arguments: Value,
+}
+
+pub(super) struct Recorder {
+    sender: mpsc::Sender<Record>,
+}
+
+impl Recorder {
+    pub fn start(pool: PgPool) -> Self {
+        let (sender, receiver) = mpsc::channel(CAPACITY);
+        tokio::spawn(write_batches(pool, receiver));
+        Recorder { sender }
+    }
+
+    pub fn record(&self, record: Record) {
+        if let Err(err) = self.sender.try_send(record) {
+            tracing::warn!(error = %err, "invocation record dropped: the recorder is behind");
+        }
+    }
+}
+
+async fn write_batches(pool: PgPool, mut receiver: mpsc::Receiver<Record>) {
+    let mut batch = Vec::with_capacity(BATCH);
+    while receiver.recv_many(&mut batch, BATCH).await > 0 {
+        if let Err(err) = insert(&pool, &batch).await {
+            tracing::warn!(error = %err, count = batch.len(), "invocation records could not be written");
+        }
+        batch.clear();
+    }
+}
+
+async fn insert(pool: &PgPool, batch: &[Record]) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    for r in batch {
+        sqlx::query!(
+            "insert into invocation
+                (tenant_id, tool_name, caller, status, latency_us, result_bytes, correlation_id, arguments)
+             values ($1, $2, $3, $4, $5, $6, $7, $8)",
+            r.tenant_id,
+            r.tool_name,
+            r.caller,
+            r.status,
+            i64::try_from(r.latency.as_micros()).unwrap_or(i64::MAX),
+            i32::try_from(r.result_bytes).unwrap_or(i32::MAX),
+            r.correlation_id,
+            r.arguments,
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await
+}

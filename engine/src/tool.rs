@@ -1,0 +1,217 @@
+//! What a tool is to Toolgate: a name, a description, schemas, and an async call that takes
+//! validated arguments and an execution context.
+//!
+//! Tools written in Rust implement [`TypedTool`]: the input schema is derived from the
+//! argument struct (schemars), the way `@Tool`/`@ToolParam` derive it in the seeds. A
+//! [`ToolProvider`] groups tools under tags, like `@ToolService(tags)`. Tenant, caller and
+//! request id reach a tool through [`ToolContext`], never through its arguments.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// Who is calling, for tools and for the invocation record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Caller {
+    /// An LLM application, by the id of the API key it used.
+    ApiKey(uuid::Uuid),
+    /// An administrator's test invocation.
+    Admin(String),
+}
+
+impl std::fmt::Display for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Caller::ApiKey(id) => write!(f, "key:{id}"),
+            Caller::Admin(name) => write!(f, "admin:{name}"),
+        }
+    }
+}
+
+/// Progress of a long tool: logged and forwarded to clients as MCP progress notifications,
+/// never put into the text the LLM reads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// What a running tool knows about its call.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    pub tenant: String,
+    pub caller: Caller,
+    pub request_id: String,
+    progress: Option<mpsc::UnboundedSender<Progress>>,
+}
+
+impl ToolContext {
+    pub fn new(tenant: impl Into<String>, caller: Caller, request_id: impl Into<String>) -> Self {
+        ToolContext { tenant: tenant.into(), caller, request_id: request_id.into(), progress: None }
+    }
+
+    /// Sends this call's progress reports to `sink`.
+    pub fn with_progress(mut self, sink: mpsc::UnboundedSender<Progress>) -> Self {
+        self.progress = Some(sink);
+        self
+    }
+
+    /// Reports progress; a caller that did not ask for progress simply does not get it.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: impl Into<String>) {
+        let report = Progress { progress, total, message: Some(message.into()) };
+        tracing::debug!(request_id = %self.request_id, ?report, "tool progress");
+        if let Some(sink) = &self.progress {
+            let _ = sink.send(report);
+        }
+    }
+}
+
+/// One piece of a tool's result, in MCP's content shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Content {
+    Text { text: String },
+    Image { data: String, #[serde(rename = "mimeType")] mime_type: String },
+    Audio { data: String, #[serde(rename = "mimeType")] mime_type: String },
+    Resource { resource: Value },
+}
+
+/// A tool's result.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolOutput {
+    pub content: Vec<Content>,
+    #[serde(rename = "structuredContent", default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    #[serde(rename = "isError", default)]
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput { content: vec![Content::Text { text: text.into() }], ..Default::default() }
+    }
+
+    /// A JSON result: structured content, with its text form for LLMs that read text only.
+    pub fn json(value: Value) -> Self {
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        ToolOutput { content: vec![Content::Text { text }], structured: Some(value), is_error: false }
+    }
+
+    pub fn image(data_base64: String, mime_type: impl Into<String>) -> Self {
+        let content = Content::Image { data: data_base64, mime_type: mime_type.into() };
+        ToolOutput { content: vec![content], ..Default::default() }
+    }
+
+    /// A tool error, as the LLM receives it (`isError: true`).
+    pub fn error(message: impl Into<String>) -> Self {
+        ToolOutput { is_error: true, ..Self::text(message) }
+    }
+
+    /// Bytes of text and data, for caps and records.
+    pub fn size(&self) -> usize {
+        self.content
+            .iter()
+            .map(|c| match c {
+                Content::Text { text } => text.len(),
+                Content::Image { data, .. } | Content::Audio { data, .. } => data.len(),
+                Content::Resource { resource } => resource.to_string().len(),
+            })
+            .sum::<usize>()
+            + self.structured.as_ref().map_or(0, |s| s.to_string().len())
+    }
+}
+
+/// How a tool call can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The message goes to the LLM verbatim, so it can correct its next call.
+    #[error("{0}")]
+    Tool(String),
+    /// Anything else: logged with a correlation id; the caller sees only a generic message.
+    #[error(transparent)]
+    Internal(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ToolError {
+    pub fn tool(message: impl Into<String>) -> Self {
+        ToolError::Tool(message.into())
+    }
+
+    pub fn internal(err: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        ToolError::Internal(err.into())
+    }
+}
+
+pub type ToolResult = Result<ToolOutput, ToolError>;
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = ToolResult> + Send + 'a>>;
+
+/// A tool's definition, as registered in the catalog.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub annotations: Value,
+    pub strict: bool,
+}
+
+/// A callable tool.
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+    /// Runs the tool. `arguments` already passed validation against the input schema.
+    fn call<'a>(&'a self, arguments: Value, ctx: &'a ToolContext) -> ToolFuture<'a>;
+}
+
+/// A tool with typed arguments. Its input schema is derived from `Args`.
+pub trait TypedTool: Send + Sync + 'static {
+    type Args: DeserializeOwned + JsonSchema + Send;
+    const NAME: &'static str;
+    const DESCRIPTION: &'static str;
+    /// Ask providers that support it to follow the schema strictly.
+    const STRICT: bool = false;
+
+    /// MCP tool annotations (`readOnlyHint`, `destructiveHint`, ...).
+    fn annotations(&self) -> Value {
+        json!({})
+    }
+
+    fn run(&self, args: Self::Args, ctx: &ToolContext) -> impl Future<Output = ToolResult> + Send;
+}
+
+impl<T: TypedTool> Tool for T {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: T::NAME.to_string(),
+            description: T::DESCRIPTION.to_string(),
+            input_schema: schemars::schema_for!(T::Args).to_value(),
+            output_schema: None,
+            annotations: self.annotations(),
+            strict: T::STRICT,
+        }
+    }
+
+    fn call<'a>(&'a self, arguments: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let args = serde_json::from_value(arguments)
+                .map_err(|err| ToolError::tool(format!("invalid arguments: {err}")))?;
+            self.run(args, ctx).await
+        })
+    }
+}
+
+/// A set of tools registered together under one source, with the source's tags.
+pub trait ToolProvider: Send + Sync {
+    /// The source name the tools are registered under.
+    fn name(&self) -> &str;
+    fn tags(&self) -> Vec<String>;
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+}

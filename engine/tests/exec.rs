@@ -1,0 +1,367 @@
+//! Tool execution end to end: tools registered in a real database, resolved through the live
+//! catalog, run by the executor.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use engine::builtin;
+use engine::catalog::{Catalog, CatalogOptions, CatalogTool};
+use engine::exec::{CallRequest, ExecConfig, ExecError, Executor, Status};
+use engine::model::{Name, SourceKind, TenantSlug};
+use engine::secret::SecretBox;
+use engine::store::overrides::{OverrideInput, SecretInput};
+use engine::store::sources::{NewSource, ToolDefinition};
+use engine::store::{self, Actor};
+use engine::tool::{Caller, Content, Tool, ToolContext, ToolError, ToolOutput, ToolProvider, ToolResult, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use tokio::sync::mpsc;
+
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+struct Add;
+impl TypedTool for Add {
+    type Args = AddArgs;
+    const NAME: &'static str = "add";
+    const DESCRIPTION: &'static str = "Add two integers.";
+    async fn run(&self, args: AddArgs, _: &ToolContext) -> ToolResult {
+        Ok(ToolOutput::text((args.a + args.b).to_string()))
+    }
+}
+
+/// Returns its arguments and context, to see what reached the tool.
+#[derive(Deserialize, JsonSchema)]
+struct EchoArgs {
+    to: String,
+    #[serde(default)]
+    account: Option<i64>,
+    #[serde(default, rename = "apiKey")]
+    api_key: Option<String>,
+}
+
+struct Echo;
+impl TypedTool for Echo {
+    type Args = EchoArgs;
+    const NAME: &'static str = "echo";
+    const DESCRIPTION: &'static str = "Echo arguments and context.";
+    async fn run(&self, args: EchoArgs, ctx: &ToolContext) -> ToolResult {
+        ctx.progress(1.0, Some(2.0), "halfway");
+        Ok(ToolOutput::json(json!({
+            "to": args.to, "account": args.account, "apiKey": args.api_key,
+            "tenant": ctx.tenant, "caller": ctx.caller.to_string(), "request_id": ctx.request_id,
+        })))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+#[derive(Deserialize, JsonSchema)]
+struct SleepArgs {
+    ms: u64,
+}
+
+struct Sleep(Arc<AtomicBool>);
+impl TypedTool for Sleep {
+    type Args = SleepArgs;
+    const NAME: &'static str = "sleep";
+    const DESCRIPTION: &'static str = "Sleep, then note that it finished.";
+    async fn run(&self, args: SleepArgs, _: &ToolContext) -> ToolResult {
+        tokio::time::sleep(Duration::from_millis(args.ms)).await;
+        self.0.store(true, Ordering::SeqCst);
+        Ok(ToolOutput::text("slept"))
+    }
+}
+
+/// Misbehaves on request: a tool error, an internal error, a panic, or a huge output.
+#[derive(Deserialize, JsonSchema)]
+struct MisbehaveArgs {
+    how: String,
+}
+
+struct Misbehave;
+impl TypedTool for Misbehave {
+    type Args = MisbehaveArgs;
+    const NAME: &'static str = "misbehave";
+    const DESCRIPTION: &'static str = "Fail in the way asked.";
+    async fn run(&self, args: MisbehaveArgs, _: &ToolContext) -> ToolResult {
+        match args.how.as_str() {
+            "refuse" => Err(ToolError::tool("the date must be in the future")),
+            "internal" => Err(ToolError::internal("db password=hunter2 rejected at 10.0.0.7")),
+            "panic" => panic!("secret internal state"),
+            "huge" => Ok(ToolOutput::text("x".repeat(5000))),
+            _ => Ok(ToolOutput::text("fine")),
+        }
+    }
+}
+
+struct NoParams;
+impl TypedTool for NoParams {
+    type Args = Nothing;
+    const NAME: &'static str = "now";
+    const DESCRIPTION: &'static str = "A tool without parameters.";
+    async fn run(&self, _: Nothing, _: &ToolContext) -> ToolResult {
+        Ok(ToolOutput::text("now"))
+    }
+}
+
+struct TestTools(Arc<AtomicBool>);
+impl ToolProvider for TestTools {
+    fn name(&self) -> &str {
+        "testing"
+    }
+    fn tags(&self) -> Vec<String> {
+        vec!["testing".into()]
+    }
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        vec![Arc::new(Add), Arc::new(Echo), Arc::new(Sleep(self.0.clone())), Arc::new(Misbehave), Arc::new(NoParams)]
+    }
+}
+
+struct Setup {
+    executor: Executor,
+    pool: PgPool,
+    catalog: Catalog,
+    secrets: SecretBox,
+    slept: Arc<AtomicBool>,
+}
+
+async fn setup(pool: PgPool, config: ExecConfig) -> Setup {
+    let slept = Arc::new(AtomicBool::new(false));
+    let providers: Vec<Arc<dyn ToolProvider>> = vec![Arc::new(TestTools(slept.clone()))];
+    builtin::register(&pool, &providers).await.unwrap();
+    store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "Acme").await.unwrap();
+    let catalog = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
+    let secrets = SecretBox::from_key(&[9; 32]).unwrap();
+    let executor = Executor::new(catalog.clone(), pool.clone(), secrets.clone(), &providers, None, config);
+    Setup { executor, pool, catalog, secrets, slept }
+}
+
+fn call(name: &str, arguments: Value) -> CallRequest {
+    CallRequest { name: name.into(), arguments }
+}
+
+fn admin() -> Caller {
+    Caller::Admin("tester".into())
+}
+
+fn text(output: &ToolOutput) -> String {
+    output
+        .content
+        .iter()
+        .map(|c| match c {
+            Content::Text { text } => text.as_str(),
+            _ => "",
+        })
+        .collect()
+}
+
+/// Sets an override for tool `name` and waits until the catalog's tool satisfies `applied`.
+async fn override_tool(s: &Setup, name: &str, input: OverrideInput, applied: impl Fn(&CatalogTool) -> bool) {
+    let tool_id = s.catalog.snapshot().tenant("acme").unwrap().resolve(name).unwrap().tool_id;
+    store::overrides::set(&s.pool, &s.secrets, &Actor::system(), &TenantSlug::parse("acme").unwrap(), tool_id, &input)
+        .await
+        .unwrap();
+    let mut versions = s.catalog.versions();
+    let target = input.name.clone().unwrap_or(name.to_string());
+    while !s.catalog.snapshot().tenant("acme").unwrap().resolve(&target).is_some_and(|t| applied(t)) {
+        tokio::time::timeout(Duration::from_secs(5), versions.changed()).await.unwrap().unwrap();
+    }
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_typed_tool_runs_with_validated_arguments(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    let result = s.executor.call("acme", &admin(), call("add", json!({"a": 2, "b": 40})), None).await.unwrap();
+    assert_eq!(result.status, Status::Ok);
+    assert_eq!(text(&result.output), "42");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn invalid_arguments_are_a_tool_error_the_llm_can_act_on(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    let result = s.executor.call("acme", &admin(), call("add", json!({"a": "two", "b": 1})), None).await.unwrap();
+    assert_eq!(result.status, Status::ToolError);
+    assert!(result.output.is_error);
+    assert_eq!(text(&result.output), "invalid arguments: /a: expected integer, got string");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn unknown_tools_and_tenants_are_named(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    let err = s.executor.call("acme", &admin(), call("nope", json!({})), None).await.unwrap_err();
+    assert_eq!(err.to_string(), "unknown tool `nope`");
+    let err = s.executor.call("globex", &admin(), call("add", json!({})), None).await.unwrap_err();
+    assert!(matches!(err, ExecError::UnknownTenant(t) if t == "globex"));
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn presets_are_injected_and_context_is_not_an_argument(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    let input = OverrideInput {
+        presets: json!({"account": 7}).as_object().cloned().unwrap(),
+        secret_presets: [("apiKey".to_string(), SecretInput::Value("sk-secret".into()))].into(),
+        ..Default::default()
+    };
+    override_tool(&s, "echo", input, |t| t.presets.len() == 1).await;
+    let seen = s.catalog.snapshot().tenant("acme").unwrap().resolve("echo").unwrap().input_schema.clone();
+    assert!(seen.pointer("/properties/account").is_none() && seen.pointer("/properties/apiKey").is_none());
+
+    let (sink, mut progress) = mpsc::unbounded_channel();
+    let result = s.executor.call("acme", &admin(), call("echo", json!({"to": "bob"})), Some(sink)).await.unwrap();
+    assert_eq!(result.status, Status::Ok, "{:?}", result.output);
+    let echoed = result.output.structured.unwrap();
+    assert_eq!(echoed["account"], 7);
+    assert_eq!(echoed["apiKey"], "sk-secret");
+    assert_eq!(echoed["tenant"], "acme");
+    assert_eq!(echoed["caller"], "admin:tester");
+    assert_eq!(echoed["request_id"].as_str().unwrap().len(), 16);
+    assert_eq!(progress.recv().await.unwrap().message.as_deref(), Some("halfway"));
+
+    // The LLM cannot override a preset: the schema it was given has no such field.
+    let sneaky = s.executor.call("acme", &admin(), call("echo", json!({"to": "bob", "account": 1})), None).await.unwrap();
+    assert_eq!(sneaky.output.structured.unwrap()["account"], 7);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn tool_errors_pass_verbatim_and_other_failures_only_show_a_correlation_id(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    let refused = s.executor.call("acme", &admin(), call("misbehave", json!({"how": "refuse"})), None).await.unwrap();
+    assert_eq!((refused.status, text(&refused.output).as_str()), (Status::ToolError, "the date must be in the future"));
+
+    for how in ["internal", "panic"] {
+        let failed = s.executor.call("acme", &admin(), call("misbehave", json!({"how": how})), None).await.unwrap();
+        assert_eq!(failed.status, Status::Failed, "{how}");
+        let shown = text(&failed.output);
+        let id = failed.correlation_id.unwrap();
+        assert!(shown.contains(&id), "{shown}");
+        assert!(!shown.contains("hunter2") && !shown.contains("secret internal state"), "{shown}");
+    }
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_timed_out_call_is_cancelled(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    let input = OverrideInput { timeout_ms: Some(100), ..Default::default() };
+    override_tool(&s, "sleep", input, |t| t.timeout == Duration::from_millis(100)).await;
+    let started = Instant::now();
+    let result = s.executor.call("acme", &admin(), call("sleep", json!({"ms": 1000})), None).await.unwrap();
+    assert_eq!(result.status, Status::Timeout);
+    assert!(started.elapsed() < Duration::from_millis(900));
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(!s.slept.load(Ordering::SeqCst), "the cancelled tool never finished its work");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_batch_runs_concurrently_and_answers_in_call_order(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    let batch = vec![
+        call("sleep", json!({"ms": 200})),
+        call("add", json!({"a": 1, "b": 1})),
+        call("sleep", json!({"ms": 200})),
+        call("sleep", json!({"ms": 200})),
+    ];
+    let started = Instant::now();
+    let results = s.executor.call_batch("acme", &admin(), batch).await;
+    let elapsed = started.elapsed();
+    assert!(elapsed < Duration::from_millis(500), "three 200 ms calls took {elapsed:?}");
+    let texts: Vec<String> = results.iter().map(|r| text(&r.as_ref().unwrap().output)).collect();
+    assert_eq!(texts, ["slept", "2", "slept", "slept"]);
+
+    let sequential = setup_sequential(&s).await;
+    let started = Instant::now();
+    sequential.call_batch("acme", &admin(), vec![call("sleep", json!({"ms": 150})), call("sleep", json!({"ms": 150}))]).await;
+    assert!(started.elapsed() >= Duration::from_millis(300), "sequential when configured");
+}
+
+async fn setup_sequential(s: &Setup) -> Executor {
+    let providers: Vec<Arc<dyn ToolProvider>> = vec![Arc::new(TestTools(s.slept.clone()))];
+    let config = ExecConfig { parallel: false, ..ExecConfig::default() };
+    Executor::new(s.catalog.clone(), s.pool.clone(), s.secrets.clone(), &providers, None, config)
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn output_over_the_cap_is_truncated_with_a_notice(pool: PgPool) {
+    let s = setup(pool, ExecConfig { output_cap_bytes: 100, ..ExecConfig::default() }).await;
+    let result = s.executor.call("acme", &admin(), call("misbehave", json!({"how": "huge"})), None).await.unwrap();
+    let shown = text(&result.output);
+    assert!(shown.starts_with(&"x".repeat(100)) && !shown.starts_with(&"x".repeat(101)));
+    assert!(shown.contains("output truncated: 5000 bytes exceed the 100-byte limit"));
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn no_parameter_tools_take_the_reason_and_ignore_it(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    let seen = s.catalog.snapshot().tenant("acme").unwrap().resolve("now").unwrap().input_schema.clone();
+    assert_eq!(*seen, engine::schema::no_parameters());
+    let result = s.executor.call("acme", &admin(), call("now", json!({"reason": "checking the time"})), None).await.unwrap();
+    assert_eq!((result.status, text(&result.output).as_str()), (Status::Ok, "now"));
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn every_call_leaves_an_invocation_record(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    s.executor.call("acme", &admin(), call("add", json!({"a": 1, "b": 2})), None).await.unwrap();
+    s.executor.call("acme", &admin(), call("misbehave", json!({"how": "panic"})), None).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let rows: Vec<(String, String, String)> = loop {
+        let rows = sqlx::query_as("select tool_name, status, caller from invocation order by id").fetch_all(&s.pool).await.unwrap();
+        if rows.len() == 2 || Instant::now() > deadline {
+            break rows;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(rows, [
+        ("add".into(), "ok".into(), "admin:tester".into()),
+        ("misbehave".into(), "failed".into(), "admin:tester".into()),
+    ]);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn external_tools_suspend_and_resume_with_the_callers_result(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    let new = NewSource { kind: SourceKind::External, name: Name::parse("frontend").unwrap(), prefix: "ui".into(), tags: vec![], tenant: None };
+    store::sources::create(&s.pool, &Actor::system(), &new).await.unwrap();
+    let definition = ToolDefinition {
+        upstream_name: "query_database".into(),
+        description: "Query the browser's database".into(),
+        input_schema: json!({"type": "object", "properties": {"sql": {"type": "string"}}, "required": ["sql"]}),
+        output_schema: None,
+        annotations: json!({}),
+        tags: vec![],
+        strict: true,
+        timeout_ms: None,
+    };
+    store::sources::sync_tools(&s.pool, &Actor::system(), &Name::parse("frontend").unwrap(), &[definition]).await.unwrap();
+    let mut versions = s.catalog.versions();
+    while s.catalog.snapshot().tenant("acme").unwrap().resolve("ui_query_database").is_none() {
+        tokio::time::timeout(Duration::from_secs(5), versions.changed()).await.unwrap().unwrap();
+    }
+
+    let suspended = s.executor.call("acme", &admin(), call("ui_query_database", json!({"sql": "select 1"})), None).await.unwrap();
+    assert_eq!(suspended.status, Status::Suspended);
+    let pending = suspended.pending.unwrap();
+    assert_eq!((pending.tool.as_str(), &pending.arguments), ("ui_query_database", &json!({"sql": "select 1"})));
+
+    let resumed = s.executor.resume("acme", pending.id, ToolOutput::text("1 row")).await.unwrap();
+    assert_eq!((resumed.status, text(&resumed.output).as_str()), (Status::Ok, "1 row"));
+    let again = s.executor.resume("acme", pending.id, ToolOutput::text("twice")).await.unwrap_err();
+    assert!(matches!(again, ExecError::UnknownPendingCall(id) if id == pending.id));
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn registering_unchanged_providers_again_writes_nothing(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    let count = || async { sqlx::query_scalar::<_, i64>("select count(*) from audit_event").fetch_one(&s.pool).await.unwrap() };
+    let before = count().await;
+    let providers: Vec<Arc<dyn ToolProvider>> = vec![Arc::new(TestTools(s.slept.clone()))];
+    builtin::register(&s.pool, &providers).await.unwrap();
+    assert_eq!(count().await, before);
+}
