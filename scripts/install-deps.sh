@@ -42,11 +42,11 @@ if [[ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $wbg_version" ]];
     cargo install --force wasm-bindgen-cli --version "$wbg_version"
 fi
 
-# wasm-opt from npm's binaryen (Debian's is too old for current rustc output).
-if [[ ! -x tools/node_modules/.bin/wasm-opt ]]; then
-    npm ci --prefix tools --no-audit --no-fund --loglevel=error
-fi
-
-if $with_test && [[ ! -d end2end/node_modules/playwright-core ]]; then
-    npm ci --prefix end2end --no-audit --no-fund --loglevel=error
-fi
+# npm packages, reinstalled when their lockfile changed: wasm-opt from binaryen (Debian's is
+# too old for current rustc output); for tests, playwright-core and the MCP reference server.
+npm_install() {
+    [[ "$1/package-lock.json" -nt "$1/node_modules/.package-lock.json" ]] || return 0
+    npm ci --prefix "$1" --no-audit --no-fund --loglevel=error
+}
+npm_install tools
+$with_test && npm_install end2end

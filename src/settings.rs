@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use engine::builtin::BuiltinConfig;
 use engine::exec::ExecConfig;
+use engine::upstream::UpstreamConfig;
 
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseSettings {
@@ -75,6 +76,10 @@ pub struct ToolSettings {
     #[arg(long, env = "TOOLGATE_OUTPUT_CAP_BYTES", default_value_t = 1024 * 1024)]
     pub output_cap_bytes: usize,
 
+    /// Upstream tool descriptions longer than this many bytes are cut (they are untrusted).
+    #[arg(long, env = "TOOLGATE_DESCRIPTION_CAP_BYTES", default_value_t = 8 * 1024)]
+    pub description_cap_bytes: usize,
+
     /// Run the tool calls of one LLM turn concurrently.
     #[arg(long, env = "TOOLGATE_PARALLEL_CALLS", default_value_t = true, action = clap::ArgAction::Set)]
     pub parallel_calls: bool,
@@ -89,6 +94,10 @@ impl ServeSettings {
             shell_timeout: Duration::from_secs(tools.shell_timeout_seconds),
             shell_output_cap: tools.output_cap_bytes,
         }
+    }
+
+    pub fn upstream_config(&self) -> UpstreamConfig {
+        UpstreamConfig { description_cap: self.tools.description_cap_bytes, ..UpstreamConfig::default() }
     }
 
     pub fn exec_config(&self) -> ExecConfig {

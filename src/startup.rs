@@ -13,6 +13,7 @@ use engine::admin::LoginPolicy;
 use engine::builtin;
 use engine::catalog::{Catalog, CatalogOptions};
 use engine::exec::Executor;
+use engine::upstream::Upstreams;
 use engine::db::{Database, PgPool};
 use engine::secret::SecretBox;
 use leptos::prelude::*;
@@ -79,12 +80,13 @@ impl Application {
         let catalog = Catalog::start(pool.clone(), catalog_options)
             .await
             .context("loading the tool catalog")?;
+        let upstreams = Upstreams::start(pool.clone(), secrets.clone(), catalog.clone(), settings.upstream_config());
         let executor = Executor::new(
             catalog.clone(),
             pool.clone(),
             secrets.clone(),
             &providers,
-            None,
+            Some(Arc::new(upstreams)),
             settings.exec_config(),
         );
         let state = AppState {

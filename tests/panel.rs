@@ -37,6 +37,7 @@ impl TestApp {
                 shell_allow: vec![],
                 shell_timeout_seconds: 30,
                 output_cap_bytes: 1024 * 1024,
+                description_cap_bytes: 8 * 1024,
                 parallel_calls: true,
             },
             session_idle_seconds,

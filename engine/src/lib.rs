@@ -4,6 +4,7 @@
 //! - [`catalog`]: who sees which tool under which name, as a live, immutable snapshot;
 //! - [`schema`]: what the LLM receives as a tool's schema, per provider;
 //! - [`exec`]: how a call runs, on [`tool`]s such as the [`builtin`] ones;
+//! - [`upstream`]: the MCP servers whose tools Toolgate serves;
 //!
 //! plus [`db`] (connecting, the embedded default), [`admin`] (panel accounts), [`secret`]
 //! (encryption at rest) and [`model`] (validated names). The binary and the panel call into
@@ -19,6 +20,7 @@ pub mod schema;
 pub mod secret;
 pub mod store;
 pub mod tool;
+pub mod upstream;
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -47,6 +47,8 @@ pub struct Progress {
 /// What a running tool knows about its call.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
+    pub tenant_id: uuid::Uuid,
+    /// The tenant's slug.
     pub tenant: String,
     pub caller: Caller,
     pub request_id: String,
@@ -54,14 +56,19 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
-    pub fn new(tenant: impl Into<String>, caller: Caller, request_id: impl Into<String>) -> Self {
-        ToolContext { tenant: tenant.into(), caller, request_id: request_id.into(), progress: None }
+    pub fn new(tenant_id: uuid::Uuid, tenant: impl Into<String>, caller: Caller, request_id: impl Into<String>) -> Self {
+        ToolContext { tenant_id, tenant: tenant.into(), caller, request_id: request_id.into(), progress: None }
     }
 
     /// Sends this call's progress reports to `sink`.
     pub fn with_progress(mut self, sink: mpsc::UnboundedSender<Progress>) -> Self {
         self.progress = Some(sink);
         self
+    }
+
+    /// Where this call's progress goes, if its caller asked for progress.
+    pub fn progress_sink(&self) -> Option<mpsc::UnboundedSender<Progress>> {
+        self.progress.clone()
     }
 
     /// Reports progress; a caller that did not ask for progress simply does not get it.

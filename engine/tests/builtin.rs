@@ -28,7 +28,7 @@ impl Sandbox {
 
     async fn call(&self, tenant: &str, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
         let tool = self.tools.iter().find(|t| t.spec().name == name).expect("tool exists");
-        let ctx = ToolContext::new(tenant, Caller::Admin("tester".into()), "req-1");
+        let ctx = ToolContext::new(uuid::Uuid::new_v4(), tenant, Caller::Admin("tester".into()), "req-1");
         tool.call(args, &ctx).await
     }
 

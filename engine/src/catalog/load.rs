@@ -21,6 +21,7 @@ pub(super) struct ToolRow {
     pub tags: Vec<String>,
     pub strict: bool,
     pub timeout_ms: Option<i32>,
+    pub held: bool,
 }
 
 pub(super) struct OverrideRow {
@@ -58,7 +59,7 @@ pub(super) async fn load(pool: &PgPool) -> Result<Loaded, sqlx::Error> {
     let tools = sqlx::query_as!(
         ToolRow,
         "select id, source_id, upstream_name, description, input_schema, output_schema,
-                annotations, tags, strict, timeout_ms
+                annotations, tags, strict, timeout_ms, held
          from tool order by upstream_name, id"
     )
     .fetch_all(&mut *tx)

@@ -127,6 +127,7 @@ struct Base<'a> {
     tool: Arc<CatalogTool>,
     owner: Option<Uuid>,
     source_enabled: bool,
+    held: bool,
     tags: Vec<&'a str>,
 }
 
@@ -155,7 +156,7 @@ fn base<'a>(tool: &'a ToolRow, source: &'a crate::store::sources::Source, groups
         groups,
         validator: OnceLock::new(),
     };
-    Base { tool: Arc::new(catalog_tool), owner: source.tenant_id, source_enabled: source.enabled, tags }
+    Base { tool: Arc::new(catalog_tool), owner: source.tenant_id, source_enabled: source.enabled, held: tool.held, tags }
 }
 
 fn with_override(base: &CatalogTool, ov: &OverrideRow) -> CatalogTool {
@@ -217,6 +218,7 @@ pub(super) fn build(loaded: &Loaded, version: u64, force_tools_off: bool) -> Sna
                 tags: &base.tags,
                 groups_active: &groups_active,
                 override_enabled: ov.map(|ov| ov.enabled),
+                held: base.held,
             };
             if visibility::is_visible(&facts) {
                 visible.push(match ov {

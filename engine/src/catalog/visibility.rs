@@ -5,7 +5,9 @@
 //!   tool with several tags is admitted when any of them is listed;
 //! - groups: a tool in no group is unaffected, a tool in groups is admitted when at least one
 //!   of them is active for the tenant (group default, overridable per tenant);
-//! - a tenant's override can hide the tool.
+//! - a tenant's override can hide the tool;
+//! - a tool held back by pinning (its upstream definition changed and awaits approval, or it
+//!   is new and unreviewed) is not served.
 
 /// Everything the decision depends on, for one tenant and one tool.
 #[derive(Debug, Clone, Copy)]
@@ -20,6 +22,7 @@ pub struct Facts<'a> {
     pub groups_active: &'a [bool],
     /// The tenant's override, if it has one, says whether the tool is enabled.
     pub override_enabled: Option<bool>,
+    pub held: bool,
 }
 
 pub fn admitted_by_tags(whitelist: &[String], tags: &[&str]) -> bool {
@@ -36,6 +39,7 @@ pub fn is_visible(facts: &Facts<'_>) -> bool {
         && admitted_by_tags(facts.whitelist, facts.tags)
         && admitted_by_groups(facts.groups_active)
         && facts.override_enabled.unwrap_or(true)
+        && !facts.held
 }
 
 #[cfg(test)]
@@ -55,6 +59,7 @@ mod tests {
         tags: &'static [&'static str],
         groups_active: &'static [bool],
         override_enabled: Option<bool>,
+        held: bool,
         visible: bool,
     }
 
@@ -66,6 +71,7 @@ mod tests {
         tags: &[],
         groups_active: &[],
         override_enabled: None,
+        held: false,
         visible: true,
     };
 
@@ -92,6 +98,8 @@ mod tests {
             Case { name: "override enabled keeps it visible", override_enabled: Some(true), ..BASE },
             Case { name: "override enabled does not beat a disabled source", source_enabled: false, override_enabled: Some(true), visible: false, ..BASE },
             Case { name: "override enabled does not beat an inactive group", groups_active: &[false], override_enabled: Some(true), visible: false, ..BASE },
+            Case { name: "a held tool is not served", held: true, visible: false, ..BASE },
+            Case { name: "an override does not release a held tool", held: true, override_enabled: Some(true), visible: false, ..BASE },
         ];
         for case in cases {
             let whitelist = tags(case.whitelist);
@@ -102,6 +110,7 @@ mod tests {
                 tags: case.tags,
                 groups_active: case.groups_active,
                 override_enabled: case.override_enabled,
+                held: case.held,
             };
             assert_eq!(is_visible(&facts), case.visible, "{}", case.name);
         }

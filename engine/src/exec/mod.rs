@@ -175,7 +175,7 @@ impl Executor {
             Value::Null => Value::Object(Map::new()),
             other => other,
         };
-        let mut ctx = ToolContext::new(tenant, caller.clone(), correlation_id());
+        let mut ctx = ToolContext::new(view.tenant_id, tenant, caller.clone(), correlation_id());
         if let Some(sink) = progress {
             ctx = ctx.with_progress(sink);
         }

@@ -4,6 +4,7 @@
 
 pub mod groups;
 pub mod overrides;
+pub mod servers;
 pub mod settings;
 pub mod sources;
 pub mod tenants;

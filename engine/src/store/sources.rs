@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use sqlx::{PgExecutor, PgPool};
+use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use super::{Actor, Change, Error, Result, commit};
@@ -134,15 +134,14 @@ pub async fn list(db: impl PgExecutor<'_>) -> sqlx::Result<Vec<Source>> {
     Ok(rows.into_iter().map(Source::from).collect())
 }
 
-#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), name = %new.name))]
-pub async fn create(pool: &PgPool, actor: &Actor, new: &NewSource) -> Result<Source> {
+/// Inserts a source inside the caller's transaction.
+pub(super) async fn insert(tx: &mut Transaction<'_, Postgres>, new: &NewSource) -> Result<Source> {
     check_prefix(&new.prefix)?;
-    let mut tx = pool.begin().await?;
     let tenant_id = match &new.tenant {
-        Some(slug) => Some(super::tenants::get(&mut *tx, slug).await?.id),
+        Some(slug) => Some(super::tenants::get(&mut **tx, slug).await?.id),
         None => None,
     };
-    let source: Source = sqlx::query_as!(
+    Ok(sqlx::query_as!(
         SourceRow,
         "insert into source (kind, name, prefix, tags, tenant_id) values ($1, $2, $3, $4, $5)
          on conflict (name) do nothing
@@ -153,12 +152,47 @@ pub async fn create(pool: &PgPool, actor: &Actor, new: &NewSource) -> Result<Sou
         &tag_strings(&new.tags),
         tenant_id,
     )
-    .fetch_optional(&mut *tx)
+    .fetch_optional(&mut **tx)
     .await?
     .ok_or_else(|| Error::Conflict(format!("a source named `{}` already exists", new.name)))?
-    .into();
+    .into())
+}
+
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), name = %new.name))]
+pub async fn create(pool: &PgPool, actor: &Actor, new: &NewSource) -> Result<Source> {
+    let mut tx = pool.begin().await?;
+    let source = insert(&mut tx, new).await?;
     commit(tx, actor, Change::new("create", "source", &new.name).after(&source)).await?;
     Ok(source)
+}
+
+/// Inserts a newly discovered tool inside the caller's transaction.
+pub(super) async fn insert_tool(
+    tx: &mut Transaction<'_, Postgres>,
+    source_id: Uuid,
+    tool: &ToolDefinition,
+    held: bool,
+) -> Result<Uuid> {
+    tool.check()?;
+    Ok(sqlx::query_scalar!(
+        "insert into tool (source_id, upstream_name, description, input_schema, output_schema,
+                           annotations, tags, strict, timeout_ms, definition_hash, held)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+         returning id",
+        source_id,
+        tool.upstream_name,
+        tool.description,
+        tool.input_schema,
+        tool.output_schema,
+        tool.annotations,
+        &tag_strings(&crate::model::parse_tags(&tool.tags)?),
+        tool.strict,
+        tool.timeout_ms,
+        tool.definition_hash(),
+        held,
+    )
+    .fetch_one(&mut **tx)
+    .await?)
 }
 
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name, enabled))]

@@ -1,0 +1,481 @@
+//! Upstream MCP servers: how to reach them (credentials encrypted), and what they publish,
+//! with each tool's definition pinned against tool poisoning: a changed description or schema
+//! waits for an admin's approval while the pinned definition is served (or the tool is held).
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::{PgExecutor, PgPool};
+use uuid::Uuid;
+
+use super::sources::{self, NewSource, Source, ToolDefinition};
+use super::{Actor, Change, Error, Result, commit};
+use crate::model::{Name, SourceKind, Tag, TenantSlug};
+use crate::secret::SecretBox;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    StreamableHttp,
+    /// Legacy HTTP+SSE.
+    Sse,
+    Stdio,
+}
+
+impl Transport {
+    fn as_str(self) -> &'static str {
+        match self {
+            Transport::StreamableHttp => "streamable_http",
+            Transport::Sse => "sse",
+            Transport::Stdio => "stdio",
+        }
+    }
+
+    fn from_db(value: &str) -> Self {
+        match value {
+            "sse" => Transport::Sse,
+            "stdio" => Transport::Stdio,
+            _ => Transport::StreamableHttp,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDefinitionChange {
+    /// Hide the tool until an admin approves the new definition.
+    Hold,
+    /// Keep serving the pinned definition until an admin approves the new one.
+    KeepPinned,
+}
+
+/// An environment value as an admin writes it: plain, or `{secret: ...}` to store encrypted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EnvValue {
+    Secret { secret: String },
+    Plain(String),
+}
+
+/// A server as an admin registers it.
+#[derive(Debug, Clone)]
+pub struct NewServer {
+    pub name: Name,
+    pub prefix: String,
+    pub tags: Vec<Tag>,
+    /// `None` = shared by every tenant.
+    pub tenant: Option<TenantSlug>,
+    pub transport: Transport,
+    pub url: Option<String>,
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, EnvValue>,
+    /// Header values, encrypted on save (an `Authorization: Bearer ...` among them).
+    pub headers: BTreeMap<String, String>,
+    pub on_definition_change: OnDefinitionChange,
+    pub new_tools_enabled: bool,
+}
+
+/// A server as it is read back: secrets appear only as the names that are set.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Server {
+    pub source: Source,
+    pub transport: Transport,
+    pub url: Option<String>,
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    /// Plain values shown; secret ones as `{"set": true}`.
+    pub env: BTreeMap<String, Value>,
+    pub header_names: Vec<String>,
+    pub on_definition_change: OnDefinitionChange,
+    pub new_tools_enabled: bool,
+}
+
+/// Everything needed to open a connection, secrets decrypted. Only the upstream module
+/// builds these, right before connecting.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Endpoint {
+    pub transport: Transport,
+    pub url: Option<String>,
+    pub command: Option<String>,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub headers: Vec<(String, String)>,
+}
+
+impl NewServer {
+    fn check(&self) -> Result<()> {
+        match (self.transport, &self.url, &self.command) {
+            (Transport::Stdio, None, Some(command)) if !command.is_empty() => Ok(()),
+            (Transport::Stdio, _, _) => Err(Error::Invalid("a stdio server needs a command and no url".into())),
+            (_, Some(url), None) if url.starts_with("http://") || url.starts_with("https://") => Ok(()),
+            _ => Err(Error::Invalid("an HTTP server needs an http:// or https:// url and no command".into())),
+        }
+    }
+}
+
+fn seal_env(secrets: &SecretBox, env: &BTreeMap<String, EnvValue>) -> Value {
+    let sealed: serde_json::Map<String, Value> = env
+        .iter()
+        .map(|(name, value)| {
+            let stored = match value {
+                EnvValue::Plain(plain) => json!(plain),
+                EnvValue::Secret { secret } => json!({ "secret": secrets.encrypt(secret) }),
+            };
+            (name.clone(), stored)
+        })
+        .collect();
+    Value::Object(sealed)
+}
+
+fn seal_headers(secrets: &SecretBox, headers: &BTreeMap<String, String>) -> Value {
+    Value::Object(headers.iter().map(|(k, v)| (k.clone(), json!(secrets.encrypt(v)))).collect())
+}
+
+struct ServerRow {
+    transport: String,
+    url: Option<String>,
+    command: Option<String>,
+    args: Vec<String>,
+    env: Value,
+    headers: Value,
+    on_definition_change: String,
+    new_tools_enabled: bool,
+}
+
+impl ServerRow {
+    fn into_server(self, source: Source) -> Server {
+        let env = self
+            .env
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), if v.is_string() { v.clone() } else { json!({"set": true}) }))
+            .collect();
+        Server {
+            source,
+            transport: Transport::from_db(&self.transport),
+            url: self.url,
+            command: self.command,
+            args: self.args,
+            env,
+            header_names: self.headers.as_object().map(|h| h.keys().cloned().collect()).unwrap_or_default(),
+            on_definition_change: if self.on_definition_change == "keep_pinned" {
+                OnDefinitionChange::KeepPinned
+            } else {
+                OnDefinitionChange::Hold
+            },
+            new_tools_enabled: self.new_tools_enabled,
+        }
+    }
+}
+
+async fn row(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<ServerRow> {
+    sqlx::query_as!(
+        ServerRow,
+        "select transport, url, command, args, env, headers, on_definition_change, new_tools_enabled
+         from mcp_server where source_id = $1",
+        source_id
+    )
+    .fetch_optional(db)
+    .await?
+    .ok_or_else(|| Error::NotFound(format!("MCP server {source_id}")))
+}
+
+/// Registers a server: its source and connection settings, in one transaction.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), name = %new.name))]
+pub async fn create(pool: &PgPool, secrets: &SecretBox, actor: &Actor, new: &NewServer) -> Result<Server> {
+    new.check()?;
+    let mut tx = pool.begin().await?;
+    let source_new = NewSource {
+        kind: SourceKind::Mcp,
+        name: new.name.clone(),
+        prefix: new.prefix.clone(),
+        tags: new.tags.clone(),
+        tenant: new.tenant.clone(),
+    };
+    let source = sources::insert(&mut tx, &source_new).await?;
+    sqlx::query!(
+        "insert into mcp_server (source_id, transport, url, command, args, env, headers,
+                                 on_definition_change, new_tools_enabled)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        source.id,
+        new.transport.as_str(),
+        new.url,
+        new.command,
+        &new.args,
+        seal_env(secrets, &new.env),
+        seal_headers(secrets, &new.headers),
+        match new.on_definition_change {
+            OnDefinitionChange::Hold => "hold",
+            OnDefinitionChange::KeepPinned => "keep_pinned",
+        },
+        new.new_tools_enabled,
+    )
+    .execute(&mut *tx)
+    .await?;
+    let server = row(&mut *tx, source.id).await?.into_server(source);
+    commit(tx, actor, Change::new("create", "server", &new.name).after(&server)).await?;
+    Ok(server)
+}
+
+pub async fn get(pool: &PgPool, name: &Name) -> Result<Server> {
+    let source = sources::get(pool, name).await?;
+    Ok(row(pool, source.id).await?.into_server(source))
+}
+
+pub async fn list(pool: &PgPool) -> Result<Vec<Server>> {
+    let mut servers = Vec::new();
+    for source in sources::list(pool).await?.into_iter().filter(|s| s.kind == SourceKind::Mcp) {
+        servers.push(row(pool, source.id).await?.into_server(source));
+    }
+    Ok(servers)
+}
+
+/// Sets a tenant's own credentials (headers) for a shared server.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %server, %tenant))]
+pub async fn set_credentials(
+    pool: &PgPool,
+    secrets: &SecretBox,
+    actor: &Actor,
+    server: &Name,
+    tenant: &TenantSlug,
+    headers: &BTreeMap<String, String>,
+) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let source = sources::get(&mut *tx, server).await?;
+    let tenant_id = super::tenants::get(&mut *tx, tenant).await?.id;
+    sqlx::query!(
+        "insert into mcp_credential (source_id, tenant_id, headers) values ($1, $2, $3)
+         on conflict (source_id, tenant_id) do update set headers = excluded.headers",
+        source.id,
+        tenant_id,
+        seal_headers(secrets, headers),
+    )
+    .execute(&mut *tx)
+    .await?;
+    let names: Vec<&String> = headers.keys().collect();
+    let change = Change::new("set_credentials", "server", server).after(&json!({"tenant": tenant, "headers": names}));
+    commit(tx, actor, change).await
+}
+
+fn open(secrets: &SecretBox, sealed: &Value) -> Result<Vec<(String, String)>> {
+    sealed
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, value)| {
+            let plain = match value {
+                Value::String(s) if s.starts_with("v1:") => secrets.decrypt(s),
+                Value::String(s) => Ok(s.clone()),
+                other => secrets.decrypt(other["secret"].as_str().unwrap_or_default()),
+            };
+            plain
+                .map(|plain| (name.clone(), plain))
+                .map_err(|err| Error::Invalid(format!("`{name}`: {err}")))
+        })
+        .collect()
+}
+
+/// How to connect to a server, for `tenant` when given: a tenant's own credentials replace
+/// the server's headers (and make the connection private to that tenant).
+pub async fn endpoint(pool: &PgPool, secrets: &SecretBox, source_id: Uuid, tenant: Option<Uuid>) -> Result<Endpoint> {
+    let server = row(pool, source_id).await?;
+    let tenant_headers = match tenant {
+        Some(tenant) => sqlx::query_scalar!(
+            "select headers from mcp_credential where source_id = $1 and tenant_id = $2",
+            source_id,
+            tenant
+        )
+        .fetch_optional(pool)
+        .await?,
+        None => None,
+    };
+    Ok(Endpoint {
+        transport: Transport::from_db(&server.transport),
+        url: server.url,
+        command: server.command,
+        args: server.args,
+        env: open(secrets, &server.env)?,
+        headers: open(secrets, tenant_headers.as_ref().unwrap_or(&server.headers))?,
+    })
+}
+
+/// Which tenants have their own credentials for a server.
+pub async fn tenants_with_credentials(pool: &PgPool, source_id: Uuid) -> Result<Vec<Uuid>> {
+    Ok(sqlx::query_scalar!("select tenant_id from mcp_credential where source_id = $1", source_id)
+        .fetch_all(pool)
+        .await?)
+}
+
+/// What a discovery changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DiscoveryReport {
+    pub added: Vec<String>,
+    /// Tools whose upstream definition differs from the pinned one (now pending approval).
+    pub changed: Vec<String>,
+    /// Tools whose pending change was withdrawn upstream: back at their pin, served again.
+    pub released: Vec<String>,
+    pub removed: Vec<String>,
+    pub unchanged: usize,
+}
+
+/// Records what a server publishes now, applying pinning: the first discovery pins every
+/// tool; later, a new tool is held unless the server serves new tools unreviewed, a changed
+/// definition becomes pending (and the tool is held under `hold`), a pending change that
+/// returns to the pin is withdrawn, and vanished tools are removed.
+#[tracing::instrument(skip_all, err, fields(%server, count = tools.len()))]
+pub async fn record_discovery(pool: &PgPool, server: &Name, tools: &[ToolDefinition]) -> Result<DiscoveryReport> {
+    let mut tx = pool.begin().await?;
+    let source = sources::get(&mut *tx, server).await?;
+    let settings = row(&mut *tx, source.id).await?;
+    let hold_changes = settings.on_definition_change == "hold";
+    let existing: HashMap<String, (Uuid, String)> = sqlx::query!(
+        "select id, upstream_name, definition_hash from tool where source_id = $1",
+        source.id
+    )
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .map(|r| (r.upstream_name, (r.id, r.definition_hash)))
+    .collect();
+    let first_discovery = existing.is_empty();
+    let mut report = DiscoveryReport::default();
+    for tool in tools {
+        let hash = tool.definition_hash();
+        match existing.get(&tool.upstream_name) {
+            None => {
+                let held = !(first_discovery || settings.new_tools_enabled);
+                sources::insert_tool(&mut tx, source.id, tool, held).await?;
+                report.added.push(tool.upstream_name.clone());
+            }
+            Some((id, pinned)) if *pinned == hash => {
+                let released = sqlx::query!("delete from tool_pending_definition where tool_id = $1", id)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                if released > 0 {
+                    sqlx::query!("update tool set held = false where id = $1", id).execute(&mut *tx).await?;
+                    report.released.push(tool.upstream_name.clone());
+                } else {
+                    report.unchanged += 1;
+                }
+            }
+            Some((id, _)) => {
+                let definition = serde_json::to_value(tool).expect("definitions serialise");
+                sqlx::query!(
+                    "insert into tool_pending_definition (tool_id, definition, definition_hash) values ($1, $2, $3)
+                     on conflict (tool_id) do update set
+                        definition = excluded.definition, definition_hash = excluded.definition_hash, seen_at = now()",
+                    id,
+                    definition,
+                    hash
+                )
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query!("update tool set held = $2 where id = $1", id, hold_changes).execute(&mut *tx).await?;
+                report.changed.push(tool.upstream_name.clone());
+            }
+        }
+    }
+    let published: Vec<&str> = tools.iter().map(|t| t.upstream_name.as_str()).collect();
+    for (name, (id, _)) in &existing {
+        if !published.contains(&name.as_str()) {
+            sqlx::query!("delete from tool where id = $1", id).execute(&mut *tx).await?;
+            report.removed.push(name.clone());
+        }
+    }
+    if report == (DiscoveryReport { unchanged: existing.len(), ..Default::default() }) {
+        // Nothing changed: no audit event, no reload.
+        return Ok(report);
+    }
+    commit(tx, &Actor::system(), Change::new("discovery", "server", server).after(&report)).await?;
+    Ok(report)
+}
+
+/// A definition waiting for approval, next to the pinned one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PendingChange {
+    pub tool_id: Uuid,
+    pub upstream_name: String,
+    pub pinned: ToolDefinition,
+    pub pending: ToolDefinition,
+}
+
+pub async fn pending_changes(pool: &PgPool, server: &Name) -> Result<Vec<PendingChange>> {
+    let rows = sqlx::query!(
+        "select t.id, t.upstream_name, t.description, t.input_schema, t.output_schema, t.annotations,
+                t.tags, t.strict, t.timeout_ms, p.definition
+         from tool_pending_definition p join tool t on t.id = p.tool_id join source s on s.id = t.source_id
+         where s.name = $1 order by t.upstream_name",
+        server.as_str()
+    )
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|r| {
+            let pending: ToolDefinition = serde_json::from_value(r.definition)
+                .map_err(|err| Error::Invalid(format!("stored pending definition is unreadable: {err}")))?;
+            let pinned = ToolDefinition {
+                upstream_name: r.upstream_name.clone(),
+                description: r.description,
+                input_schema: r.input_schema,
+                output_schema: r.output_schema,
+                annotations: r.annotations,
+                tags: r.tags,
+                strict: r.strict,
+                timeout_ms: r.timeout_ms,
+            };
+            Ok(PendingChange { tool_id: r.id, upstream_name: r.upstream_name, pinned, pending })
+        })
+        .collect()
+}
+
+/// Approves a tool: a pending definition becomes the pinned one; a held tool is served.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %tool_id))]
+pub async fn approve(pool: &PgPool, actor: &Actor, tool_id: Uuid) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let pending = sqlx::query!("delete from tool_pending_definition where tool_id = $1 returning definition", tool_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if let Some(pending) = &pending {
+        let definition: ToolDefinition = serde_json::from_value(pending.definition.clone())
+            .map_err(|err| Error::Invalid(format!("stored pending definition is unreadable: {err}")))?;
+        sqlx::query!(
+            "update tool set description = $2, input_schema = $3, output_schema = $4, annotations = $5,
+                             definition_hash = $6
+             where id = $1",
+            tool_id,
+            definition.description,
+            definition.input_schema,
+            definition.output_schema,
+            definition.annotations,
+            definition.definition_hash(),
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    let found = sqlx::query!("update tool set held = false where id = $1", tool_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    if found == 0 {
+        return Err(Error::NotFound(format!("tool {tool_id}")));
+    }
+    let change = Change::new("approve_definition", "tool", tool_id).after(&pending.map(|p| p.definition));
+    commit(tx, actor, change).await
+}
+
+/// Rejects a pending definition: the tool is held (not served) until an admin approves it.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %tool_id))]
+pub async fn reject(pool: &PgPool, actor: &Actor, tool_id: Uuid) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let removed = sqlx::query!("delete from tool_pending_definition where tool_id = $1 returning definition", tool_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("pending definition of tool {tool_id}")))?;
+    sqlx::query!("update tool set held = true where id = $1", tool_id).execute(&mut *tx).await?;
+    let change = Change::new("reject_definition", "tool", tool_id).before(&removed.definition);
+    commit(tx, actor, change).await
+}

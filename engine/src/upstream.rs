@@ -1,0 +1,565 @@
+//! Connections to upstream MCP servers, through rmcp: streamable HTTP or a stdio child.
+//!
+//! Each connection lives in a slot with its own task that connects, discovers (for a server's
+//! own connection), watches the session, and reconnects with exponential backoff and jitter.
+//! Slots are pooled by what they connect to: identical unauthenticated endpoints share one
+//! connection across tenants and servers; an authenticated endpoint (headers, or a tenant's
+//! own credentials) gets a connection per tenant. A call to a server that is down fails at
+//! once with an error naming the server; nothing waits on a dead upstream. The set of slots
+//! follows the configuration: a removed or disabled server's connections are closed (a stdio
+//! child is killed).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientConfig, ClientRequest,
+    ProgressNotificationParam, ProgressToken, RequestId, ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, ServiceError};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientCacheConfig, ClientHandler, ServiceExt};
+use serde::Serialize;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::catalog::{Catalog, CatalogTool};
+use crate::exec::Upstream;
+use crate::model::Name;
+use crate::secret::SecretBox;
+use crate::store::servers::{self, Endpoint, Transport};
+use crate::store::sources::ToolDefinition;
+use crate::tool::{Progress, ToolContext, ToolError, ToolFuture, ToolOutput};
+
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    /// Upstream tool descriptions are untrusted: longer ones are cut to this many bytes.
+    pub description_cap: usize,
+    /// How long connecting (and a call waiting for a connection) may take.
+    pub connect_timeout: Duration,
+    /// The longest pause between reconnection attempts.
+    pub max_backoff: Duration,
+    /// How often an idle connection is probed (an HTTP server that went away is otherwise
+    /// noticed only by the next call).
+    pub health_interval: Duration,
+}
+
+impl Default for UpstreamConfig {
+    fn default() -> Self {
+        UpstreamConfig {
+            description_cap: 8 * 1024,
+            connect_timeout: Duration::from_secs(10),
+            max_backoff: Duration::from_secs(30),
+            health_interval: Duration::from_secs(15),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Connecting,
+    Ready,
+    /// Connected, but the last discovery failed.
+    Degraded,
+    Down,
+}
+
+/// The health of one connection, as the panel and metrics show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Health {
+    pub server: String,
+    /// Set for a tenant's private connection.
+    pub tenant_id: Option<Uuid>,
+    pub status: Status,
+    pub last_error: Option<String>,
+    /// Seconds since the last successful contact.
+    pub last_seen_secs: Option<f64>,
+}
+
+/// What `test_connection` reports before a server is saved.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerProbe {
+    pub server_info: Value,
+    pub tool_count: usize,
+}
+
+/// Connects once, lists the tools, disconnects.
+pub async fn test_connection(endpoint: &Endpoint, config: &UpstreamConfig) -> Result<ServerProbe, String> {
+    let handler = Handler { slot: Weak::new() };
+    let service = tokio::time::timeout(config.connect_timeout, connect(endpoint, handler))
+        .await
+        .map_err(|_| format!("no answer within {:?}", config.connect_timeout))??;
+    let server_info = serde_json::to_value(service.peer().peer_info()).unwrap_or(Value::Null);
+    let tools = service.peer().list_all_tools().await.map_err(|e| format!("listing tools failed: {e}"));
+    service.cancellation_token().cancel();
+    Ok(ServerProbe { server_info, tool_count: tools?.len() })
+}
+
+async fn connect(endpoint: &Endpoint, handler: Handler) -> Result<rmcp::service::RunningService<RoleClient, Handler>, String> {
+    match endpoint.transport {
+        Transport::Stdio => {
+            let mut command = tokio::process::Command::new(endpoint.command.as_deref().unwrap_or_default());
+            command.args(&endpoint.args).envs(endpoint.env.iter().cloned()).kill_on_drop(true);
+            let transport = TokioChildProcess::new(command).map_err(|e| format!("cannot start the server: {e}"))?;
+            handler.serve(transport).await.map_err(|e| format!("initialisation failed: {e}"))
+        }
+        Transport::StreamableHttp => {
+            let mut headers = HashMap::new();
+            for (name, value) in &endpoint.headers {
+                let name = http::HeaderName::try_from(name.as_str()).map_err(|e| format!("header `{name}`: {e}"))?;
+                let value = http::HeaderValue::try_from(value.as_str()).map_err(|_| format!("header `{name}` has an invalid value"))?;
+                headers.insert(name, value);
+            }
+            let url = endpoint.url.clone().unwrap_or_default();
+            let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            handler.serve(transport).await.map_err(|e| format!("initialisation failed: {e}"))
+        }
+        Transport::Sse => Err("the legacy SSE transport is not supported by this version of Toolgate (rmcp 3 has no SSE client); use streamable HTTP".into()),
+    }
+}
+
+/// Receives what an upstream sends on its own: tool list changes and progress.
+#[derive(Clone)]
+struct Handler {
+    slot: Weak<Slot>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::default()
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        if let Some(slot) = self.slot.upgrade()
+            && slot.discovers
+        {
+            tracing::info!(server = %slot.server, "upstream tool list changed; rediscovering");
+            slot.discover(&context.peer).await;
+        }
+    }
+
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        if let Some(slot) = self.slot.upgrade()
+            && let Some(sink) = slot.progress.lock().expect("progress map").get(&token_key(&params.progress_token))
+        {
+            let _ = sink.send(Progress { progress: params.progress, total: params.total, message: params.message });
+        }
+    }
+}
+
+fn token_key(token: &ProgressToken) -> String {
+    serde_json::to_string(token).unwrap_or_default()
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct PoolKey {
+    endpoint: Endpoint,
+    tenant: Option<Uuid>,
+}
+
+/// One pooled connection.
+struct Slot {
+    me: Weak<Slot>,
+    server: String,
+    source_id: Uuid,
+    /// The server's own connection discovers its tools; tenants' connections only call.
+    discovers: bool,
+    pool: PgPool,
+    config: UpstreamConfig,
+    state: watch::Sender<SlotState>,
+    /// Progress sinks of calls in flight, by progress token.
+    progress: Mutex<HashMap<String, mpsc::UnboundedSender<Progress>>>,
+    /// A call saw the transport fail: reconnect now rather than at the next probe.
+    broken: tokio::sync::Notify,
+    cancel: CancellationToken,
+}
+
+/// How long a finished call's progress sink stays registered: rmcp may handle a progress
+/// notification the server sent before its result only after the result.
+const PROGRESS_DRAIN: Duration = Duration::from_millis(250);
+
+#[derive(Clone)]
+struct SlotState {
+    status: Status,
+    peer: Option<Peer<RoleClient>>,
+    last_error: Option<String>,
+    last_seen: Option<Instant>,
+}
+
+impl Slot {
+    fn set(&self, change: impl FnOnce(&mut SlotState)) {
+        self.state.send_modify(change);
+    }
+
+    async fn run(self: Arc<Self>, endpoint: Endpoint) {
+        let mut backoff = Duration::from_millis(200);
+        while !self.cancel.is_cancelled() {
+            self.set(|s| s.status = Status::Connecting);
+            let handler = Handler { slot: Arc::downgrade(&self) };
+            let connected = tokio::select! {
+                () = self.cancel.cancelled() => break,
+                result = tokio::time::timeout(self.config.connect_timeout, connect(&endpoint, handler)) => {
+                    result.unwrap_or_else(|_| Err(format!("no answer within {:?}", self.config.connect_timeout)))
+                }
+            };
+            match connected {
+                Ok(service) => {
+                    backoff = Duration::from_millis(200);
+                    let peer = service.peer().clone();
+                    self.set(|s| {
+                        s.status = Status::Ready;
+                        s.peer = Some(peer.clone());
+                        s.last_seen = Some(Instant::now());
+                    });
+                    tracing::info!(server = %self.server, "upstream connected");
+                    // Probes must reach the server, never a cached answer.
+                    peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
+                    if self.discovers {
+                        self.discover(&peer).await;
+                    }
+                    let stop = service.cancellation_token();
+                    let reason = tokio::select! {
+                        () = self.cancel.cancelled() => { stop.cancel(); break; }
+                        quit = service.waiting() => format!("the connection closed ({quit:?})"),
+                        () = self.broken.notified() => "a call found the connection broken".to_string(),
+                        err = self.probe(&peer) => err,
+                    };
+                    stop.cancel();
+                    tracing::warn!(server = %self.server, %reason, "upstream connection lost; reconnecting");
+                    self.set(|s| { s.status = Status::Down; s.peer = None; s.last_error = Some(reason); });
+                }
+                Err(err) => {
+                    tracing::warn!(server = %self.server, error = %err, retry_in = ?backoff, "upstream connection failed");
+                    self.set(|s| { s.status = Status::Down; s.peer = None; s.last_error = Some(err); });
+                }
+            }
+            let jitter = Duration::from_millis(rand::random_range(0..=backoff.as_millis() as u64 / 4));
+            tokio::select! {
+                () = self.cancel.cancelled() => break,
+                () = tokio::time::sleep(backoff + jitter) => {}
+            }
+            backoff = (backoff * 2).min(self.config.max_backoff);
+        }
+        self.set(|s| { s.status = Status::Down; s.peer = None; });
+    }
+
+    /// Probes the connection every `health_interval`; returns when a probe fails.
+    async fn probe(&self, peer: &Peer<RoleClient>) -> String {
+        loop {
+            tokio::time::sleep(self.config.health_interval).await;
+            match tokio::time::timeout(self.config.connect_timeout, peer.list_tools(None)).await {
+                Ok(Ok(_)) => self.set(|s| s.last_seen = Some(Instant::now())),
+                Ok(Err(err)) => return format!("health probe failed: {err}"),
+                Err(_) => return format!("health probe got no answer within {:?}", self.config.connect_timeout),
+            }
+        }
+    }
+
+    /// Lists every tool (following pagination) and records them, with pinning.
+    async fn discover(&self, peer: &Peer<RoleClient>) {
+        let result = async {
+            let tools = peer.list_all_tools().await.map_err(|e| format!("listing tools failed: {e}"))?;
+            let definitions: Vec<ToolDefinition> = tools.iter().map(|t| definition(t, self.config.description_cap)).collect();
+            let name = Name::parse(&self.server).map_err(|e| e.to_string())?;
+            servers::record_discovery(&self.pool, &name, &definitions).await.map_err(|e| e.to_string())
+        }
+        .await;
+        match result {
+            Ok(report) => {
+                tracing::info!(server = %self.server, ?report, "upstream tools discovered");
+                self.set(|s| { s.status = Status::Ready; s.last_seen = Some(Instant::now()); s.last_error = None; });
+            }
+            Err(err) => {
+                tracing::warn!(server = %self.server, error = %err, "upstream discovery failed");
+                self.set(|s| { s.status = Status::Degraded; s.last_error = Some(err); });
+            }
+        }
+    }
+
+    /// The connection's peer: at once when ready, after a short wait while connecting, never
+    /// when down.
+    async fn peer(&self) -> Result<Peer<RoleClient>, ToolError> {
+        let mut state = self.state.subscribe();
+        let waited = tokio::time::timeout(self.config.connect_timeout, state.wait_for(|s| s.status != Status::Connecting)).await;
+        let current = self.state.borrow().clone();
+        match (waited, current.peer) {
+            (Ok(_), Some(peer)) => Ok(peer),
+            _ => Err(ToolError::tool(format!("MCP server `{}` is unavailable right now; try again later", self.server))),
+        }
+    }
+
+    async fn call(&self, tool: &CatalogTool, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let peer = self.peer().await?;
+        let arguments = match arguments {
+            Value::Object(map) => map,
+            _ => Default::default(),
+        };
+        let params = CallToolRequestParams::new(tool.upstream_name.clone()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // rmcp gives every request its own progress token; progress reports come back under it.
+        let result = match peer.send_request_with_option(request, PeerRequestOptions::no_options()).await {
+            Ok(handle) => {
+                let key = token_key(&handle.progress_token);
+                if let Some(sink) = ctx.progress_sink() {
+                    self.progress.lock().expect("progress map").insert(key.clone(), sink);
+                }
+                // If this future is dropped (the call timed out), tell the server to stop.
+                let guard = CancelOnDrop { peer: Some(peer.clone()), request: handle.id.clone() };
+                let response = handle.await_response().await;
+                guard.disarm();
+                self.forget_progress(key);
+                response
+            }
+            Err(err) => Err(err),
+        };
+        match result {
+            Ok(ServerResult::CallToolResult(result)) => {
+                self.set(|s| s.last_seen = Some(Instant::now()));
+                let value = serde_json::to_value(&result).map_err(ToolError::internal)?;
+                serde_json::from_value(value).map_err(ToolError::internal)
+            }
+            Ok(other) => Err(ToolError::internal(format!("unexpected answer to tools/call: {other:?}"))),
+            Err(err) => {
+                tracing::warn!(server = %self.server, error = %err, "upstream call failed");
+                if matches!(err, ServiceError::TransportClosed | ServiceError::TransportSend(_)) {
+                    self.set(|s| { s.status = Status::Down; s.peer = None; });
+                    self.broken.notify_one();
+                    return Err(ToolError::tool(format!("MCP server `{}` is unavailable right now; try again later", self.server)));
+                }
+                Err(ToolError::tool(format!("MCP server `{}` failed to answer: {err}", self.server)))
+            }
+        }
+    }
+
+    /// Unregisters a finished call's progress sink, after a short drain.
+    fn forget_progress(&self, key: String) {
+        if let Some(slot) = self.me.upgrade() {
+            tokio::spawn(async move {
+                tokio::time::sleep(PROGRESS_DRAIN).await;
+                slot.progress.lock().expect("progress map").remove(&key);
+            });
+        }
+    }
+}
+
+/// Sends `notifications/cancelled` for a request abandoned before its answer.
+struct CancelOnDrop {
+    peer: Option<Peer<RoleClient>>,
+    request: RequestId,
+}
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(peer) = self.peer.take() {
+            let param = CancelledNotificationParam::new(
+                Some(self.request.clone()),
+                Some("the call timed out in Toolgate".into()),
+            );
+            tokio::spawn(async move {
+                let _ = peer.notify_cancelled(param).await;
+            });
+        }
+    }
+}
+
+/// A discovered tool as Toolgate stores it; the description is untrusted and capped.
+fn definition(tool: &rmcp::model::Tool, description_cap: usize) -> ToolDefinition {
+    let value = serde_json::to_value(tool).unwrap_or_default();
+    let mut description = value["description"].as_str().unwrap_or_default().to_string();
+    if description.len() > description_cap {
+        let mut end = description_cap;
+        while !description.is_char_boundary(end) {
+            end -= 1;
+        }
+        description.truncate(end);
+        description.push_str(" [description truncated]");
+    }
+    ToolDefinition {
+        upstream_name: value["name"].as_str().unwrap_or_default().to_string(),
+        description,
+        input_schema: value.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"})),
+        output_schema: value.get("outputSchema").filter(|s| s.is_object()).cloned(),
+        annotations: value.get("annotations").filter(|a| a.is_object()).cloned().unwrap_or_else(|| json!({})),
+        tags: vec![],
+        strict: false,
+        timeout_ms: None,
+    }
+}
+
+/// All upstream connections of this process.
+#[derive(Clone)]
+pub struct Upstreams {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: PgPool,
+    secrets: SecretBox,
+    config: UpstreamConfig,
+    slots: Mutex<HashMap<PoolKey, Arc<Slot>>>,
+    /// (server source, tenant) -> the slot its calls use; rebuilt when the catalog changes.
+    routes: Mutex<(u64, HashMap<(Uuid, Uuid), Arc<Slot>>)>,
+    catalog: Catalog,
+}
+
+impl Upstreams {
+    /// Connects every enabled server and keeps the connections in line with the
+    /// configuration as it changes.
+    pub fn start(pool: PgPool, secrets: SecretBox, catalog: Catalog, config: UpstreamConfig) -> Self {
+        let inner = Arc::new(Inner {
+            pool,
+            secrets,
+            config,
+            slots: Mutex::default(),
+            routes: Mutex::default(),
+            catalog: catalog.clone(),
+        });
+        let weak = Arc::downgrade(&inner);
+        tokio::spawn(async move {
+            let mut versions = catalog.versions();
+            loop {
+                let Some(inner) = weak.upgrade() else { break };
+                if let Err(err) = inner.reconcile().await {
+                    tracing::warn!(error = %err, "could not update upstream connections");
+                }
+                drop(inner);
+                if versions.changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+        Upstreams { inner }
+    }
+
+    pub fn health(&self) -> Vec<Health> {
+        let slots = self.inner.slots.lock().expect("slots");
+        let mut health: Vec<Health> = slots
+            .iter()
+            .map(|(key, slot)| {
+                let state = slot.state.borrow();
+                Health {
+                    server: slot.server.clone(),
+                    tenant_id: key.tenant,
+                    status: state.status,
+                    last_error: state.last_error.clone(),
+                    last_seen_secs: state.last_seen.map(|t| t.elapsed().as_secs_f64()),
+                }
+            })
+            .collect();
+        health.sort_by(|a, b| (&a.server, a.tenant_id).cmp(&(&b.server, b.tenant_id)));
+        health
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for slot in self.slots.lock().expect("slots").values() {
+            slot.cancel.cancel();
+        }
+    }
+}
+
+impl Inner {
+    fn spawn_slot(&self, key: PoolKey, server: &str, source_id: Uuid, discovers: bool) -> Arc<Slot> {
+        let (state, _) = watch::channel(SlotState { status: Status::Connecting, peer: None, last_error: None, last_seen: None });
+        let slot = Arc::new_cyclic(|me| Slot {
+            me: me.clone(),
+            server: server.to_string(),
+            source_id,
+            discovers,
+            pool: self.pool.clone(),
+            config: self.config.clone(),
+            state,
+            progress: Mutex::default(),
+            broken: tokio::sync::Notify::new(),
+            cancel: CancellationToken::new(),
+        });
+        tokio::spawn(slot.clone().run(key.endpoint.clone()));
+        slot
+    }
+
+    /// Opens the server connections the configuration wants and closes the others.
+    async fn reconcile(&self) -> Result<(), crate::store::Error> {
+        let mut wanted = HashMap::new();
+        for server in servers::list(&self.pool).await?.into_iter().filter(|s| s.source.enabled) {
+            let endpoint = servers::endpoint(&self.pool, &self.secrets, server.source.id, None).await?;
+            wanted.insert(PoolKey { endpoint, tenant: None }, (server.source.name, server.source.id));
+        }
+        let enabled: Vec<Uuid> = wanted.values().map(|(_, id)| *id).collect();
+        let mut slots = self.slots.lock().expect("slots");
+        slots.retain(|key, slot| {
+            let keep = match key.tenant {
+                Some(_) => enabled.contains(&slot.source_id),
+                None => wanted.contains_key(key),
+            };
+            if !keep {
+                tracing::info!(server = %slot.server, "closing the connection of a removed or disabled server");
+                slot.cancel.cancel();
+            }
+            keep
+        });
+        for (key, (server, source_id)) in wanted {
+            if !slots.contains_key(&key) {
+                let slot = self.spawn_slot(key.clone(), &server, source_id, true);
+                slots.insert(key, slot);
+            }
+        }
+        self.routes.lock().expect("routes").1.clear();
+        Ok(())
+    }
+
+    /// The slot calls of `tenant` to `tool`'s server go through.
+    async fn route(&self, tool: &CatalogTool, tenant: Uuid) -> Result<Arc<Slot>, ToolError> {
+        let version = self.catalog.snapshot().version;
+        {
+            let mut routes = self.routes.lock().expect("routes");
+            if routes.0 != version {
+                *routes = (version, HashMap::new());
+            }
+            if let Some(slot) = routes.1.get(&(tool.source_id, tenant)) {
+                return Ok(slot.clone());
+            }
+        }
+        let endpoint = servers::endpoint(&self.pool, &self.secrets, tool.source_id, Some(tenant))
+            .await
+            .map_err(ToolError::internal)?;
+        // Credentials make a connection private to its tenant.
+        let private = !endpoint.headers.is_empty();
+        let key = PoolKey { endpoint, tenant: private.then_some(tenant) };
+        let slot = {
+            let mut slots = self.slots.lock().expect("slots");
+            match slots.get(&key) {
+                Some(slot) => slot.clone(),
+                None => {
+                    let slot = self.spawn_slot(key.clone(), &tool.source_name, tool.source_id, false);
+                    slots.insert(key, slot.clone());
+                    slot
+                }
+            }
+        };
+        self.routes.lock().expect("routes").1.insert((tool.source_id, tenant), slot.clone());
+        Ok(slot)
+    }
+}
+
+impl Upstream for Upstreams {
+    fn call<'a>(&'a self, tool: &'a CatalogTool, arguments: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let slot = self.inner.route(tool, ctx.tenant_id).await?;
+            slot.call(tool, arguments, ctx).await
+        })
+    }
+}
