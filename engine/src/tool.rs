@@ -13,7 +13,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 /// Who is calling, for tools and for the invocation record.
@@ -81,14 +81,44 @@ impl ToolContext {
     }
 }
 
-/// One piece of a tool's result, in MCP's content shape.
+/// One piece of a tool's result, in MCP's content shape. What Toolgate does not look into
+/// (annotations, `_meta`, kinds such as `resource_link`) passes through intact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Content {
-    Text { text: String },
-    Image { data: String, #[serde(rename = "mimeType")] mime_type: String },
-    Audio { data: String, #[serde(rename = "mimeType")] mime_type: String },
-    Resource { resource: Value },
+    Text {
+        text: String,
+        #[serde(flatten)]
+        extra: Map<String, Value>,
+    },
+    Image {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        #[serde(flatten)]
+        extra: Map<String, Value>,
+    },
+    Audio {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        #[serde(flatten)]
+        extra: Map<String, Value>,
+    },
+    Resource {
+        resource: Value,
+        #[serde(flatten)]
+        extra: Map<String, Value>,
+    },
+    /// Any other kind, kept as received.
+    #[serde(untagged)]
+    Other(Value),
+}
+
+impl Content {
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Text { text: text.into(), extra: Map::new() }
+    }
 }
 
 /// A tool's result.
@@ -103,17 +133,17 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     pub fn text(text: impl Into<String>) -> Self {
-        ToolOutput { content: vec![Content::Text { text: text.into() }], ..Default::default() }
+        ToolOutput { content: vec![Content::text(text)], ..Default::default() }
     }
 
     /// A JSON result: structured content, with its text form for LLMs that read text only.
     pub fn json(value: Value) -> Self {
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-        ToolOutput { content: vec![Content::Text { text }], structured: Some(value), is_error: false }
+        ToolOutput { content: vec![Content::text(text)], structured: Some(value), is_error: false }
     }
 
     pub fn image(data_base64: String, mime_type: impl Into<String>) -> Self {
-        let content = Content::Image { data: data_base64, mime_type: mime_type.into() };
+        let content = Content::Image { data: data_base64, mime_type: mime_type.into(), extra: Map::new() };
         ToolOutput { content: vec![content], ..Default::default() }
     }
 
@@ -127,9 +157,10 @@ impl ToolOutput {
         self.content
             .iter()
             .map(|c| match c {
-                Content::Text { text } => text.len(),
+                Content::Text { text, .. } => text.len(),
                 Content::Image { data, .. } | Content::Audio { data, .. } => data.len(),
-                Content::Resource { resource } => resource.to_string().len(),
+                Content::Resource { resource, .. } => resource.to_string().len(),
+                Content::Other(value) => value.to_string().len(),
             })
             .sum::<usize>()
             + self.structured.as_ref().map_or(0, |s| s.to_string().len())

@@ -52,7 +52,7 @@ impl Drop for Sandbox {
 
 fn text(output: &ToolOutput) -> &str {
     match &output.content[0] {
-        Content::Text { text } => text,
+        Content::Text { text, .. } => text,
         other => panic!("expected text, got {other:?}"),
     }
 }

@@ -157,7 +157,7 @@ fn text(output: &ToolOutput) -> String {
         .content
         .iter()
         .map(|c| match c {
-            Content::Text { text } => text.as_str(),
+            Content::Text { text, .. } => text.as_str(),
             _ => "",
         })
         .collect()

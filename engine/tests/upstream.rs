@@ -13,10 +13,10 @@ use engine::exec::{CallRequest, ExecConfig, Executor, Status};
 use engine::model::{Name, TenantSlug};
 use engine::secret::SecretBox;
 use engine::store::overrides::OverrideInput;
-use engine::store::servers::{self, NewServer, OnDefinitionChange, Transport};
+use engine::store::servers::{self, Endpoint, NewServer, OnDefinitionChange, Transport};
 use engine::store::{self, Actor};
 use engine::tool::{Caller, Content, ToolOutput};
-use engine::upstream::{Status as Health, UpstreamConfig, Upstreams};
+use engine::upstream::{Status as Health, UpstreamConfig, Upstreams, test_connection};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
@@ -62,6 +62,7 @@ impl ServerHandler for TestServer {
             Tool::new("slow", "Waits ten seconds", schema(json!({"type": "object"}))),
             Tool::new("progress", "Reports progress", schema(json!({"type": "object"}))),
             Tool::new("fail", "Always a tool error", schema(json!({"type": "object"}))),
+            Tool::new("rich", "Every kind of content", schema(json!({"type": "object"}))),
         ];
         if self.0.extra_tool.load(Ordering::SeqCst) {
             tools.push(Tool::new("extra", "Appeared later", schema(json!({"type": "object"}))));
@@ -92,9 +93,25 @@ impl ServerHandler for TestServer {
                 }
                 text("done".into())
             }
+            "rich" => CallToolResponse::Complete(serde_json::from_value(rich_result()).unwrap()),
             _ => CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text("upstream says no")])),
         })
     }
+}
+
+/// A result with every kind of MCP content, annotations and structured content.
+fn rich_result() -> Value {
+    json!({
+        "content": [
+            {"type": "text", "text": "hello", "annotations": {"audience": ["user"], "priority": 0.5}},
+            {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+            {"type": "audio", "data": "aGVsbG8=", "mimeType": "audio/wav"},
+            {"type": "resource", "resource": {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "A"}},
+            {"type": "resource_link", "uri": "file:///b.txt", "name": "b.txt"}
+        ],
+        "structuredContent": {"answer": 42},
+        "isError": false
+    })
 }
 
 struct Upstream {
@@ -199,7 +216,7 @@ impl Gateway {
 }
 
 fn text(output: &ToolOutput) -> String {
-    output.content.iter().filter_map(|c| if let Content::Text { text } = c { Some(text.as_str()) } else { None }).collect()
+    output.content.iter().filter_map(|c| if let Content::Text { text, .. } = c { Some(text.as_str()) } else { None }).collect()
 }
 
 async fn eventually(what: &str, check: impl Fn() -> bool) {
@@ -223,6 +240,32 @@ async fn tools_of_a_streamable_http_server_are_discovered_and_called(pool: PgPoo
     assert_eq!((refused.status, text(&refused.output).as_str()), (Status::ToolError, "upstream says no"));
     let health = gw.upstreams.health();
     assert_eq!((health[0].server.as_str(), health[0].status), ("up", Health::Ready));
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn every_content_type_passes_through_intact(pool: PgPool) {
+    let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
+    let gw = gateway(pool).await;
+    gw.register(http_server("up", format!("http://{}/mcp", upstream.address))).await;
+    gw.visible("acme", "up_rich").await;
+    let result = gw.call("acme", "up_rich", json!({})).await;
+    assert_eq!(result.status, Status::Ok);
+    let expected = rich_result();
+    let got = serde_json::to_value(&result.output).unwrap();
+    assert_eq!(got["content"], expected["content"]);
+    assert_eq!(got["structuredContent"], expected["structuredContent"]);
+}
+
+#[tokio::test]
+async fn test_connection_reports_the_tools_or_the_problem() {
+    let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
+    let endpoint = |url: String| Endpoint { transport: Transport::StreamableHttp, url: Some(url), command: None, args: vec![], env: vec![], headers: vec![] };
+    let config = UpstreamConfig { connect_timeout: Duration::from_secs(2), ..Default::default() };
+    let probe = test_connection(&endpoint(format!("http://{}/mcp", upstream.address)), &config).await.unwrap();
+    assert_eq!(probe.tool_count, 5);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let err = test_connection(&endpoint(format!("http://{closed}/mcp")), &config).await.unwrap_err();
+    assert!(err.contains("initialisation failed"), "{err}");
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

@@ -369,13 +369,13 @@ fn cap(output: ToolOutput, cap: usize) -> ToolOutput {
     let mut content = Vec::new();
     for piece in output.content {
         match piece {
-            Content::Text { text } if left > 0 => {
+            Content::Text { text, extra } if left > 0 => {
                 let mut end = text.len().min(left);
                 while !text.is_char_boundary(end) {
                     end -= 1;
                 }
                 left -= end;
-                content.push(Content::Text { text: text[..end].to_string() });
+                content.push(Content::Text { text: text[..end].to_string(), extra });
             }
             Content::Text { .. } => {}
             other => {
@@ -387,7 +387,7 @@ fn cap(output: ToolOutput, cap: usize) -> ToolOutput {
             }
         }
     }
-    content.push(Content::Text { text: format!("\n[output truncated: {size} bytes exceed the {cap}-byte limit]") });
+    content.push(Content::text(format!("\n[output truncated: {size} bytes exceed the {cap}-byte limit]")));
     ToolOutput { content, structured: None, is_error: output.is_error }
 }
 
@@ -404,9 +404,9 @@ mod tests {
     #[test]
     fn large_output_is_truncated_on_a_char_boundary_with_a_notice() {
         let capped = cap(ToolOutput::text("héllo wörld"), 2);
-        let Content::Text { text } = &capped.content[0] else { panic!() };
+        let Content::Text { text, .. } = &capped.content[0] else { panic!() };
         assert_eq!(text, "h");
-        let Content::Text { text: notice } = &capped.content[1] else { panic!() };
+        let Content::Text { text: notice, .. } = &capped.content[1] else { panic!() };
         assert!(notice.contains("output truncated: 13 bytes exceed the 2-byte limit"), "{notice}");
     }
 }
