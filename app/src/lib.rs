@@ -14,7 +14,7 @@ use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::path;
 
-use pages::{Dashboard, LoginPage, NotFound, Planned, Shell};
+use pages::{Dashboard, LoginPage, NotFound, Section, Shell, planned};
 
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -47,51 +47,11 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/login") view=LoginPage />
                 <ParentRoute path=path!("") view=Shell>
                     <Route path=path!("") view=Dashboard />
-                    <Route
-                        path=path!("servers")
-                        view=|| view! {
-                            <Planned
-                                title="Servers"
-                                summary="Register MCP servers, test their connection and watch their health."
-                            />
-                        }
-                    />
-                    <Route
-                        path=path!("tools")
-                        view=|| view! {
-                            <Planned
-                                title="Tools"
-                                summary="Browse every tool and inspect the schema each LLM provider receives."
-                            />
-                        }
-                    />
-                    <Route
-                        path=path!("tenants")
-                        view=|| view! {
-                            <Planned
-                                title="Tenants"
-                                summary="Choose per tenant which tags, groups and tools an LLM may see."
-                            />
-                        }
-                    />
-                    <Route
-                        path=path!("playground")
-                        view=|| view! {
-                            <Planned
-                                title="Playground"
-                                summary="Run test invocations of a tenant's tools."
-                            />
-                        }
-                    />
-                    <Route
-                        path=path!("audit")
-                        view=|| view! {
-                            <Planned
-                                title="Audit"
-                                summary="See who changed what, and when."
-                            />
-                        }
-                    />
+                    <Route path=path!("servers") view=|| planned(Section::SERVERS) />
+                    <Route path=path!("tools") view=|| planned(Section::TOOLS) />
+                    <Route path=path!("tenants") view=|| planned(Section::TENANTS) />
+                    <Route path=path!("playground") view=|| planned(Section::PLAYGROUND) />
+                    <Route path=path!("audit") view=|| planned(Section::AUDIT) />
                 </ParentRoute>
             </Routes>
         </Router>

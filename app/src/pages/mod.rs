@@ -6,4 +6,4 @@ mod shell;
 
 pub use dashboard::Dashboard;
 pub use login::LoginPage;
-pub use shell::{NotFound, Planned, Shell};
+pub use shell::{NotFound, Section, Shell, planned};

@@ -347,7 +347,7 @@ pub async fn record_discovery(pool: &PgPool, server: &Name, tools: &[ToolDefinit
         match existing.get(&tool.upstream_name) {
             None => {
                 let held = !(first_discovery || settings.new_tools_enabled);
-                sources::insert_tool(&mut tx, source.id, tool, held).await?;
+                sources::upsert_tool(&mut tx, source.id, tool, held).await?;
                 report.added.push(tool.upstream_name.clone());
             }
             Some((id, pinned)) if *pinned == hash => {

@@ -166,8 +166,9 @@ pub async fn create(pool: &PgPool, actor: &Actor, new: &NewSource) -> Result<Sou
     Ok(source)
 }
 
-/// Inserts a newly discovered tool inside the caller's transaction.
-pub(super) async fn insert_tool(
+/// Inserts or updates a tool of a source inside the caller's transaction. `held` applies to
+/// a new tool only; an existing tool keeps its pinning state.
+pub(super) async fn upsert_tool(
     tx: &mut Transaction<'_, Postgres>,
     source_id: Uuid,
     tool: &ToolDefinition,
@@ -178,6 +179,11 @@ pub(super) async fn insert_tool(
         "insert into tool (source_id, upstream_name, description, input_schema, output_schema,
                            annotations, tags, strict, timeout_ms, definition_hash, held)
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+         on conflict (source_id, upstream_name) do update set
+            description = excluded.description, input_schema = excluded.input_schema,
+            output_schema = excluded.output_schema, annotations = excluded.annotations,
+            tags = excluded.tags, strict = excluded.strict, timeout_ms = excluded.timeout_ms,
+            definition_hash = excluded.definition_hash
          returning id",
         source_id,
         tool.upstream_name,
@@ -218,37 +224,11 @@ pub async fn delete(pool: &PgPool, actor: &Actor, name: &Name) -> Result<()> {
 /// missing ones removed. Returns the ids of the tools, in the order given.
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %source, count = tools.len()))]
 pub async fn sync_tools(pool: &PgPool, actor: &Actor, source: &Name, tools: &[ToolDefinition]) -> Result<Vec<Uuid>> {
-    for tool in tools {
-        tool.check()?;
-    }
     let mut tx = pool.begin().await?;
     let source_row = get(&mut *tx, source).await?;
     let mut ids = Vec::with_capacity(tools.len());
     for tool in tools {
-        let id = sqlx::query_scalar!(
-            "insert into tool (source_id, upstream_name, description, input_schema, output_schema,
-                               annotations, tags, strict, timeout_ms, definition_hash)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-             on conflict (source_id, upstream_name) do update set
-                description = excluded.description, input_schema = excluded.input_schema,
-                output_schema = excluded.output_schema, annotations = excluded.annotations,
-                tags = excluded.tags, strict = excluded.strict, timeout_ms = excluded.timeout_ms,
-                definition_hash = excluded.definition_hash
-             returning id",
-            source_row.id,
-            tool.upstream_name,
-            tool.description,
-            tool.input_schema,
-            tool.output_schema,
-            tool.annotations,
-            &tag_strings(&crate::model::parse_tags(&tool.tags)?),
-            tool.strict,
-            tool.timeout_ms,
-            tool.definition_hash(),
-        )
-        .fetch_one(&mut *tx)
-        .await?;
-        ids.push(id);
+        ids.push(upsert_tool(&mut tx, source_row.id, tool, false).await?);
     }
     let removed = sqlx::query_scalar!(
         "delete from tool where source_id = $1 and not (id = any($2)) returning upstream_name",
