@@ -125,8 +125,6 @@ fn password(from_stdin: bool) -> anyhow::Result<Password> {
         return Ok(Password::generate());
     }
     let mut input = String::new();
-    std::io::stdin()
-        .read_to_string(&mut input)
-        .context("reading the password from standard input")?;
+    std::io::stdin().read_to_string(&mut input).context("reading the password from standard input")?;
     Ok(Password::parse(input.trim_end_matches(['\r', '\n']).to_string())?)
 }

@@ -12,19 +12,19 @@ use axum::routing::get;
 use engine::admin::LoginPolicy;
 use engine::builtin;
 use engine::catalog::{Catalog, CatalogOptions};
-use engine::exec::Executor;
-use engine::upstream::Upstreams;
 use engine::db::{Database, PgPool};
+use engine::exec::Executor;
 use engine::secret::SecretBox;
+use engine::upstream::Upstreams;
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use tokio::net::TcpListener;
 use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
+use tower_sessions::session_store::ExpiredDeletion;
 use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::PostgresStore;
-use tower_sessions::session_store::ExpiredDeletion;
 
 use crate::settings::ServeSettings;
 use crate::web;
@@ -32,11 +32,7 @@ use crate::web;
 /// `toolgate serve`: opens the database, makes sure an owner exists, serves until Ctrl-C or
 /// SIGTERM, then stops the private cluster if it started one.
 pub async fn serve(settings: ServeSettings) -> anyhow::Result<()> {
-    let db = Database::open(
-        settings.database.database_url.as_deref(),
-        &settings.database.data_dir,
-    )
-    .await?;
+    let db = Database::open(settings.database.database_url.as_deref(), &settings.database.data_dir).await?;
     if let Some(password) = engine::admin::ensure_owner(db.pool()).await? {
         // Printed once, to the console only (not to the log).
         println!(
@@ -77,10 +73,10 @@ impl Application {
         let providers = builtin::providers(&settings.builtin_config());
         builtin::register(&pool, &providers).await.context("registering the built-in tools")?;
         let catalog_options = CatalogOptions { force_tools_off: !settings.tools_enabled };
-        let catalog = Catalog::start(pool.clone(), catalog_options)
-            .await
-            .context("loading the tool catalog")?;
-        let upstreams = Upstreams::start(pool.clone(), secrets.clone(), catalog.clone(), settings.upstream_config());
+        let catalog =
+            Catalog::start(pool.clone(), catalog_options).await.context("loading the tool catalog")?;
+        let upstreams =
+            Upstreams::start(pool.clone(), secrets.clone(), catalog.clone(), settings.upstream_config());
         let executor = Executor::new(
             catalog.clone(),
             pool.clone(),
@@ -106,17 +102,11 @@ impl Application {
         self.listener.local_addr().expect("a bound listener has an address")
     }
 
-    pub async fn run_until(
-        self,
-        shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> anyhow::Result<()> {
-        axum::serve(
-            self.listener,
-            self.router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(shutdown)
-        .await
-        .context("the HTTP server failed")
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        axum::serve(self.listener, self.router.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(shutdown)
+            .await
+            .context("the HTTP server failed")
     }
 }
 
@@ -146,20 +136,15 @@ fn router(
         let state = state.clone();
         move || provide_context(state.clone())
     };
-    let pkg = ServeDir::new(
-        std::path::Path::new(state.leptos_options.site_root.as_ref()).join("pkg"),
-    )
-    .precompressed_gzip();
+    let pkg = ServeDir::new(std::path::Path::new(state.leptos_options.site_root.as_ref()).join("pkg"))
+        .precompressed_gzip();
 
     Router::new()
         .leptos_routes_with_context(&state, routes, context.clone(), {
             let options = state.leptos_options.clone();
             move || shell(options.clone())
         })
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            web::require_sign_in,
-        ))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), web::require_sign_in))
         .route("/healthz", get(web::healthz))
         .nest_service("/pkg", pkg)
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))

@@ -71,11 +71,8 @@ pub async fn same_origin_writes(
     if safe || headers.contains_key(header::AUTHORIZATION) {
         return next.run(request).await;
     }
-    let origin = headers
-        .get(header::ORIGIN)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-        .or_else(|| {
+    let origin =
+        headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()).map(str::to_string).or_else(|| {
             let referer = headers.get(header::REFERER)?.to_str().ok()?.parse::<Uri>().ok()?;
             Some(format!("{}://{}", referer.scheme_str()?, referer.authority()?))
         });

@@ -28,25 +28,16 @@ pub async fn login(username: String, password: String) -> Result<(), PanelError>
         .await
         .map(|ConnectInfo(addr)| addr.ip().to_string())
         .unwrap_or_else(|_| "unknown".to_string());
-    let admin = engine::admin::login(
-        &state.pool,
-        &state.login_policy,
-        username.trim(),
-        &password,
-        &address,
-    )
-    .await
-    .map_err(|err| match err {
-        LoginError::InvalidCredentials => PanelError::rejected(StatusCode::UNAUTHORIZED, err),
-        LoginError::Locked { .. } => PanelError::rejected(StatusCode::TOO_MANY_REQUESTS, err),
-        LoginError::Database(err) => PanelError::internal(&err),
-    })?;
+    let admin = engine::admin::login(&state.pool, &state.login_policy, username.trim(), &password, &address)
+        .await
+        .map_err(|err| match err {
+            LoginError::InvalidCredentials => PanelError::rejected(StatusCode::UNAUTHORIZED, err),
+            LoginError::Locked { .. } => PanelError::rejected(StatusCode::TOO_MANY_REQUESTS, err),
+            LoginError::Database(err) => PanelError::internal(&err),
+        })?;
     // A fresh session id at sign-in defeats session fixation.
     session.cycle_id().await.map_err(|e| PanelError::internal(&e))?;
-    session
-        .insert(ssr::ADMIN_ID, admin.id)
-        .await
-        .map_err(|e| PanelError::internal(&e))?;
+    session.insert(ssr::ADMIN_ID, admin.id).await.map_err(|e| PanelError::internal(&e))?;
     leptos_axum::redirect("/");
     Ok(())
 }
@@ -78,24 +69,17 @@ pub mod ssr {
     pub const ADMIN_ID: &str = "admin_id";
 
     pub async fn session() -> Result<Session, PanelError> {
-        leptos_axum::extract::<Session>()
-            .await
-            .map_err(|e| PanelError::internal(&e))
+        leptos_axum::extract::<Session>().await.map_err(|e| PanelError::internal(&e))
     }
 
     /// The administrator this session belongs to, if any. A session whose account was
     /// deleted is emptied.
     pub async fn signed_in(session: &Session, pool: &PgPool) -> Result<Option<AdminUser>, PanelError> {
-        let Some(id) = session
-            .get::<uuid::Uuid>(ADMIN_ID)
-            .await
-            .map_err(|e| PanelError::internal(&e))?
+        let Some(id) = session.get::<uuid::Uuid>(ADMIN_ID).await.map_err(|e| PanelError::internal(&e))?
         else {
             return Ok(None);
         };
-        let admin = engine::admin::find(pool, id)
-            .await
-            .map_err(|e| PanelError::internal(&e))?;
+        let admin = engine::admin::find(pool, id).await.map_err(|e| PanelError::internal(&e))?;
         if admin.is_none() {
             session.flush().await.map_err(|e| PanelError::internal(&e))?;
         }
@@ -106,8 +90,6 @@ pub mod ssr {
     /// function.
     pub async fn require_admin() -> Result<AdminUser, PanelError> {
         let state = expect_context::<crate::state::AppState>();
-        signed_in(&session().await?, &state.pool)
-            .await?
-            .ok_or_else(PanelError::unauthorized)
+        signed_in(&session().await?, &state.pool).await?.ok_or_else(PanelError::unauthorized)
     }
 }

@@ -46,7 +46,13 @@ fn tool(i: usize) -> ToolDefinition {
 async fn source_with_tools(pool: &PgPool, count: usize) -> Vec<Uuid> {
     let actor = Actor::system();
     let name = Name::parse("bench").unwrap();
-    let new = NewSource { kind: SourceKind::Mcp, name: name.clone(), prefix: "bench".into(), tags: vec![], tenant: None };
+    let new = NewSource {
+        kind: SourceKind::Mcp,
+        name: name.clone(),
+        prefix: "bench".into(),
+        tags: vec![],
+        tenant: None,
+    };
     store::sources::create(pool, &actor, &new).await.unwrap();
     let tools: Vec<ToolDefinition> = (0..count).map(tool).collect();
     store::sources::sync_tools(pool, &actor, &name, &tools).await.unwrap()
@@ -68,7 +74,10 @@ async fn rebuild_100_tenants_x_1000_tools() {
         store::tenants::update(&pool, &actor, &slug, update).await.unwrap();
         // Every tenant customises ten tools.
         for id in &ids[t * 10..t * 10 + 10] {
-            let input = OverrideInput { presets: json!({"apiKey": "k"}).as_object().cloned().unwrap(), ..Default::default() };
+            let input = OverrideInput {
+                presets: json!({"apiKey": "k"}).as_object().cloned().unwrap(),
+                ..Default::default()
+            };
             store::overrides::set(&pool, &secrets, &actor, &slug, *id, &input).await.unwrap();
         }
     }
@@ -126,7 +135,9 @@ async fn commit_to_visible_in_a_second_instance() {
         let committed = Instant::now();
         loop {
             let snapshot = observer.snapshot();
-            if snapshot.tenant("acme").unwrap().resolve("bench_tool_00000").unwrap().description == description {
+            if snapshot.tenant("acme").unwrap().resolve("bench_tool_00000").unwrap().description
+                == description
+            {
                 break;
             }
             tokio::time::timeout(Duration::from_secs(5), versions.changed()).await.unwrap().unwrap();

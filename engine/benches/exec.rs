@@ -59,7 +59,9 @@ async fn per_call_overhead() {
     let pool = fresh_database("bench_exec").await;
     let providers: Vec<Arc<dyn ToolProvider>> = vec![Arc::new(Bench)];
     engine::builtin::register(&pool, &providers).await.unwrap();
-    store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "Acme").await.unwrap();
+    store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "Acme")
+        .await
+        .unwrap();
     let catalog = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
     let secrets = SecretBox::from_key(&[5; 32]).unwrap();
     let executor = Executor::new(catalog, pool, secrets, &providers, None, ExecConfig::default());
@@ -102,7 +104,14 @@ fn render_and_lint_5000_tools() {
             let started = Instant::now();
             for (i, schema) in schemas.iter().enumerate() {
                 let name = format!("tool_{i}");
-                let view = ToolView { name: &name, description: "d", input_schema: schema, output_schema: None, annotations: &annotations, strict: provider == Provider::OpenAi };
+                let view = ToolView {
+                    name: &name,
+                    description: "d",
+                    input_schema: schema,
+                    output_schema: None,
+                    annotations: &annotations,
+                    strict: provider == Provider::OpenAi,
+                };
                 std::hint::black_box(lint(schema, provider, view.strict));
                 std::hint::black_box(render(&view, provider).unwrap());
             }

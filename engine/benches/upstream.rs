@@ -95,16 +95,23 @@ async fn main() {
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, axum::Router::new().nest_service("/mcp", service)).await.unwrap() });
+    tokio::spawn(async move {
+        axum::serve(listener, axum::Router::new().nest_service("/mcp", service)).await.unwrap()
+    });
 
-    let transport = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url.clone()));
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.clone()),
+    );
     let direct = Arc::new(ClientConfig::default().serve(transport).await.unwrap());
 
     let pool = fresh_database("bench_upstream").await;
     let secrets = SecretBox::from_key(&[6; 32]).unwrap();
-    store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "Acme").await.unwrap();
+    store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "Acme")
+        .await
+        .unwrap();
     let catalog = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
-    let upstreams = Upstreams::start(pool.clone(), secrets.clone(), catalog.clone(), UpstreamConfig::default());
+    let upstreams =
+        Upstreams::start(pool.clone(), secrets.clone(), catalog.clone(), UpstreamConfig::default());
     let new = NewServer {
         name: Name::parse("sum").unwrap(),
         prefix: "sum".into(),
@@ -120,7 +127,8 @@ async fn main() {
         new_tools_enabled: false,
     };
     servers::create(&pool, &secrets, &Actor::system(), &new).await.unwrap();
-    let executor = Executor::new(catalog.clone(), pool, secrets, &[], Some(Arc::new(upstreams)), ExecConfig::default());
+    let executor =
+        Executor::new(catalog.clone(), pool, secrets, &[], Some(Arc::new(upstreams)), ExecConfig::default());
     while catalog.snapshot().tenant("acme").unwrap().resolve("sum_add").is_none() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

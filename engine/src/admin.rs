@@ -147,11 +147,8 @@ impl PasswordHash {
     pub async fn verify(&self, password: &str) -> bool {
         let (hash, password) = (self.0.clone(), password.to_string());
         tokio::task::spawn_blocking(move || {
-            Phc::new(&hash).is_ok_and(|phc| {
-                Argon2::default()
-                    .verify_password(password.as_bytes(), &phc)
-                    .is_ok()
-            })
+            Phc::new(&hash)
+                .is_ok_and(|phc| Argon2::default().verify_password(password.as_bytes(), &phc).is_ok())
         })
         .await
         .expect("password verification task panicked")
@@ -191,11 +188,7 @@ pub async fn create(
 
 /// Replaces an administrator's password.
 #[tracing::instrument(skip_all, err, fields(username = username.as_str()))]
-pub async fn set_password(
-    db: impl PgExecutor<'_>,
-    username: &Username,
-    password: &Password,
-) -> Result<()> {
+pub async fn set_password(db: impl PgExecutor<'_>, username: &Username, password: &Password) -> Result<()> {
     let hash = PasswordHash::new(password).await;
     let updated = sqlx::query!(
         "update admin_user set password_hash = $2 where username = $1",
@@ -225,14 +218,11 @@ pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<AdminUser>
 pub async fn ensure_owner(pool: &PgPool) -> Result<Option<Password>> {
     let mut tx = pool.begin().await?;
     // Two processes starting together must not both create the owner.
-    sqlx::query!("lock table admin_user in share row exclusive mode")
-        .execute(&mut *tx)
-        .await?;
-    let has_owner = sqlx::query_scalar!(
-        r#"select exists (select from admin_user where role = 'owner') as "exists!""#
-    )
-    .fetch_one(&mut *tx)
-    .await?;
+    sqlx::query!("lock table admin_user in share row exclusive mode").execute(&mut *tx).await?;
+    let has_owner =
+        sqlx::query_scalar!(r#"select exists (select from admin_user where role = 'owner') as "exists!""#)
+            .fetch_one(&mut *tx)
+            .await?;
     if has_owner {
         return Ok(None);
     }
@@ -337,9 +327,7 @@ pub async fn login(
     };
     match (hash.verify(password).await, user) {
         (true, Some(user)) => {
-            sqlx::query!("delete from login_failure where username = $1", username)
-                .execute(pool)
-                .await?;
+            sqlx::query!("delete from login_failure where username = $1", username).execute(pool).await?;
             tracing::info!(username, "administrator signed in");
             Ok(user)
         }
@@ -364,22 +352,16 @@ async fn record_failure(
     )
     .execute(&mut *tx)
     .await?;
-    sqlx::query!(
-        "insert into login_failure (username, address) values ($1, $2)",
-        username,
-        address
-    )
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query!("insert into login_failure (username, address) values ($1, $2)", username, address)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await
 }
 
 /// A hash of a random password, computed once, to verify against for unknown usernames.
 async fn dummy_hash() -> PasswordHash {
     static DUMMY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
-    let hash = DUMMY
-        .get_or_init(|| async { PasswordHash::new(&Password::generate()).await.0 })
-        .await;
+    let hash = DUMMY.get_or_init(|| async { PasswordHash::new(&Password::generate()).await.0 }).await;
     PasswordHash(hash.clone())
 }
 

@@ -5,9 +5,9 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::Executor;
 pub use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use pgcluster::Cluster;
 
@@ -68,9 +68,7 @@ impl Database {
     pub async fn close(self) -> Result<(), Error> {
         self.pool.close().await;
         if let Some(cluster) = self.cluster {
-            tokio::task::spawn_blocking(move || cluster.stop())
-                .await
-                .expect("cluster stop panicked")?;
+            tokio::task::spawn_blocking(move || cluster.stop()).await.expect("cluster stop panicked")?;
         }
         Ok(())
     }
@@ -86,10 +84,7 @@ async fn connect(options: PgConnectOptions) -> Result<PgPool, Error> {
 }
 
 fn embedded_options(cluster: &Cluster, database: &str) -> PgConnectOptions {
-    PgConnectOptions::new()
-        .socket(cluster.socket_dir())
-        .username(pgcluster::SUPERUSER)
-        .database(database)
+    PgConnectOptions::new().socket(cluster.socket_dir()).username(pgcluster::SUPERUSER).database(database)
 }
 
 async fn create_database_if_missing(cluster: &Cluster) -> Result<(), Error> {

@@ -99,10 +99,8 @@ impl SecretBox {
             .filter(|bytes| bytes.len() > NONCE_LEN)
             .ok_or(Error::Undecryptable)?;
         let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
-        let plaintext = self
-            .cipher
-            .decrypt(XNonce::from_slice(nonce), ciphertext)
-            .map_err(|_| Error::Undecryptable)?;
+        let plaintext =
+            self.cipher.decrypt(XNonce::from_slice(nonce), ciphertext).map_err(|_| Error::Undecryptable)?;
         String::from_utf8(plaintext).map_err(|_| Error::Undecryptable)
     }
 }

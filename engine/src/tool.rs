@@ -56,8 +56,19 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
-    pub fn new(tenant_id: uuid::Uuid, tenant: impl Into<String>, caller: Caller, request_id: impl Into<String>) -> Self {
-        ToolContext { tenant_id, tenant: tenant.into(), caller, request_id: request_id.into(), progress: None }
+    pub fn new(
+        tenant_id: uuid::Uuid,
+        tenant: impl Into<String>,
+        caller: Caller,
+        request_id: impl Into<String>,
+    ) -> Self {
+        ToolContext {
+            tenant_id,
+            tenant: tenant.into(),
+            caller,
+            request_id: request_id.into(),
+            progress: None,
+        }
     }
 
     /// Sends this call's progress reports to `sink`.

@@ -101,7 +101,10 @@ pub async fn test_connection(endpoint: &Endpoint, config: &UpstreamConfig) -> Re
     Ok(ServerProbe { server_info, tool_count: tools?.len() })
 }
 
-async fn connect(endpoint: &Endpoint, handler: Handler) -> Result<rmcp::service::RunningService<RoleClient, Handler>, String> {
+async fn connect(
+    endpoint: &Endpoint,
+    handler: Handler,
+) -> Result<rmcp::service::RunningService<RoleClient, Handler>, String> {
     match endpoint.transport {
         Transport::Stdio => {
             let mut command = tokio::process::Command::new(endpoint.command.as_deref().unwrap_or_default());
@@ -145,11 +148,20 @@ impl ClientHandler for Handler {
         }
     }
 
-    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
         if let Some(slot) = self.slot.upgrade()
-            && let Some(sink) = slot.progress.lock().expect("progress map").get(&token_key(&params.progress_token))
+            && let Some(sink) =
+                slot.progress.lock().expect("progress map").get(&token_key(&params.progress_token))
         {
-            let _ = sink.send(Progress { progress: params.progress, total: params.total, message: params.message });
+            let _ = sink.send(Progress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
         }
     }
 }
@@ -233,11 +245,19 @@ impl Slot {
                     };
                     stop.cancel();
                     tracing::warn!(server = %self.server, %reason, "upstream connection lost; reconnecting");
-                    self.set(|s| { s.status = Status::Down; s.peer = None; s.last_error = Some(reason); });
+                    self.set(|s| {
+                        s.status = Status::Down;
+                        s.peer = None;
+                        s.last_error = Some(reason);
+                    });
                 }
                 Err(err) => {
                     tracing::warn!(server = %self.server, error = %err, retry_in = ?backoff, "upstream connection failed");
-                    self.set(|s| { s.status = Status::Down; s.peer = None; s.last_error = Some(err); });
+                    self.set(|s| {
+                        s.status = Status::Down;
+                        s.peer = None;
+                        s.last_error = Some(err);
+                    });
                 }
             }
             let jitter = Duration::from_millis(rand::random_range(0..=backoff.as_millis() as u64 / 4));
@@ -247,7 +267,10 @@ impl Slot {
             }
             backoff = (backoff * 2).min(self.config.max_backoff);
         }
-        self.set(|s| { s.status = Status::Down; s.peer = None; });
+        self.set(|s| {
+            s.status = Status::Down;
+            s.peer = None;
+        });
     }
 
     /// Probes the connection every `health_interval`; returns when a probe fails.
@@ -257,7 +280,9 @@ impl Slot {
             match tokio::time::timeout(self.config.connect_timeout, peer.list_tools(None)).await {
                 Ok(Ok(_)) => self.set(|s| s.last_seen = Some(Instant::now())),
                 Ok(Err(err)) => return format!("health probe failed: {err}"),
-                Err(_) => return format!("health probe got no answer within {:?}", self.config.connect_timeout),
+                Err(_) => {
+                    return format!("health probe got no answer within {:?}", self.config.connect_timeout);
+                }
             }
         }
     }
@@ -266,7 +291,8 @@ impl Slot {
     async fn discover(&self, peer: &Peer<RoleClient>) {
         let result = async {
             let tools = peer.list_all_tools().await.map_err(|e| format!("listing tools failed: {e}"))?;
-            let definitions: Vec<ToolDefinition> = tools.iter().map(|t| definition(t, self.config.description_cap)).collect();
+            let definitions: Vec<ToolDefinition> =
+                tools.iter().map(|t| definition(t, self.config.description_cap)).collect();
             let name = Name::parse(&self.server).map_err(|e| e.to_string())?;
             servers::record_discovery(&self.pool, &name, &definitions).await.map_err(|e| e.to_string())
         }
@@ -274,11 +300,18 @@ impl Slot {
         match result {
             Ok(report) => {
                 tracing::info!(server = %self.server, ?report, "upstream tools discovered");
-                self.set(|s| { s.status = Status::Ready; s.last_seen = Some(Instant::now()); s.last_error = None; });
+                self.set(|s| {
+                    s.status = Status::Ready;
+                    s.last_seen = Some(Instant::now());
+                    s.last_error = None;
+                });
             }
             Err(err) => {
                 tracing::warn!(server = %self.server, error = %err, "upstream discovery failed");
-                self.set(|s| { s.status = Status::Degraded; s.last_error = Some(err); });
+                self.set(|s| {
+                    s.status = Status::Degraded;
+                    s.last_error = Some(err);
+                });
             }
         }
     }
@@ -287,15 +320,27 @@ impl Slot {
     /// when down.
     async fn peer(&self) -> Result<Peer<RoleClient>, ToolError> {
         let mut state = self.state.subscribe();
-        let waited = tokio::time::timeout(self.config.connect_timeout, state.wait_for(|s| s.status != Status::Connecting)).await;
+        let waited = tokio::time::timeout(
+            self.config.connect_timeout,
+            state.wait_for(|s| s.status != Status::Connecting),
+        )
+        .await;
         let current = self.state.borrow().clone();
         match (waited, current.peer) {
             (Ok(_), Some(peer)) => Ok(peer),
-            _ => Err(ToolError::tool(format!("MCP server `{}` is unavailable right now; try again later", self.server))),
+            _ => Err(ToolError::tool(format!(
+                "MCP server `{}` is unavailable right now; try again later",
+                self.server
+            ))),
         }
     }
 
-    async fn call(&self, tool: &CatalogTool, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(
+        &self,
+        tool: &CatalogTool,
+        arguments: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         let peer = self.peer().await?;
         let arguments = match arguments {
             Value::Object(map) => map,
@@ -329,9 +374,15 @@ impl Slot {
             Err(err) => {
                 tracing::warn!(server = %self.server, error = %err, "upstream call failed");
                 if matches!(err, ServiceError::TransportClosed | ServiceError::TransportSend(_)) {
-                    self.set(|s| { s.status = Status::Down; s.peer = None; });
+                    self.set(|s| {
+                        s.status = Status::Down;
+                        s.peer = None;
+                    });
                     self.broken.notify_one();
-                    return Err(ToolError::tool(format!("MCP server `{}` is unavailable right now; try again later", self.server)));
+                    return Err(ToolError::tool(format!(
+                        "MCP server `{}` is unavailable right now; try again later",
+                        self.server
+                    )));
                 }
                 Err(ToolError::tool(format!("MCP server `{}` failed to answer: {err}", self.server)))
             }
@@ -410,9 +461,16 @@ struct Inner {
     secrets: SecretBox,
     config: UpstreamConfig,
     slots: Mutex<HashMap<PoolKey, Arc<Slot>>>,
-    /// (server source, tenant) -> the slot its calls use; rebuilt when the catalog changes.
-    routes: Mutex<(u64, HashMap<(Uuid, Uuid), Arc<Slot>>)>,
+    routes: Mutex<Routes>,
     catalog: Catalog,
+}
+
+/// Which slot the calls of a tenant to a server use, valid for one catalog version.
+#[derive(Default)]
+struct Routes {
+    version: u64,
+    /// (server source, tenant) -> slot.
+    slots: HashMap<(Uuid, Uuid), Arc<Slot>>,
 }
 
 impl Upstreams {
@@ -474,7 +532,12 @@ impl Drop for Inner {
 
 impl Inner {
     fn spawn_slot(&self, key: PoolKey, server: &str, source_id: Uuid, discovers: bool) -> Arc<Slot> {
-        let (state, _) = watch::channel(SlotState { status: Status::Connecting, peer: None, last_error: None, last_seen: None });
+        let (state, _) = watch::channel(SlotState {
+            status: Status::Connecting,
+            peer: None,
+            last_error: None,
+            last_seen: None,
+        });
         let slot = Arc::new_cyclic(|me| Slot {
             me: me.clone(),
             server: server.to_string(),
@@ -512,12 +575,12 @@ impl Inner {
             keep
         });
         for (key, (server, source_id)) in wanted {
-            if !slots.contains_key(&key) {
-                let slot = self.spawn_slot(key.clone(), &server, source_id, true);
-                slots.insert(key, slot);
+            if let std::collections::hash_map::Entry::Vacant(entry) = slots.entry(key) {
+                let slot = self.spawn_slot(entry.key().clone(), &server, source_id, true);
+                entry.insert(slot);
             }
         }
-        self.routes.lock().expect("routes").1.clear();
+        self.routes.lock().expect("routes").slots.clear();
         Ok(())
     }
 
@@ -526,10 +589,10 @@ impl Inner {
         let version = self.catalog.snapshot().version;
         {
             let mut routes = self.routes.lock().expect("routes");
-            if routes.0 != version {
-                *routes = (version, HashMap::new());
+            if routes.version != version {
+                *routes = Routes { version, slots: HashMap::new() };
             }
-            if let Some(slot) = routes.1.get(&(tool.source_id, tenant)) {
+            if let Some(slot) = routes.slots.get(&(tool.source_id, tenant)) {
                 return Ok(slot.clone());
             }
         }
@@ -550,7 +613,7 @@ impl Inner {
                 }
             }
         };
-        self.routes.lock().expect("routes").1.insert((tool.source_id, tenant), slot.clone());
+        self.routes.lock().expect("routes").slots.insert((tool.source_id, tenant), slot.clone());
         Ok(slot)
     }
 }

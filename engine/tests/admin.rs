@@ -28,9 +28,7 @@ async fn create(pool: &PgPool, name: &str, password: &str) {
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn login_succeeds_with_the_right_password(pool: PgPool) {
     create(&pool, "alice", "alice-password-1").await;
-    let user = admin::login(&pool, &quick_policy(), "alice", "alice-password-1", "10.0.0.1")
-        .await
-        .unwrap();
+    let user = admin::login(&pool, &quick_policy(), "alice", "alice-password-1", "10.0.0.1").await.unwrap();
     assert_eq!(user.username, "alice");
     assert_eq!(user.role, Role::Owner);
 }
@@ -114,22 +112,16 @@ async fn success_clears_earlier_failures(pool: PgPool) {
 async fn first_start_creates_one_owner_with_a_working_password(pool: PgPool) {
     let password = admin::ensure_owner(&pool).await.unwrap().expect("a new owner");
     assert!(admin::ensure_owner(&pool).await.unwrap().is_none(), "created only once");
-    let owner = admin::login(&pool, &quick_policy(), "admin", password.expose(), "127.0.0.1")
-        .await
-        .unwrap();
+    let owner = admin::login(&pool, &quick_policy(), "admin", password.expose(), "127.0.0.1").await.unwrap();
     assert_eq!(owner.role, Role::Owner);
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn taken_username_is_refused(pool: PgPool) {
     create(&pool, "alice", "alice-password-1").await;
-    let again = admin::create(
-        &pool,
-        &Username::parse("alice").unwrap(),
-        Role::TenantAdmin,
-        &Password::generate(),
-    )
-    .await;
+    let again =
+        admin::create(&pool, &Username::parse("alice").unwrap(), Role::TenantAdmin, &Password::generate())
+            .await;
     assert!(matches!(again, Err(admin::Error::UsernameTaken(name)) if name == "alice"));
 }
 
@@ -143,19 +135,14 @@ async fn reset_password_replaces_the_old_one(pool: PgPool) {
     assert!(admin::login(&pool, &policy, "alice", "alice-password-1", "10.0.0.1").await.is_err());
     admin::login(&pool, &policy, "alice", "alice-password-2", "10.0.0.1").await.unwrap();
     let nobody = Username::parse("nobody").unwrap();
-    assert!(matches!(
-        admin::set_password(&pool, &nobody, &new).await,
-        Err(admin::Error::UnknownUser(_))
-    ));
+    assert!(matches!(admin::set_password(&pool, &nobody, &new).await, Err(admin::Error::UnknownUser(_))));
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn stored_hash_is_argon2id_not_the_password(pool: PgPool) {
     create(&pool, "alice", "alice-password-1").await;
-    let stored: String = sqlx::query_scalar("select password_hash from admin_user")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let stored: String =
+        sqlx::query_scalar("select password_hash from admin_user").fetch_one(&pool).await.unwrap();
     assert!(stored.starts_with("$argon2id$"));
     assert!(!stored.contains("alice-password-1"));
 }

@@ -60,20 +60,39 @@ fn text(output: &ToolOutput) -> &str {
 #[tokio::test]
 async fn write_view_insert_and_list_within_the_tenant_folder() {
     let sandbox = Sandbox::new();
-    sandbox.ok("acme", "write_text_file", json!({"path": "notes/todo.txt", "content": "one\ntwo\nthree\n"})).await;
+    sandbox
+        .ok("acme", "write_text_file", json!({"path": "notes/todo.txt", "content": "one\ntwo\nthree\n"}))
+        .await;
     let all = sandbox.ok("acme", "view_text_file", json!({"path": "notes/todo.txt"})).await;
     assert_eq!(text(&all), "1: one\n2: two\n3: three");
-    let range = sandbox.ok("acme", "view_text_file", json!({"path": "notes/todo.txt", "start_line": 2, "end_line": 3})).await;
+    let range = sandbox
+        .ok("acme", "view_text_file", json!({"path": "notes/todo.txt", "start_line": 2, "end_line": 3}))
+        .await;
     assert_eq!(text(&range), "2: two\n3: three");
 
-    sandbox.ok("acme", "insert_text_file", json!({"path": "notes/todo.txt", "content": "one and a half", "line": 2})).await;
-    sandbox.ok("acme", "write_text_file", json!({"path": "notes/todo.txt", "content": "THREE", "start_line": 4, "end_line": 4})).await;
+    sandbox
+        .ok(
+            "acme",
+            "insert_text_file",
+            json!({"path": "notes/todo.txt", "content": "one and a half", "line": 2}),
+        )
+        .await;
+    sandbox
+        .ok(
+            "acme",
+            "write_text_file",
+            json!({"path": "notes/todo.txt", "content": "THREE", "start_line": 4, "end_line": 4}),
+        )
+        .await;
     let edited = sandbox.ok("acme", "view_text_file", json!({"path": "notes/todo.txt"})).await;
     assert_eq!(text(&edited), "1: one\n2: one and a half\n3: two\n4: THREE");
 
     let listing = sandbox.ok("acme", "list_directory", json!({})).await;
     let entries = listing.structured.unwrap()["entries"].clone();
-    assert_eq!((entries[0]["name"].as_str(), entries[0]["type"].as_str()), (Some("notes"), Some("directory")));
+    assert_eq!(
+        (entries[0]["name"].as_str(), entries[0]["type"].as_str()),
+        (Some("notes"), Some("directory"))
+    );
     assert_eq!(entries.as_array().unwrap().len(), 1);
     assert!(sandbox.root.join("acme/notes/todo.txt").is_file());
 }
@@ -93,7 +112,8 @@ async fn escapes_are_refused_with_a_clear_error() {
     assert!(dotdot.contains("`..` is not allowed"), "{dotdot}");
     let absolute = sandbox.refused("acme", "view_text_file", json!({"path": "/etc/passwd"})).await;
     assert!(absolute.contains("absolute paths are not allowed"), "{absolute}");
-    let sneaky = sandbox.refused("acme", "write_text_file", json!({"path": "a/../../x", "content": ""})).await;
+    let sneaky =
+        sandbox.refused("acme", "write_text_file", json!({"path": "a/../../x", "content": ""})).await;
     assert!(sneaky.contains("`..` is not allowed"));
 
     // A symlink planted inside the folder that points outside is not followed.
@@ -101,7 +121,8 @@ async fn escapes_are_refused_with_a_clear_error() {
     std::os::unix::fs::symlink("/etc", sandbox.root.join("acme/etc-link")).unwrap();
     let through_link = sandbox.refused("acme", "view_text_file", json!({"path": "etc-link/hostname"})).await;
     assert!(through_link.contains("leads outside your folder"), "{through_link}");
-    let write_through = sandbox.refused("acme", "write_text_file", json!({"path": "etc-link/new", "content": "x"})).await;
+    let write_through =
+        sandbox.refused("acme", "write_text_file", json!({"path": "etc-link/new", "content": "x"})).await;
     assert!(write_through.contains("leads outside your folder"));
 }
 
@@ -111,14 +132,18 @@ async fn line_ranges_outside_the_file_are_explained() {
     sandbox.ok("acme", "write_text_file", json!({"path": "f.txt", "content": "a\nb\n"})).await;
     let past = sandbox.refused("acme", "view_text_file", json!({"path": "f.txt", "start_line": 5})).await;
     assert!(past.contains("outside `f.txt`, which has 2 lines"), "{past}");
-    let insert = sandbox.refused("acme", "insert_text_file", json!({"path": "f.txt", "content": "x", "line": 9})).await;
+    let insert = sandbox
+        .refused("acme", "insert_text_file", json!({"path": "f.txt", "content": "x", "line": 9}))
+        .await;
     assert!(insert.contains("line 9 is outside `f.txt` (1 to 3)"), "{insert}");
 }
 
 #[tokio::test]
 async fn allowed_programs_run_without_a_shell() {
     let sandbox = Sandbox::new();
-    let output = sandbox.ok("acme", "run_command", json!({"program": "echo", "args": ["$(whoami)", "; rm -rf /"]})).await;
+    let output = sandbox
+        .ok("acme", "run_command", json!({"program": "echo", "args": ["$(whoami)", "; rm -rf /"]}))
+        .await;
     let result = output.structured.unwrap();
     assert_eq!(result["exit_code"], 0);
     assert_eq!(result["stdout"], "$(whoami) ; rm -rf /\n", "arguments are passed literally");
@@ -127,7 +152,8 @@ async fn allowed_programs_run_without_a_shell() {
 #[tokio::test]
 async fn programs_off_the_allow_list_are_refused() {
     let sandbox = Sandbox::new();
-    let message = sandbox.refused("acme", "run_command", json!({"program": "sh", "args": ["-c", "id"]})).await;
+    let message =
+        sandbox.refused("acme", "run_command", json!({"program": "sh", "args": ["-c", "id"]})).await;
     assert_eq!(message, "program `sh` is not allowed (allowed: echo, sleep, seq)");
 }
 
@@ -135,7 +161,9 @@ async fn programs_off_the_allow_list_are_refused() {
 async fn a_command_over_its_time_is_killed() {
     let sandbox = Sandbox::new();
     let started = Instant::now();
-    let message = sandbox.refused("acme", "run_command", json!({"program": "sleep", "args": ["30"], "timeout_seconds": 60})).await;
+    let message = sandbox
+        .refused("acme", "run_command", json!({"program": "sleep", "args": ["30"], "timeout_seconds": 60}))
+        .await;
     assert!(message.contains("did not finish within 1s and was killed"), "{message}");
     assert!(started.elapsed() < Duration::from_secs(5));
 }

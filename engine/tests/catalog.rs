@@ -45,7 +45,12 @@ fn tool(upstream: &str, own_tags: &[&str]) -> ToolDefinition {
 }
 
 /// Creates a shared source with `tools`; returns their ids in order.
-async fn source(pool: &PgPool, source_name: &str, source_tags: &[&str], tools: &[ToolDefinition]) -> Vec<Uuid> {
+async fn source(
+    pool: &PgPool,
+    source_name: &str,
+    source_tags: &[&str],
+    tools: &[ToolDefinition],
+) -> Vec<Uuid> {
     let new = NewSource {
         kind: SourceKind::Mcp,
         name: name(source_name),
@@ -164,11 +169,20 @@ async fn a_tenant_owned_source_is_seen_by_its_tenant_only(pool: PgPool) {
 async fn name_conflicts_are_reported_and_resolved_by_an_override(pool: PgPool) {
     // Two servers with an empty prefix both publish `search`.
     for server in ["one", "two"] {
-        let new = NewSource { kind: SourceKind::Mcp, name: name(server), prefix: String::new(), tags: vec![], tenant: None };
+        let new = NewSource {
+            kind: SourceKind::Mcp,
+            name: name(server),
+            prefix: String::new(),
+            tags: vec![],
+            tenant: None,
+        };
         store::sources::create(&pool, &actor(), &new).await.unwrap();
     }
-    let first = store::sources::sync_tools(&pool, &actor(), &name("one"), &[tool("search", &[])]).await.unwrap();
-    store::sources::sync_tools(&pool, &actor(), &name("two"), &[tool("search", &[]), tool("fetch", &[])]).await.unwrap();
+    let first =
+        store::sources::sync_tools(&pool, &actor(), &name("one"), &[tool("search", &[])]).await.unwrap();
+    store::sources::sync_tools(&pool, &actor(), &name("two"), &[tool("search", &[]), tool("fetch", &[])])
+        .await
+        .unwrap();
     tenant(&pool, "t", Some(&[])).await;
     let live = catalog(&pool).await;
     let snapshot = live.snapshot();
@@ -245,12 +259,12 @@ async fn every_write_is_audited_with_before_and_after(pool: PgPool) {
     tenant(&pool, "t", None).await;
     let update = TenantUpdate { name: Some("Renamed".into()), ..Default::default() };
     store::tenants::update(&pool, &actor(), &slug("t"), update).await.unwrap();
-    let events: Vec<(String, String, String, Option<serde_json::Value>, Option<serde_json::Value>)> = sqlx::query_as(
-        "select actor, action, entity_id, before, after from audit_event order by id",
-    )
-    .fetch_all(&pool)
-    .await
-    .unwrap();
+    type Event = (String, String, String, Option<serde_json::Value>, Option<serde_json::Value>);
+    let events: Vec<Event> =
+        sqlx::query_as("select actor, action, entity_id, before, after from audit_event order by id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
     assert_eq!(events.len(), 2);
     assert_eq!((events[0].0.as_str(), events[0].1.as_str()), ("admin:tester", "create"));
     let (_, action, entity, before, after) = &events[1];
@@ -269,7 +283,15 @@ async fn bad_input_is_rejected_with_what_was_wrong(pool: PgPool) {
     let bad_name = OverrideInput { name: Some("has space".into()), ..Default::default() };
     let err = store::overrides::set(&pool, &secrets, &actor(), &slug("t"), ids[0], &bad_name).await;
     assert!(matches!(err, Err(store::Error::Invalid(m)) if m.contains("not a valid tool name")));
-    let missing = store::overrides::set(&pool, &secrets, &actor(), &slug("t"), Uuid::new_v4(), &OverrideInput::default()).await;
+    let missing = store::overrides::set(
+        &pool,
+        &secrets,
+        &actor(),
+        &slug("t"),
+        Uuid::new_v4(),
+        &OverrideInput::default(),
+    )
+    .await;
     assert!(matches!(missing, Err(store::Error::NotFound(_))));
     let bad_schema = ToolDefinition { input_schema: json!("not an object"), ..tool("y", &[]) };
     let err = store::sources::sync_tools(&pool, &actor(), &name("s"), &[bad_schema]).await;

@@ -13,7 +13,9 @@ use engine::secret::SecretBox;
 use engine::store::overrides::{OverrideInput, SecretInput};
 use engine::store::sources::{NewSource, ToolDefinition};
 use engine::store::{self, Actor};
-use engine::tool::{Caller, Content, Tool, ToolContext, ToolError, ToolOutput, ToolProvider, ToolResult, TypedTool};
+use engine::tool::{
+    Caller, Content, Tool, ToolContext, ToolError, ToolOutput, ToolProvider, ToolResult, TypedTool,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -121,7 +123,13 @@ impl ToolProvider for TestTools {
         vec!["testing".into()]
     }
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        vec![Arc::new(Add), Arc::new(Echo), Arc::new(Sleep(self.0.clone())), Arc::new(Misbehave), Arc::new(NoParams)]
+        vec![
+            Arc::new(Add),
+            Arc::new(Echo),
+            Arc::new(Sleep(self.0.clone())),
+            Arc::new(Misbehave),
+            Arc::new(NoParams),
+        ]
     }
 }
 
@@ -137,7 +145,9 @@ async fn setup(pool: PgPool, config: ExecConfig) -> Setup {
     let slept = Arc::new(AtomicBool::new(false));
     let providers: Vec<Arc<dyn ToolProvider>> = vec![Arc::new(TestTools(slept.clone()))];
     builtin::register(&pool, &providers).await.unwrap();
-    store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "Acme").await.unwrap();
+    store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "Acme")
+        .await
+        .unwrap();
     let catalog = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
     let secrets = SecretBox::from_key(&[9; 32]).unwrap();
     let executor = Executor::new(catalog.clone(), pool.clone(), secrets.clone(), &providers, None, config);
@@ -166,9 +176,16 @@ fn text(output: &ToolOutput) -> String {
 /// Sets an override for tool `name` and waits until the catalog's tool satisfies `applied`.
 async fn override_tool(s: &Setup, name: &str, input: OverrideInput, applied: impl Fn(&CatalogTool) -> bool) {
     let tool_id = s.catalog.snapshot().tenant("acme").unwrap().resolve(name).unwrap().tool_id;
-    store::overrides::set(&s.pool, &s.secrets, &Actor::system(), &TenantSlug::parse("acme").unwrap(), tool_id, &input)
-        .await
-        .unwrap();
+    store::overrides::set(
+        &s.pool,
+        &s.secrets,
+        &Actor::system(),
+        &TenantSlug::parse("acme").unwrap(),
+        tool_id,
+        &input,
+    )
+    .await
+    .unwrap();
     let mut versions = s.catalog.versions();
     let target = input.name.clone().unwrap_or(name.to_string());
     while !s.catalog.snapshot().tenant("acme").unwrap().resolve(&target).is_some_and(|t| applied(t)) {
@@ -179,7 +196,8 @@ async fn override_tool(s: &Setup, name: &str, input: OverrideInput, applied: imp
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_typed_tool_runs_with_validated_arguments(pool: PgPool) {
     let s = setup(pool, ExecConfig::default()).await;
-    let result = s.executor.call("acme", &admin(), call("add", json!({"a": 2, "b": 40})), None).await.unwrap();
+    let result =
+        s.executor.call("acme", &admin(), call("add", json!({"a": 2, "b": 40})), None).await.unwrap();
     assert_eq!(result.status, Status::Ok);
     assert_eq!(text(&result.output), "42");
 }
@@ -187,7 +205,8 @@ async fn a_typed_tool_runs_with_validated_arguments(pool: PgPool) {
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn invalid_arguments_are_a_tool_error_the_llm_can_act_on(pool: PgPool) {
     let s = setup(pool, ExecConfig::default()).await;
-    let result = s.executor.call("acme", &admin(), call("add", json!({"a": "two", "b": 1})), None).await.unwrap();
+    let result =
+        s.executor.call("acme", &admin(), call("add", json!({"a": "two", "b": 1})), None).await.unwrap();
     assert_eq!(result.status, Status::ToolError);
     assert!(result.output.is_error);
     assert_eq!(text(&result.output), "invalid arguments: /a: expected integer, got string");
@@ -215,7 +234,8 @@ async fn presets_are_injected_and_context_is_not_an_argument(pool: PgPool) {
     assert!(seen.pointer("/properties/account").is_none() && seen.pointer("/properties/apiKey").is_none());
 
     let (sink, mut progress) = mpsc::unbounded_channel();
-    let result = s.executor.call("acme", &admin(), call("echo", json!({"to": "bob"})), Some(sink)).await.unwrap();
+    let result =
+        s.executor.call("acme", &admin(), call("echo", json!({"to": "bob"})), Some(sink)).await.unwrap();
     assert_eq!(result.status, Status::Ok, "{:?}", result.output);
     let echoed = result.output.structured.unwrap();
     assert_eq!(echoed["account"], 7);
@@ -226,18 +246,27 @@ async fn presets_are_injected_and_context_is_not_an_argument(pool: PgPool) {
     assert_eq!(progress.recv().await.unwrap().message.as_deref(), Some("halfway"));
 
     // The LLM cannot override a preset: the schema it was given has no such field.
-    let sneaky = s.executor.call("acme", &admin(), call("echo", json!({"to": "bob", "account": 1})), None).await.unwrap();
+    let sneaky = s
+        .executor
+        .call("acme", &admin(), call("echo", json!({"to": "bob", "account": 1})), None)
+        .await
+        .unwrap();
     assert_eq!(sneaky.output.structured.unwrap()["account"], 7);
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn tool_errors_pass_verbatim_and_other_failures_only_show_a_correlation_id(pool: PgPool) {
     let s = setup(pool, ExecConfig::default()).await;
-    let refused = s.executor.call("acme", &admin(), call("misbehave", json!({"how": "refuse"})), None).await.unwrap();
-    assert_eq!((refused.status, text(&refused.output).as_str()), (Status::ToolError, "the date must be in the future"));
+    let refused =
+        s.executor.call("acme", &admin(), call("misbehave", json!({"how": "refuse"})), None).await.unwrap();
+    assert_eq!(
+        (refused.status, text(&refused.output).as_str()),
+        (Status::ToolError, "the date must be in the future")
+    );
 
     for how in ["internal", "panic"] {
-        let failed = s.executor.call("acme", &admin(), call("misbehave", json!({"how": how})), None).await.unwrap();
+        let failed =
+            s.executor.call("acme", &admin(), call("misbehave", json!({"how": how})), None).await.unwrap();
         assert_eq!(failed.status, Status::Failed, "{how}");
         let shown = text(&failed.output);
         let id = failed.correlation_id.unwrap();
@@ -277,7 +306,13 @@ async fn a_batch_runs_concurrently_and_answers_in_call_order(pool: PgPool) {
 
     let sequential = setup_sequential(&s).await;
     let started = Instant::now();
-    sequential.call_batch("acme", &admin(), vec![call("sleep", json!({"ms": 150})), call("sleep", json!({"ms": 150}))]).await;
+    sequential
+        .call_batch(
+            "acme",
+            &admin(),
+            vec![call("sleep", json!({"ms": 150})), call("sleep", json!({"ms": 150}))],
+        )
+        .await;
     assert!(started.elapsed() >= Duration::from_millis(300), "sequential when configured");
 }
 
@@ -290,7 +325,8 @@ async fn setup_sequential(s: &Setup) -> Executor {
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn output_over_the_cap_is_truncated_with_a_notice(pool: PgPool) {
     let s = setup(pool, ExecConfig { output_cap_bytes: 100, ..ExecConfig::default() }).await;
-    let result = s.executor.call("acme", &admin(), call("misbehave", json!({"how": "huge"})), None).await.unwrap();
+    let result =
+        s.executor.call("acme", &admin(), call("misbehave", json!({"how": "huge"})), None).await.unwrap();
     let shown = text(&result.output);
     assert!(shown.starts_with(&"x".repeat(100)) && !shown.starts_with(&"x".repeat(101)));
     assert!(shown.contains("output truncated: 5000 bytes exceed the 100-byte limit"));
@@ -301,7 +337,11 @@ async fn no_parameter_tools_take_the_reason_and_ignore_it(pool: PgPool) {
     let s = setup(pool, ExecConfig::default()).await;
     let seen = s.catalog.snapshot().tenant("acme").unwrap().resolve("now").unwrap().input_schema.clone();
     assert_eq!(*seen, engine::schema::no_parameters());
-    let result = s.executor.call("acme", &admin(), call("now", json!({"reason": "checking the time"})), None).await.unwrap();
+    let result = s
+        .executor
+        .call("acme", &admin(), call("now", json!({"reason": "checking the time"})), None)
+        .await
+        .unwrap();
     assert_eq!((result.status, text(&result.output).as_str()), (Status::Ok, "now"));
 }
 
@@ -312,22 +352,34 @@ async fn every_call_leaves_an_invocation_record(pool: PgPool) {
     s.executor.call("acme", &admin(), call("misbehave", json!({"how": "panic"})), None).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     let rows: Vec<(String, String, String)> = loop {
-        let rows = sqlx::query_as("select tool_name, status, caller from invocation order by id").fetch_all(&s.pool).await.unwrap();
+        let rows = sqlx::query_as("select tool_name, status, caller from invocation order by id")
+            .fetch_all(&s.pool)
+            .await
+            .unwrap();
         if rows.len() == 2 || Instant::now() > deadline {
             break rows;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    assert_eq!(rows, [
-        ("add".into(), "ok".into(), "admin:tester".into()),
-        ("misbehave".into(), "failed".into(), "admin:tester".into()),
-    ]);
+    assert_eq!(
+        rows,
+        [
+            ("add".into(), "ok".into(), "admin:tester".into()),
+            ("misbehave".into(), "failed".into(), "admin:tester".into()),
+        ]
+    );
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn external_tools_suspend_and_resume_with_the_callers_result(pool: PgPool) {
     let s = setup(pool, ExecConfig::default()).await;
-    let new = NewSource { kind: SourceKind::External, name: Name::parse("frontend").unwrap(), prefix: "ui".into(), tags: vec![], tenant: None };
+    let new = NewSource {
+        kind: SourceKind::External,
+        name: Name::parse("frontend").unwrap(),
+        prefix: "ui".into(),
+        tags: vec![],
+        tenant: None,
+    };
     store::sources::create(&s.pool, &Actor::system(), &new).await.unwrap();
     let definition = ToolDefinition {
         upstream_name: "query_database".into(),
@@ -339,16 +391,25 @@ async fn external_tools_suspend_and_resume_with_the_callers_result(pool: PgPool)
         strict: true,
         timeout_ms: None,
     };
-    store::sources::sync_tools(&s.pool, &Actor::system(), &Name::parse("frontend").unwrap(), &[definition]).await.unwrap();
+    store::sources::sync_tools(&s.pool, &Actor::system(), &Name::parse("frontend").unwrap(), &[definition])
+        .await
+        .unwrap();
     let mut versions = s.catalog.versions();
     while s.catalog.snapshot().tenant("acme").unwrap().resolve("ui_query_database").is_none() {
         tokio::time::timeout(Duration::from_secs(5), versions.changed()).await.unwrap().unwrap();
     }
 
-    let suspended = s.executor.call("acme", &admin(), call("ui_query_database", json!({"sql": "select 1"})), None).await.unwrap();
+    let suspended = s
+        .executor
+        .call("acme", &admin(), call("ui_query_database", json!({"sql": "select 1"})), None)
+        .await
+        .unwrap();
     assert_eq!(suspended.status, Status::Suspended);
     let pending = suspended.pending.unwrap();
-    assert_eq!((pending.tool.as_str(), &pending.arguments), ("ui_query_database", &json!({"sql": "select 1"})));
+    assert_eq!(
+        (pending.tool.as_str(), &pending.arguments),
+        ("ui_query_database", &json!({"sql": "select 1"}))
+    );
 
     let resumed = s.executor.resume("acme", pending.id, ToolOutput::text("1 row")).await.unwrap();
     assert_eq!((resumed.status, text(&resumed.output).as_str()), (Status::Ok, "1 row"));
@@ -359,7 +420,9 @@ async fn external_tools_suspend_and_resume_with_the_callers_result(pool: PgPool)
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn registering_unchanged_providers_again_writes_nothing(pool: PgPool) {
     let s = setup(pool, ExecConfig::default()).await;
-    let count = || async { sqlx::query_scalar::<_, i64>("select count(*) from audit_event").fetch_one(&s.pool).await.unwrap() };
+    let count = || async {
+        sqlx::query_scalar::<_, i64>("select count(*) from audit_event").fetch_one(&s.pool).await.unwrap()
+    };
     let before = count().await;
     let providers: Vec<Arc<dyn ToolProvider>> = vec![Arc::new(TestTools(s.slept.clone()))];
     builtin::register(&s.pool, &providers).await.unwrap();

@@ -9,30 +9,102 @@ use serde_json::{Value, json};
 
 fn corpus() -> Vec<(&'static str, Value)> {
     vec![
-        ("seed: ToolSpec SQL query", json!({"type": "object", "properties": {"query": {"type": "string", "description": "The SQL query"}}, "required": ["query"]})),
+        (
+            "seed: ToolSpec SQL query",
+            json!({"type": "object", "properties": {"query": {"type": "string", "description": "The SQL query"}}, "required": ["query"]}),
+        ),
         ("seed: no-parameters schema", no_parameters()),
-        ("seed: AgentScope weather", json!({"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}, "required": ["city"]})),
-        ("seed: AgentScope add", json!({"type": "object", "properties": {"a": {"type": "integer", "description": "First number"}, "b": {"type": "integer", "description": "Second number"}}, "required": ["a", "b"]})),
-        ("server-everything echo", json!({"type": "object", "properties": {"message": {"type": "string", "description": "Message to echo"}}, "required": ["message"], "additionalProperties": false, "$schema": "http://json-schema.org/draft-07/schema#"})),
-        ("server-everything longRunningOperation", json!({"type": "object", "properties": {"duration": {"type": "number", "default": 10, "description": "Duration of the operation in seconds"}, "steps": {"type": "number", "default": 5, "description": "Number of steps in the operation"}}, "additionalProperties": false, "$schema": "http://json-schema.org/draft-07/schema#"})),
-        ("server-everything annotatedMessage", json!({"type": "object", "properties": {"messageType": {"type": "string", "enum": ["error", "success", "debug"], "description": "Type of message to demonstrate different annotation patterns"}, "includeImage": {"type": "boolean", "default": false}}, "required": ["messageType"]})),
-        ("server-filesystem read_text_file", json!({"type": "object", "properties": {"path": {"type": "string"}, "tail": {"type": "number", "description": "If provided, returns only the last N lines of the file"}, "head": {"type": "number"}}, "required": ["path"], "additionalProperties": false})),
-        ("server-filesystem edit_file", json!({"type": "object", "properties": {"path": {"type": "string"}, "edits": {"type": "array", "items": {"type": "object", "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}}, "required": ["oldText", "newText"], "additionalProperties": false}}, "dryRun": {"type": "boolean", "default": false, "description": "Preview changes using git-style diff format"}}, "required": ["path", "edits"]})),
-        ("server-github create_issue", json!({"type": "object", "properties": {"owner": {"type": "string"}, "repo": {"type": "string"}, "title": {"type": "string"}, "body": {"type": "string"}, "assignees": {"type": "array", "items": {"type": "string"}}, "milestone": {"type": "number"}, "labels": {"type": "array", "items": {"type": "string"}}}, "required": ["owner", "repo", "title"]})),
-        ("mcp-server-fetch (pydantic)", json!({"description": "Parameters for fetching a URL.", "properties": {"url": {"description": "URL to fetch", "format": "uri", "minLength": 1, "title": "Url", "type": "string"}, "max_length": {"default": 5000, "description": "Maximum number of characters to return.", "exclusiveMaximum": 1000000, "exclusiveMinimum": 0, "title": "Max Length", "type": "integer"}, "start_index": {"default": 0, "minimum": 0, "title": "Start Index", "type": "integer"}, "raw": {"default": false, "title": "Raw", "type": "boolean"}}, "required": ["url"], "title": "Fetch", "type": "object"})),
-        ("pydantic nested model with $defs", json!({"$defs": {"Address": {"properties": {"street": {"title": "Street", "type": "string"}, "city": {"title": "City", "type": "string"}}, "required": ["street", "city"], "title": "Address", "type": "object"}}, "properties": {"name": {"title": "Name", "type": "string"}, "address": {"$ref": "#/$defs/Address", "description": "Where to deliver"}}, "required": ["name", "address"], "title": "Order", "type": "object"})),
-        ("pydantic Optional field", json!({"properties": {"query": {"type": "string"}, "cursor": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null, "title": "Cursor"}}, "required": ["query"], "type": "object"})),
-        ("zod-to-json-schema output", json!({"type": "object", "properties": {"owner": {"type": "string"}, "perPage": {"type": "number", "default": 30, "maximum": 100}, "state": {"type": "string", "enum": ["open", "closed", "all"]}}, "required": ["owner"], "additionalProperties": false, "$schema": "http://json-schema.org/draft-07/schema#"})),
-        ("schemars output with definitions", json!({"$schema": "http://json-schema.org/draft-07/schema#", "title": "SearchArgs", "type": "object", "required": ["filter"], "properties": {"filter": {"$ref": "#/definitions/Filter"}, "limit": {"type": ["integer", "null"], "format": "uint32", "minimum": 0.0}}, "definitions": {"Filter": {"type": "object", "required": ["field", "value"], "properties": {"field": {"type": "string"}, "value": {"type": "string"}}}}})),
-        ("top-level oneOf: by id or by name", json!({"oneOf": [{"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}, {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}]})),
-        ("allOf composition", json!({"type": "object", "allOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"]}, {"properties": {"b": {"type": "integer"}}}]})),
-        ("formats and patterns", json!({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}, "email": {"type": "string", "format": "email", "pattern": "^[^@]+@[^@]+$"}, "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": true, "examples": [["a"]]}}, "required": ["when"]})),
-        ("brave_web_search", json!({"type": "object", "properties": {"query": {"type": "string", "description": "Search query (max 400 chars, 50 words)"}, "count": {"type": "number", "description": "Number of results (1-20, default 10)", "default": 10}, "offset": {"type": "number", "description": "Pagination offset (max 9, default 0)", "default": 0}}, "required": ["query"]})),
-        ("server-memory create_entities", json!({"type": "object", "properties": {"entities": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "entityType": {"type": "string"}, "observations": {"type": "array", "items": {"type": "string"}}}, "required": ["name", "entityType", "observations"]}}}, "required": ["entities"]})),
-        ("slack post_message", json!({"type": "object", "properties": {"channel_id": {"type": "string", "description": "The ID of the channel to post to"}, "text": {"type": "string"}}, "required": ["channel_id", "text"]})),
-        ("open map (additionalProperties schema)", json!({"type": "object", "properties": {"headers": {"type": "object", "additionalProperties": {"type": "string"}}}})),
-        ("huge enum", json!({"type": "object", "properties": {"code": {"type": "string", "enum": (0..1500).map(|i| format!("C{i}")).collect::<Vec<_>>()}}, "required": ["code"]})),
-        ("deeply nested", (0..12).fold(json!({"type": "string"}), |inner, _| json!({"type": "object", "properties": {"next": inner}}))),
+        (
+            "seed: AgentScope weather",
+            json!({"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}, "required": ["city"]}),
+        ),
+        (
+            "seed: AgentScope add",
+            json!({"type": "object", "properties": {"a": {"type": "integer", "description": "First number"}, "b": {"type": "integer", "description": "Second number"}}, "required": ["a", "b"]}),
+        ),
+        (
+            "server-everything echo",
+            json!({"type": "object", "properties": {"message": {"type": "string", "description": "Message to echo"}}, "required": ["message"], "additionalProperties": false, "$schema": "http://json-schema.org/draft-07/schema#"}),
+        ),
+        (
+            "server-everything longRunningOperation",
+            json!({"type": "object", "properties": {"duration": {"type": "number", "default": 10, "description": "Duration of the operation in seconds"}, "steps": {"type": "number", "default": 5, "description": "Number of steps in the operation"}}, "additionalProperties": false, "$schema": "http://json-schema.org/draft-07/schema#"}),
+        ),
+        (
+            "server-everything annotatedMessage",
+            json!({"type": "object", "properties": {"messageType": {"type": "string", "enum": ["error", "success", "debug"], "description": "Type of message to demonstrate different annotation patterns"}, "includeImage": {"type": "boolean", "default": false}}, "required": ["messageType"]}),
+        ),
+        (
+            "server-filesystem read_text_file",
+            json!({"type": "object", "properties": {"path": {"type": "string"}, "tail": {"type": "number", "description": "If provided, returns only the last N lines of the file"}, "head": {"type": "number"}}, "required": ["path"], "additionalProperties": false}),
+        ),
+        (
+            "server-filesystem edit_file",
+            json!({"type": "object", "properties": {"path": {"type": "string"}, "edits": {"type": "array", "items": {"type": "object", "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}}, "required": ["oldText", "newText"], "additionalProperties": false}}, "dryRun": {"type": "boolean", "default": false, "description": "Preview changes using git-style diff format"}}, "required": ["path", "edits"]}),
+        ),
+        (
+            "server-github create_issue",
+            json!({"type": "object", "properties": {"owner": {"type": "string"}, "repo": {"type": "string"}, "title": {"type": "string"}, "body": {"type": "string"}, "assignees": {"type": "array", "items": {"type": "string"}}, "milestone": {"type": "number"}, "labels": {"type": "array", "items": {"type": "string"}}}, "required": ["owner", "repo", "title"]}),
+        ),
+        (
+            "mcp-server-fetch (pydantic)",
+            json!({"description": "Parameters for fetching a URL.", "properties": {"url": {"description": "URL to fetch", "format": "uri", "minLength": 1, "title": "Url", "type": "string"}, "max_length": {"default": 5000, "description": "Maximum number of characters to return.", "exclusiveMaximum": 1000000, "exclusiveMinimum": 0, "title": "Max Length", "type": "integer"}, "start_index": {"default": 0, "minimum": 0, "title": "Start Index", "type": "integer"}, "raw": {"default": false, "title": "Raw", "type": "boolean"}}, "required": ["url"], "title": "Fetch", "type": "object"}),
+        ),
+        (
+            "pydantic nested model with $defs",
+            json!({"$defs": {"Address": {"properties": {"street": {"title": "Street", "type": "string"}, "city": {"title": "City", "type": "string"}}, "required": ["street", "city"], "title": "Address", "type": "object"}}, "properties": {"name": {"title": "Name", "type": "string"}, "address": {"$ref": "#/$defs/Address", "description": "Where to deliver"}}, "required": ["name", "address"], "title": "Order", "type": "object"}),
+        ),
+        (
+            "pydantic Optional field",
+            json!({"properties": {"query": {"type": "string"}, "cursor": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null, "title": "Cursor"}}, "required": ["query"], "type": "object"}),
+        ),
+        (
+            "zod-to-json-schema output",
+            json!({"type": "object", "properties": {"owner": {"type": "string"}, "perPage": {"type": "number", "default": 30, "maximum": 100}, "state": {"type": "string", "enum": ["open", "closed", "all"]}}, "required": ["owner"], "additionalProperties": false, "$schema": "http://json-schema.org/draft-07/schema#"}),
+        ),
+        (
+            "schemars output with definitions",
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "title": "SearchArgs", "type": "object", "required": ["filter"], "properties": {"filter": {"$ref": "#/definitions/Filter"}, "limit": {"type": ["integer", "null"], "format": "uint32", "minimum": 0.0}}, "definitions": {"Filter": {"type": "object", "required": ["field", "value"], "properties": {"field": {"type": "string"}, "value": {"type": "string"}}}}}),
+        ),
+        (
+            "top-level oneOf: by id or by name",
+            json!({"oneOf": [{"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}, {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}]}),
+        ),
+        (
+            "allOf composition",
+            json!({"type": "object", "allOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"]}, {"properties": {"b": {"type": "integer"}}}]}),
+        ),
+        (
+            "formats and patterns",
+            json!({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}, "email": {"type": "string", "format": "email", "pattern": "^[^@]+@[^@]+$"}, "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": true, "examples": [["a"]]}}, "required": ["when"]}),
+        ),
+        (
+            "brave_web_search",
+            json!({"type": "object", "properties": {"query": {"type": "string", "description": "Search query (max 400 chars, 50 words)"}, "count": {"type": "number", "description": "Number of results (1-20, default 10)", "default": 10}, "offset": {"type": "number", "description": "Pagination offset (max 9, default 0)", "default": 0}}, "required": ["query"]}),
+        ),
+        (
+            "server-memory create_entities",
+            json!({"type": "object", "properties": {"entities": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "entityType": {"type": "string"}, "observations": {"type": "array", "items": {"type": "string"}}}, "required": ["name", "entityType", "observations"]}}}, "required": ["entities"]}),
+        ),
+        (
+            "slack post_message",
+            json!({"type": "object", "properties": {"channel_id": {"type": "string", "description": "The ID of the channel to post to"}, "text": {"type": "string"}}, "required": ["channel_id", "text"]}),
+        ),
+        (
+            "open map (additionalProperties schema)",
+            json!({"type": "object", "properties": {"headers": {"type": "object", "additionalProperties": {"type": "string"}}}}),
+        ),
+        (
+            "huge enum",
+            json!({"type": "object", "properties": {"code": {"type": "string", "enum": (0..1500).map(|i| format!("C{i}")).collect::<Vec<_>>()}}, "required": ["code"]}),
+        ),
+        (
+            "deeply nested",
+            (0..12).fold(
+                json!({"type": "string"}),
+                |inner, _| json!({"type": "object", "properties": {"next": inner}}),
+            ),
+        ),
         ("boolean subschema", json!({"type": "object", "properties": {"anything": true}})),
     ]
 }
@@ -47,9 +119,14 @@ fn normalised_schemas_lint_clean_for_every_provider() {
     for (name, schema) in corpus() {
         for provider in Provider::ALL {
             for strict in [false, true] {
-                let normalised = normalize(&schema, provider, strict).unwrap_or_else(|e| panic!("{name}: {e}"));
+                let normalised =
+                    normalize(&schema, provider, strict).unwrap_or_else(|e| panic!("{name}: {e}"));
                 let findings = lint(&normalised, provider, strict);
-                assert!(findings.is_empty(), "{name} / {} / strict={strict}: {findings:#?}\n{normalised:#}", provider.as_str());
+                assert!(
+                    findings.is_empty(),
+                    "{name} / {} / strict={strict}: {findings:#?}\n{normalised:#}",
+                    provider.as_str()
+                );
             }
         }
     }
@@ -59,7 +136,8 @@ fn normalised_schemas_lint_clean_for_every_provider() {
 fn raw_schemas_with_unportable_constructs_are_reported_with_pointers() {
     let by_name: std::collections::HashMap<_, _> = corpus().into_iter().collect();
     let findings = lint(&by_name["mcp-server-fetch (pydantic)"], Provider::Gemini, false);
-    let at = |pointer: &str, keyword: &str| findings.iter().any(|f| f.pointer == pointer && f.keyword == keyword);
+    let at =
+        |pointer: &str, keyword: &str| findings.iter().any(|f| f.pointer == pointer && f.keyword == keyword);
     assert!(at("/properties/url/format", "format"), "{findings:#?}");
     assert!(at("/properties/max_length/default", "default"));
     assert!(at("/title", "title"));
@@ -75,14 +153,28 @@ fn raw_schemas_with_unportable_constructs_are_reported_with_pointers() {
     assert_eq!(strict.len(), 1, "{strict:#?}");
     assert_eq!(strict[0].keyword, "additionalProperties");
     let optional = lint(&by_name["server-filesystem read_text_file"], Provider::OpenAi, true);
-    assert!(optional.iter().any(|f| f.pointer == "/properties/tail" && f.message.contains("optional property `tail`")));
+    assert!(
+        optional
+            .iter()
+            .any(|f| f.pointer == "/properties/tail" && f.message.contains("optional property `tail`"))
+    );
 
     let gemini = lint(&by_name["pydantic Optional field"], Provider::Gemini, false);
     assert!(gemini.iter().any(|f| f.keyword == "default"));
-    assert!(lint(&by_name["huge enum"], Provider::OpenAi, false).iter().any(|f| f.message.contains("1000 enum values")));
-    assert!(lint(&by_name["deeply nested"], Provider::OpenAi, false).iter().any(|f| f.message.contains("deeper than 10")));
+    assert!(
+        lint(&by_name["huge enum"], Provider::OpenAi, false)
+            .iter()
+            .any(|f| f.message.contains("1000 enum values"))
+    );
+    assert!(
+        lint(&by_name["deeply nested"], Provider::OpenAi, false)
+            .iter()
+            .any(|f| f.message.contains("deeper than 10"))
+    );
     let long_name = "x".repeat(65);
-    assert!(lint_tool(&long_name, &no_parameters(), Provider::Mcp, false).iter().any(|f| f.keyword == "name"));
+    assert!(
+        lint_tool(&long_name, &no_parameters(), Provider::Mcp, false).iter().any(|f| f.keyword == "name")
+    );
 }
 
 #[test]
@@ -135,7 +227,14 @@ fn golden_renderings_per_provider() {
     });
     let seen = llm_input_schema(&raw, ["apiKey"]);
     let annotations = json!({"destructiveHint": false});
-    let tool = ToolView { name: "mail_send", description: "Send an email", input_schema: &seen, output_schema: None, annotations: &annotations, strict: false };
+    let tool = ToolView {
+        name: "mail_send",
+        description: "Send an email",
+        input_schema: &seen,
+        output_schema: None,
+        annotations: &annotations,
+        strict: false,
+    };
     let expected_parameters = json!({
         "type": "object",
         "properties": {"to": {"type": "string", "description": "format: email"}, "subject": {"type": "string"}},

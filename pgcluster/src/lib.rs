@@ -96,9 +96,7 @@ impl Cluster {
     fn open(data_dir: &Path) -> Result<Self> {
         std::fs::create_dir_all(data_dir)
             .map_err(io(format!("creating data folder {}", data_dir.display())))?;
-        let data_dir = data_dir
-            .canonicalize()
-            .map_err(io(format!("resolving {}", data_dir.display())))?;
+        let data_dir = data_dir.canonicalize().map_err(io(format!("resolving {}", data_dir.display())))?;
         let pgdata = data_dir.join("postgres");
         if pgdata.join(".s.PGSQL.5432").as_os_str().len() > MAX_SOCKET_PATH {
             return Err(Error::PathTooLong(data_dir));
@@ -122,8 +120,7 @@ impl Cluster {
     }
 
     fn init(&self) -> Result<()> {
-        std::fs::create_dir_all(&self.pgdata)
-            .map_err(io(format!("creating {}", self.pgdata.display())))?;
+        std::fs::create_dir_all(&self.pgdata).map_err(io(format!("creating {}", self.pgdata.display())))?;
         std::fs::set_permissions(&self.pgdata, std::fs::Permissions::from_mode(0o700))
             .map_err(io(format!("securing {}", self.pgdata.display())))?;
         if let Some(user) = &self.run_as {
@@ -186,10 +183,7 @@ impl Cluster {
 
     /// A `DATABASE_URL` for the given database, for tools that take a URL.
     pub fn url(&self, database: &str) -> String {
-        format!(
-            "postgres://{SUPERUSER}@localhost/{database}?host={}",
-            self.pgdata.display()
-        )
+        format!("postgres://{SUPERUSER}@localhost/{database}?host={}", self.pgdata.display())
     }
 
     /// Stops the server if this process started it; a cluster found running is left running.
@@ -228,17 +222,14 @@ impl Cluster {
 
     fn run<'a>(&self, program: &str, args: impl IntoIterator<Item = &'a OsStr>) -> Result<Output> {
         let mut command = self.command(program, args);
-        let output = command
-            .output()
-            .map_err(io(format!("running {}", self.bin_dir.join(program).display())))?;
+        let output =
+            command.output().map_err(io(format!("running {}", self.bin_dir.join(program).display())))?;
         if output.status.success() {
             Ok(output)
         } else {
             Err(Error::Command {
                 command: program.to_string(),
-                output: String::from_utf8_lossy(&[output.stdout, output.stderr].concat())
-                    .trim()
-                    .to_string(),
+                output: String::from_utf8_lossy(&[output.stdout, output.stderr].concat()).trim().to_string(),
             })
         }
     }

@@ -78,13 +78,20 @@ pub struct Section {
 }
 
 impl Section {
-    pub const SERVERS: Section =
-        Section { title: "Servers", summary: "Register MCP servers, test their connection and watch their health." };
-    pub const TOOLS: Section =
-        Section { title: "Tools", summary: "Browse every tool and inspect the schema each LLM provider receives." };
-    pub const TENANTS: Section =
-        Section { title: "Tenants", summary: "Choose per tenant which tags, groups and tools an LLM may see." };
-    pub const PLAYGROUND: Section = Section { title: "Playground", summary: "Run test invocations of a tenant's tools." };
+    pub const SERVERS: Section = Section {
+        title: "Servers",
+        summary: "Register MCP servers, test their connection and watch their health.",
+    };
+    pub const TOOLS: Section = Section {
+        title: "Tools",
+        summary: "Browse every tool and inspect the schema each LLM provider receives.",
+    };
+    pub const TENANTS: Section = Section {
+        title: "Tenants",
+        summary: "Choose per tenant which tags, groups and tools an LLM may see.",
+    };
+    pub const PLAYGROUND: Section =
+        Section { title: "Playground", summary: "Run test invocations of a tenant's tools." };
     pub const AUDIT: Section = Section { title: "Audit", summary: "See who changed what, and when." };
 }
 

@@ -24,7 +24,8 @@ pub fn report(name: &str, mut samples: Vec<Duration>) {
 
 /// A fresh, migrated database on the server named by DATABASE_URL.
 pub async fn fresh_database(name: &str) -> PgPool {
-    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL names the benchmark server (make bench sets it)");
+    let url =
+        std::env::var("DATABASE_URL").expect("DATABASE_URL names the benchmark server (make bench sets it)");
     let admin = PgPoolOptions::new().max_connections(1).connect(&url).await.unwrap();
     admin.execute(format!("drop database if exists {name} with (force)").as_str()).await.unwrap();
     admin.execute(format!("create database {name}").as_str()).await.unwrap();

@@ -69,7 +69,9 @@ impl Root {
     async fn resolve(&self, ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
         let relative = Path::new(path);
         if relative.is_absolute() {
-            return Err(ToolError::tool(format!("`{path}`: absolute paths are not allowed; give a path inside your folder")));
+            return Err(ToolError::tool(format!(
+                "`{path}`: absolute paths are not allowed; give a path inside your folder"
+            )));
         }
         if relative.components().any(|c| matches!(c, Component::ParentDir)) {
             return Err(ToolError::tool(format!("`{path}`: `..` is not allowed")));
@@ -117,8 +119,15 @@ impl TypedTool for ListDirectory {
         let mut listing = Vec::new();
         while let Some(entry) = entries.next_entry().await.map_err(ToolError::internal)? {
             let meta = entry.metadata().await.map_err(ToolError::internal)?;
-            let kind = if meta.is_dir() { "directory" } else if meta.is_symlink() { "symlink" } else { "file" };
-            listing.push(json!({"name": entry.file_name().to_string_lossy(), "type": kind, "size": meta.len()}));
+            let kind = if meta.is_dir() {
+                "directory"
+            } else if meta.is_symlink() {
+                "symlink"
+            } else {
+                "file"
+            };
+            listing
+                .push(json!({"name": entry.file_name().to_string_lossy(), "type": kind, "size": meta.len()}));
         }
         listing.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
         Ok(ToolOutput::json(json!({"path": args.path, "entries": listing})))
@@ -150,15 +159,23 @@ impl TypedTool for ViewTextFile {
         let file = self.0.resolve(ctx, &args.path).await?;
         let size = tokio::fs::metadata(&file).await.map_err(io_error(&args.path))?.len();
         if size > MAX_READ_BYTES {
-            return Err(ToolError::tool(format!("`{}` is {size} bytes; view_text_file reads at most {MAX_READ_BYTES}", args.path)));
+            return Err(ToolError::tool(format!(
+                "`{}` is {size} bytes; view_text_file reads at most {MAX_READ_BYTES}",
+                args.path
+            )));
         }
         let bytes = tokio::fs::read(&file).await.map_err(io_error(&args.path))?;
-        let text = String::from_utf8(bytes).map_err(|_| ToolError::tool(format!("`{}` is not UTF-8 text", args.path)))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| ToolError::tool(format!("`{}` is not UTF-8 text", args.path)))?;
         let lines: Vec<&str> = text.lines().collect();
         let start = args.start_line.unwrap_or(1).max(1);
         let end = args.end_line.unwrap_or(lines.len()).min(lines.len());
         if start > end.max(1) || (lines.is_empty() && start > 1) {
-            return Err(ToolError::tool(format!("lines {start}-{end} are outside `{}`, which has {} lines", args.path, lines.len())));
+            return Err(ToolError::tool(format!(
+                "lines {start}-{end} are outside `{}`, which has {} lines",
+                args.path,
+                lines.len()
+            )));
         }
         let shown: Vec<String> = (start..=end).map(|n| format!("{n}: {}", lines[n - 1])).collect();
         Ok(ToolOutput::text(shown.join("\n")))
@@ -191,12 +208,20 @@ impl TypedTool for WriteTextFile {
                 let old = tokio::fs::read_to_string(&file).await.map_err(io_error(&args.path))?;
                 let mut lines: Vec<&str> = old.lines().collect();
                 if end > lines.len() {
-                    return Err(ToolError::tool(format!("`{}` has {} lines; cannot replace up to line {end}", args.path, lines.len())));
+                    return Err(ToolError::tool(format!(
+                        "`{}` has {} lines; cannot replace up to line {end}",
+                        args.path,
+                        lines.len()
+                    )));
                 }
                 lines.splice(start - 1..end, args.content.lines());
                 lines.join("\n") + "\n"
             }
-            _ => return Err(ToolError::tool("give both start_line and end_line (1-based, start <= end), or neither")),
+            _ => {
+                return Err(ToolError::tool(
+                    "give both start_line and end_line (1-based, start <= end), or neither",
+                ));
+            }
         };
         if let Some(parent) = file.parent() {
             tokio::fs::create_dir_all(parent).await.map_err(io_error(&args.path))?;
@@ -228,11 +253,21 @@ impl TypedTool for InsertTextFile {
         let old = tokio::fs::read_to_string(&file).await.map_err(io_error(&args.path))?;
         let mut lines: Vec<&str> = old.lines().collect();
         if args.line == 0 || args.line > lines.len() + 1 {
-            return Err(ToolError::tool(format!("line {} is outside `{}` (1 to {})", args.line, args.path, lines.len() + 1)));
+            return Err(ToolError::tool(format!(
+                "line {} is outside `{}` (1 to {})",
+                args.line,
+                args.path,
+                lines.len() + 1
+            )));
         }
         let at = args.line - 1;
         lines.splice(at..at, args.content.lines());
         tokio::fs::write(&file, lines.join("\n") + "\n").await.map_err(io_error(&args.path))?;
-        Ok(ToolOutput::text(format!("inserted {} line(s) into `{}` at line {}", args.content.lines().count(), args.path, args.line)))
+        Ok(ToolOutput::text(format!(
+            "inserted {} line(s) into `{}` at line {}",
+            args.content.lines().count(),
+            args.path,
+            args.line
+        )))
     }
 }

@@ -30,10 +30,7 @@ pub struct BuiltinConfig {
 }
 
 pub fn providers(config: &BuiltinConfig) -> Vec<Arc<dyn ToolProvider>> {
-    vec![
-        Arc::new(files::Files::new(config.files_root.clone())),
-        Arc::new(shell::Shell::new(config.clone())),
-    ]
+    vec![Arc::new(files::Files::new(config.files_root.clone())), Arc::new(shell::Shell::new(config.clone()))]
 }
 
 /// Makes the catalog hold each provider's source and current tools. Writes (and audits)
@@ -63,7 +60,13 @@ pub async fn register(pool: &PgPool, providers: &[Arc<dyn ToolProvider>]) -> sto
             Ok(_) => store::sources::tool_hashes(pool, &name).await?,
             Err(store::Error::NotFound(_)) => {
                 let tags = provider.tags().iter().map(|t| Tag::parse(t)).collect::<Result<_, _>>()?;
-                let new = NewSource { kind: SourceKind::Builtin, name: name.clone(), prefix: String::new(), tags, tenant: None };
+                let new = NewSource {
+                    kind: SourceKind::Builtin,
+                    name: name.clone(),
+                    prefix: String::new(),
+                    tags,
+                    tenant: None,
+                };
                 store::sources::create(pool, &actor, &new).await?;
                 HashMap::new()
             }

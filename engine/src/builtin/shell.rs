@@ -70,7 +70,8 @@ async fn read_capped(mut pipe: impl tokio::io::AsyncRead + Unpin, cap: usize) ->
 impl TypedTool for RunCommand {
     type Args = RunArgs;
     const NAME: &'static str = "run_command";
-    const DESCRIPTION: &'static str = "Run an allowed program with arguments (no shell) and return its exit code and output.";
+    const DESCRIPTION: &'static str =
+        "Run an allowed program with arguments (no shell) and return its exit code and output.";
 
     fn annotations(&self) -> serde_json::Value {
         json!({"destructiveHint": true, "openWorldHint": true})
@@ -78,13 +79,21 @@ impl TypedTool for RunCommand {
 
     async fn run(&self, args: RunArgs, ctx: &ToolContext) -> ToolResult {
         let config = &self.0;
-        if !config.shell_allow.iter().any(|p| *p == args.program) {
-            let allowed = if config.shell_allow.is_empty() { "none".to_string() } else { config.shell_allow.join(", ") };
-            return Err(ToolError::tool(format!("program `{}` is not allowed (allowed: {allowed})", args.program)));
+        if !config.shell_allow.contains(&args.program) {
+            let allowed = if config.shell_allow.is_empty() {
+                "none".to_string()
+            } else {
+                config.shell_allow.join(", ")
+            };
+            return Err(ToolError::tool(format!(
+                "program `{}` is not allowed (allowed: {allowed})",
+                args.program
+            )));
         }
         let dir = config.files_root.join(&ctx.tenant);
         tokio::fs::create_dir_all(&dir).await.map_err(ToolError::internal)?;
-        let timeout = args.timeout_seconds.map_or(config.shell_timeout, Duration::from_secs).min(config.shell_timeout);
+        let timeout =
+            args.timeout_seconds.map_or(config.shell_timeout, Duration::from_secs).min(config.shell_timeout);
         let mut child = tokio::process::Command::new(&args.program)
             .args(&args.args)
             .current_dir(&dir)
@@ -98,10 +107,14 @@ impl TypedTool for RunCommand {
             .map_err(|err| ToolError::tool(format!("cannot start `{}`: {err}", args.program)))?;
         let stdout = read_capped(child.stdout.take().expect("piped"), config.shell_output_cap);
         let stderr = read_capped(child.stderr.take().expect("piped"), config.shell_output_cap);
-        let finished = tokio::time::timeout(timeout, async { tokio::join!(child.wait(), stdout, stderr) }).await;
+        let finished =
+            tokio::time::timeout(timeout, async { tokio::join!(child.wait(), stdout, stderr) }).await;
         let Ok((status, (stdout, out_cut), (stderr, err_cut))) = finished else {
             // Dropping `child` kills it.
-            return Err(ToolError::tool(format!("`{}` did not finish within {timeout:?} and was killed", args.program)));
+            return Err(ToolError::tool(format!(
+                "`{}` did not finish within {timeout:?} and was killed",
+                args.program
+            )));
         };
         let status = status.map_err(ToolError::internal)?;
         Ok(ToolOutput::json(json!({

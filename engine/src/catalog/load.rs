@@ -50,9 +50,7 @@ pub(super) struct Loaded {
 
 pub(super) async fn load(pool: &PgPool) -> Result<Loaded, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    sqlx::query!("set transaction isolation level repeatable read, read only")
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!("set transaction isolation level repeatable read, read only").execute(&mut *tx).await?;
     let settings = settings::get(&mut *tx).await?;
     let tenants = tenants::list(&mut *tx).await?;
     let sources = sources::list(&mut *tx).await?;

@@ -40,9 +40,7 @@ pub fn exposed_name(prefix: &str, upstream: &str) -> String {
     if !upstream.is_empty() && upstream.bytes().all(is_name_byte) {
         name.push_str(upstream);
     } else {
-        name.extend(upstream.chars().map(|c| {
-            if c.is_ascii() && is_name_byte(c as u8) { c } else { '_' }
-        }));
+        name.extend(upstream.chars().map(|c| if c.is_ascii() && is_name_byte(c as u8) { c } else { '_' }));
         name.push('_');
         name.push_str(&hash(upstream));
     }

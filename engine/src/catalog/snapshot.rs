@@ -156,7 +156,13 @@ fn base<'a>(tool: &'a ToolRow, source: &'a crate::store::sources::Source, groups
         groups,
         validator: OnceLock::new(),
     };
-    Base { tool: Arc::new(catalog_tool), owner: source.tenant_id, source_enabled: source.enabled, held: tool.held, tags }
+    Base {
+        tool: Arc::new(catalog_tool),
+        owner: source.tenant_id,
+        source_enabled: source.enabled,
+        held: tool.held,
+        tags,
+    }
 }
 
 fn with_override(base: &CatalogTool, ov: &OverrideRow) -> CatalogTool {
@@ -208,9 +214,12 @@ pub(super) fn build(loaded: &Loaded, version: u64, force_tools_off: bool) -> Sna
         for base in bases.iter().filter(|b| tools_enabled && b.owner.is_none_or(|o| o == tenant.id)) {
             let ov = overrides.get(&(tenant.id, base.tool.tool_id)).copied();
             groups_active.clear();
-            groups_active.extend(base.tool.groups.iter().map(|g| {
-                tenant_group.get(&(tenant.id, *g)).copied().unwrap_or(group_default[g])
-            }));
+            groups_active.extend(
+                base.tool
+                    .groups
+                    .iter()
+                    .map(|g| tenant_group.get(&(tenant.id, *g)).copied().unwrap_or(group_default[g])),
+            );
             let facts = Facts {
                 tools_enabled,
                 source_enabled: base.source_enabled,

@@ -82,24 +82,94 @@ mod tests {
             Case { name: "empty whitelist admits an untagged tool", ..BASE },
             Case { name: "untagged tool passes a non-empty whitelist", whitelist: &["files"], ..BASE },
             Case { name: "listed tag admits", whitelist: &["files"], tags: &["files"], ..BASE },
-            Case { name: "unlisted tag hides", whitelist: &["files"], tags: &["alfresco"], visible: false, ..BASE },
-            Case { name: "multi-tag partial match admits", whitelist: &["flowerdocs", "files"], tags: &["alfresco", "files"], ..BASE },
-            Case { name: "multi-tag no match hides", whitelist: &["flowerdocs"], tags: &["alfresco", "files"], visible: false, ..BASE },
+            Case {
+                name: "unlisted tag hides",
+                whitelist: &["files"],
+                tags: &["alfresco"],
+                visible: false,
+                ..BASE
+            },
+            Case {
+                name: "multi-tag partial match admits",
+                whitelist: &["flowerdocs", "files"],
+                tags: &["alfresco", "files"],
+                ..BASE
+            },
+            Case {
+                name: "multi-tag no match hides",
+                whitelist: &["flowerdocs"],
+                tags: &["alfresco", "files"],
+                visible: false,
+                ..BASE
+            },
             Case { name: "global switch off hides everything", tools_enabled: false, visible: false, ..BASE },
-            Case { name: "global switch off beats an admitting tag", tools_enabled: false, whitelist: &["files"], tags: &["files"], visible: false, ..BASE },
-            Case { name: "disabled source hides an otherwise admitted tool", source_enabled: false, whitelist: &["files"], tags: &["files"], visible: false, ..BASE },
+            Case {
+                name: "global switch off beats an admitting tag",
+                tools_enabled: false,
+                whitelist: &["files"],
+                tags: &["files"],
+                visible: false,
+                ..BASE
+            },
+            Case {
+                name: "disabled source hides an otherwise admitted tool",
+                source_enabled: false,
+                whitelist: &["files"],
+                tags: &["files"],
+                visible: false,
+                ..BASE
+            },
             Case { name: "ungrouped tool is unaffected by groups", groups_active: &[], ..BASE },
             Case { name: "tool in an active group is visible", groups_active: &[true], ..BASE },
-            Case { name: "tool in an inactive group is hidden", groups_active: &[false], visible: false, ..BASE },
-            Case { name: "tool in two groups, one inactive, is visible", groups_active: &[false, true], ..BASE },
-            Case { name: "tool in two inactive groups is hidden", groups_active: &[false, false], visible: false, ..BASE },
-            Case { name: "active group does not beat the tag rule", whitelist: &["files"], tags: &["shell"], groups_active: &[true], visible: false, ..BASE },
+            Case {
+                name: "tool in an inactive group is hidden",
+                groups_active: &[false],
+                visible: false,
+                ..BASE
+            },
+            Case {
+                name: "tool in two groups, one inactive, is visible",
+                groups_active: &[false, true],
+                ..BASE
+            },
+            Case {
+                name: "tool in two inactive groups is hidden",
+                groups_active: &[false, false],
+                visible: false,
+                ..BASE
+            },
+            Case {
+                name: "active group does not beat the tag rule",
+                whitelist: &["files"],
+                tags: &["shell"],
+                groups_active: &[true],
+                visible: false,
+                ..BASE
+            },
             Case { name: "override can hide", override_enabled: Some(false), visible: false, ..BASE },
             Case { name: "override enabled keeps it visible", override_enabled: Some(true), ..BASE },
-            Case { name: "override enabled does not beat a disabled source", source_enabled: false, override_enabled: Some(true), visible: false, ..BASE },
-            Case { name: "override enabled does not beat an inactive group", groups_active: &[false], override_enabled: Some(true), visible: false, ..BASE },
+            Case {
+                name: "override enabled does not beat a disabled source",
+                source_enabled: false,
+                override_enabled: Some(true),
+                visible: false,
+                ..BASE
+            },
+            Case {
+                name: "override enabled does not beat an inactive group",
+                groups_active: &[false],
+                override_enabled: Some(true),
+                visible: false,
+                ..BASE
+            },
             Case { name: "a held tool is not served", held: true, visible: false, ..BASE },
-            Case { name: "an override does not release a held tool", held: true, override_enabled: Some(true), visible: false, ..BASE },
+            Case {
+                name: "an override does not release a held tool",
+                held: true,
+                override_enabled: Some(true),
+                visible: false,
+                ..BASE
+            },
         ];
         for case in cases {
             let whitelist = tags(case.whitelist);

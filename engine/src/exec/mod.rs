@@ -20,7 +20,9 @@ use uuid::Uuid;
 use crate::catalog::{Catalog, CatalogTool};
 use crate::model::SourceKind;
 use crate::secret::SecretBox;
-use crate::tool::{Caller, Content, Progress, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, ToolProvider};
+use crate::tool::{
+    Caller, Content, Progress, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, ToolProvider,
+};
 use record::{Record, Recorder};
 
 #[derive(Debug, Clone)]
@@ -170,7 +172,8 @@ impl Executor {
         let started = Instant::now();
         let snapshot = self.inner.catalog.snapshot();
         let view = snapshot.tenant(tenant).ok_or_else(|| ExecError::UnknownTenant(tenant.to_string()))?;
-        let tool = view.resolve(&request.name).ok_or_else(|| ExecError::UnknownTool(request.name.clone()))?.clone();
+        let tool =
+            view.resolve(&request.name).ok_or_else(|| ExecError::UnknownTool(request.name.clone()))?.clone();
         let arguments = match request.arguments {
             Value::Null => Value::Object(Map::new()),
             other => other,
@@ -257,7 +260,13 @@ impl Executor {
         Ok(result)
     }
 
-    async fn dispatch(&self, tenant_id: Uuid, tool: &Arc<CatalogTool>, mut arguments: Value, ctx: ToolContext) -> Outcome {
+    async fn dispatch(
+        &self,
+        tenant_id: Uuid,
+        tool: &Arc<CatalogTool>,
+        mut arguments: Value,
+        ctx: ToolContext,
+    ) -> Outcome {
         if let Value::Object(args) = &mut arguments {
             // The no-parameter schema's `reason` is for the LLM only.
             if tool.raw_input_schema.pointer("/properties/reason").is_none() {
@@ -277,7 +286,12 @@ impl Executor {
                     Some(Ok(plain)) => {
                         args.insert(name.clone(), Value::String(plain));
                     }
-                    _ => return self.failed(&format!("secret preset `{name}` of `{}` cannot be decrypted", tool.exposed_name)),
+                    _ => {
+                        return self.failed(&format!(
+                            "secret preset `{name}` of `{}` cannot be decrypted",
+                            tool.exposed_name
+                        ));
+                    }
                 }
             }
         }
@@ -291,7 +305,9 @@ impl Executor {
                 abort.abort();
                 Outcome::Timeout(tool.timeout)
             }
-            Ok(Err(join)) if join.is_panic() => self.failed(&format!("tool `{}` panicked", tool.exposed_name)),
+            Ok(Err(join)) if join.is_panic() => {
+                self.failed(&format!("tool `{}` panicked", tool.exposed_name))
+            }
             Ok(Err(join)) => self.failed(&join),
             Ok(Ok(Ok(output))) => Outcome::Done(output),
             Ok(Ok(Err(ToolError::Tool(message)))) => Outcome::ToolError(message),
@@ -299,12 +315,20 @@ impl Executor {
         }
     }
 
-    async fn run(&self, tool: &CatalogTool, arguments: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn run(
+        &self,
+        tool: &CatalogTool,
+        arguments: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
         match tool.source_kind {
             SourceKind::Builtin => {
                 let key = (tool.source_name.clone(), tool.upstream_name.clone());
                 let builtin = self.inner.builtins.get(&key).ok_or_else(|| {
-                    ToolError::internal(format!("built-in tool `{}` of `{}` is not compiled in", key.1, key.0))
+                    ToolError::internal(format!(
+                        "built-in tool `{}` of `{}` is not compiled in",
+                        key.1, key.0
+                    ))
                 })?;
                 builtin.call(arguments, ctx).await
             }
@@ -316,7 +340,12 @@ impl Executor {
         }
     }
 
-    async fn suspend(&self, tenant_id: Uuid, tool: &CatalogTool, arguments: Value) -> Result<PendingCall, sqlx::Error> {
+    async fn suspend(
+        &self,
+        tenant_id: Uuid,
+        tool: &CatalogTool,
+        arguments: Value,
+    ) -> Result<PendingCall, sqlx::Error> {
         let id = sqlx::query_scalar!(
             "insert into pending_call (tenant_id, tool_name, arguments) values ($1, $2, $3) returning id",
             tenant_id,
@@ -355,7 +384,13 @@ impl Executor {
                 (Status::Suspended, ToolOutput::text(message), None, Some(pending))
             }
         };
-        CallResult { status, output, correlation_id, pending, latency_ms: started.elapsed().as_secs_f64() * 1000.0 }
+        CallResult {
+            status,
+            output,
+            correlation_id,
+            pending,
+            latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        }
     }
 }
 

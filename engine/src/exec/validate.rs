@@ -26,11 +26,7 @@ impl ArgumentValidator {
             .as_ref()
             .map_err(|err| format!("the tool's input schema is invalid, so it cannot be called: {err}"))?;
         let problems: Vec<String> = validator.iter_errors(arguments).take(10).map(|e| describe(&e)).collect();
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(format!("invalid arguments: {}", problems.join("; ")))
-        }
+        if problems.is_empty() { Ok(()) } else { Err(format!("invalid arguments: {}", problems.join("; "))) }
     }
 }
 

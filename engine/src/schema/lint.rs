@@ -23,7 +23,10 @@ pub fn lint_tool(name: &str, schema: &Value, provider: Provider, strict: bool) -
         findings.push(Finding {
             pointer: String::new(),
             keyword: "name".into(),
-            message: format!("tool names must match ^[a-zA-Z0-9_-]{{1,64}}$ ({} characters given)", name.len()),
+            message: format!(
+                "tool names must match ^[a-zA-Z0-9_-]{{1,64}}$ ({} characters given)",
+                name.len()
+            ),
         });
     }
     findings.extend(lint(schema, provider, strict));
@@ -32,12 +35,17 @@ pub fn lint_tool(name: &str, schema: &Value, provider: Provider, strict: bool) -
 
 /// Lints an input schema for `provider` (OpenAI strict mode when `strict`).
 pub fn lint(schema: &Value, provider: Provider, strict: bool) -> Vec<Finding> {
-    let mut linter = Linter { provider, strict: strict && provider == Provider::OpenAi, findings: Vec::new() };
+    let mut linter =
+        Linter { provider, strict: strict && provider == Provider::OpenAi, findings: Vec::new() };
     match schema {
         Value::Object(root) => {
             let composite = ["anyOf", "oneOf", "allOf"].iter().any(|k| root.contains_key(*k));
             if root.get("type") != Some(&Value::from("object")) || composite {
-                linter.push("", "type", "the top level must be a plain object schema (no top-level anyOf/oneOf/allOf)");
+                linter.push(
+                    "",
+                    "type",
+                    "the top level must be a plain object schema (no top-level anyOf/oneOf/allOf)",
+                );
             }
             linter.node(root, "", 1);
         }
@@ -58,7 +66,11 @@ fn escape(key: &str) -> String {
 
 impl Linter {
     fn push(&mut self, pointer: &str, keyword: &str, message: impl Into<String>) {
-        self.findings.push(Finding { pointer: pointer.into(), keyword: keyword.into(), message: message.into() });
+        self.findings.push(Finding {
+            pointer: pointer.into(),
+            keyword: keyword.into(),
+            message: message.into(),
+        });
     }
 
     fn node(&mut self, node: &Map<String, Value>, pointer: &str, depth: usize) {
@@ -71,19 +83,27 @@ impl Linter {
             let at = format!("{pointer}/{}", escape(keyword));
             match keyword.as_str() {
                 "$ref" => self.push(&at, keyword, "`$ref` is not supported: the definition must be inlined"),
-                "$defs" | "definitions" => self.push(&at, keyword, "definitions are not supported: inline them"),
-                "oneOf" | "allOf" => self.push(&at, keyword, format!("`{keyword}` is outside the portable subset: use anyOf")),
+                "$defs" | "definitions" => {
+                    self.push(&at, keyword, "definitions are not supported: inline them")
+                }
+                "oneOf" | "allOf" => {
+                    self.push(&at, keyword, format!("`{keyword}` is outside the portable subset: use anyOf"))
+                }
                 "enum" if value.as_array().is_some_and(|v| v.len() > Provider::MAX_ENUM_VALUES) => {
                     self.push(&at, keyword, format!("more than {} enum values", Provider::MAX_ENUM_VALUES))
                 }
-                k if !self.provider.accepts(k) => self.push(&at, keyword, format!("`{keyword}` is rejected by {provider}")),
+                k if !self.provider.accepts(k) => {
+                    self.push(&at, keyword, format!("`{keyword}` is rejected by {provider}"))
+                }
                 _ => {}
             }
         }
         if self.provider == Provider::Gemini && node.contains_key("type") && node.contains_key("anyOf") {
             self.push(pointer, "type", "gemini rejects `type` next to `anyOf`");
         }
-        let is_object = node.get("type").is_some_and(|t| t == "object" || t.as_array().is_some_and(|a| a.contains(&"object".into())))
+        let is_object = node
+            .get("type")
+            .is_some_and(|t| t == "object" || t.as_array().is_some_and(|a| a.contains(&"object".into())))
             || node.contains_key("properties");
         if self.strict && is_object {
             self.strict_object(node, pointer);
@@ -93,7 +113,11 @@ impl Linter {
 
     fn strict_object(&mut self, node: &Map<String, Value>, pointer: &str) {
         if node.get("additionalProperties") != Some(&Value::Bool(false)) {
-            self.push(pointer, "additionalProperties", "strict mode needs \"additionalProperties\": false on every object");
+            self.push(
+                pointer,
+                "additionalProperties",
+                "strict mode needs \"additionalProperties\": false on every object",
+            );
         }
         let required: Vec<&str> = node
             .get("required")
@@ -103,7 +127,11 @@ impl Linter {
         for name in node.get("properties").and_then(Value::as_object).into_iter().flat_map(|p| p.keys()) {
             if !required.contains(&name.as_str()) {
                 let at = format!("{pointer}/properties/{}", escape(name));
-                self.push(&at, "required", format!("optional property `{name}` under strict mode: make it required and nullable"));
+                self.push(
+                    &at,
+                    "required",
+                    format!("optional property `{name}` under strict mode: make it required and nullable"),
+                );
             }
         }
     }

@@ -40,7 +40,11 @@ pub fn normalize(schema: &Value, provider: Provider, strict: bool) -> Result<Val
     Ok(Value::Object(root))
 }
 
-fn inline_refs(node: &mut Value, defs: &Map<String, Value>, stack: &mut Vec<String>) -> Result<(), NormalizeError> {
+fn inline_refs(
+    node: &mut Value,
+    defs: &Map<String, Value>,
+    stack: &mut Vec<String>,
+) -> Result<(), NormalizeError> {
     match node {
         Value::Object(map) => {
             if let Some(Value::String(reference)) = map.get("$ref") {
@@ -48,7 +52,10 @@ fn inline_refs(node: &mut Value, defs: &Map<String, Value>, stack: &mut Vec<Stri
                 if stack.contains(&reference) {
                     return Err(NormalizeError::Recursive(reference));
                 }
-                let mut target = defs.get(&reference).cloned().ok_or_else(|| NormalizeError::Unresolved(reference.clone()))?;
+                let mut target = defs
+                    .get(&reference)
+                    .cloned()
+                    .ok_or_else(|| NormalizeError::Unresolved(reference.clone()))?;
                 stack.push(reference);
                 inline_refs(&mut target, defs, stack)?;
                 stack.pop();
@@ -130,7 +137,10 @@ fn flatten_top_level_union(root: &mut Map<String, Value>) {
     if !all_required.is_empty() {
         root.insert("required".into(), json!(all_required));
     }
-    append_description(root, &format!("provide the required fields of exactly one of: {}", summaries.join(" or ")));
+    append_description(
+        root,
+        &format!("provide the required fields of exactly one of: {}", summaries.join(" or ")),
+    );
 }
 
 struct Normaliser {
@@ -141,9 +151,10 @@ struct Normaliser {
 impl Normaliser {
     fn node(&self, node: &mut Map<String, Value>, depth: usize) {
         if depth >= Provider::MAX_DEPTH {
-            let nested = ["properties", "required", "items", "anyOf", "oneOf", "allOf", "additionalProperties"];
-            let had_children = nested.iter().fold(false, |had, key| node.remove(*key).is_some() || had);
-            if had_children {
+            let nested =
+                ["properties", "required", "items", "anyOf", "oneOf", "allOf", "additionalProperties"];
+            let removed = nested.iter().filter(|key| node.remove(**key).is_some()).count();
+            if removed > 0 {
                 append_description(node, "deeper structure omitted");
             }
         }
@@ -180,7 +191,8 @@ impl Normaliser {
         if self.provider == Provider::Gemini && node.contains_key("anyOf") {
             node.remove("type");
         }
-        if self.provider == Provider::Gemini && node.get("additionalProperties") == Some(&Value::Bool(false)) {
+        if self.provider == Provider::Gemini && node.get("additionalProperties") == Some(&Value::Bool(false))
+        {
             node.remove("additionalProperties");
         }
         self.move_rejected_keywords(node);

@@ -35,7 +35,8 @@ impl Provider {
     /// into the description. The portable subset (string, integer, number, boolean, array,
     /// object, anyOf, enum) plus what each provider documents.
     pub fn accepts(self, keyword: &str) -> bool {
-        const PORTABLE: &[&str] = &["type", "description", "properties", "required", "items", "enum", "anyOf"];
+        const PORTABLE: &[&str] =
+            &["type", "description", "properties", "required", "items", "enum", "anyOf"];
         PORTABLE.contains(&keyword)
             || match self {
                 Provider::Mcp | Provider::Anthropic | Provider::OpenAi => keyword == "additionalProperties",

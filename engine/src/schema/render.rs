@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use super::normalize::{NormalizeError, normalize};
 use super::Provider;
+use super::normalize::{NormalizeError, normalize};
 
 /// What rendering needs to know of a tool.
 #[derive(Debug, Clone, Copy)]

@@ -83,9 +83,7 @@ pub async fn set_members(pool: &PgPool, actor: &Actor, name: &Name, tools: &[Uui
     let before = sqlx::query_scalar!("select tool_id from tool_group_member where group_id = $1", group.id)
         .fetch_all(&mut *tx)
         .await?;
-    sqlx::query!("delete from tool_group_member where group_id = $1", group.id)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!("delete from tool_group_member where group_id = $1", group.id).execute(&mut *tx).await?;
     let inserted = sqlx::query!(
         "insert into tool_group_member (group_id, tool_id)
          select $1, id from tool where id = any($2)",

@@ -121,9 +121,7 @@ pub(crate) async fn commit(
     )
     .execute(&mut *tx)
     .await?;
-    sqlx::query!("select pg_notify($1, $2)", CHANNEL, change.entity_kind)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!("select pg_notify($1, $2)", CHANNEL, change.entity_kind).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(())
 }

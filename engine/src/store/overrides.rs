@@ -18,7 +18,9 @@ use crate::secret::SecretBox;
 #[serde(untagged)]
 pub enum SecretInput {
     /// `{set: true}`: keep the stored value (how exports show secrets).
-    Keep { set: bool },
+    Keep {
+        set: bool,
+    },
     Value(String),
 }
 
@@ -136,10 +138,9 @@ pub async fn set(
     for (name, value) in &input.secret_presets {
         let value = match value {
             SecretInput::Value(plain) => Value::String(secrets.encrypt(plain)),
-            SecretInput::Keep { .. } => stored
-                .get(name)
-                .cloned()
-                .ok_or_else(|| Error::Invalid(format!("secret preset `{name}` has no stored value to keep")))?,
+            SecretInput::Keep { .. } => stored.get(name).cloned().ok_or_else(|| {
+                Error::Invalid(format!("secret preset `{name}` has no stored value to keep"))
+            })?,
         };
         sealed.insert(name.clone(), value);
     }

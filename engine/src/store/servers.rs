@@ -108,7 +108,9 @@ impl NewServer {
     fn check(&self) -> Result<()> {
         match (self.transport, &self.url, &self.command) {
             (Transport::Stdio, None, Some(command)) if !command.is_empty() => Ok(()),
-            (Transport::Stdio, _, _) => Err(Error::Invalid("a stdio server needs a command and no url".into())),
+            (Transport::Stdio, _, _) => {
+                Err(Error::Invalid("a stdio server needs a command and no url".into()))
+            }
             (_, Some(url), None) if url.starts_with("http://") || url.starts_with("https://") => Ok(()),
             _ => Err(Error::Invalid("an HTTP server needs an http:// or https:// url and no command".into())),
         }
@@ -256,7 +258,8 @@ pub async fn set_credentials(
     .execute(&mut *tx)
     .await?;
     let names: Vec<&String> = headers.keys().collect();
-    let change = Change::new("set_credentials", "server", server).after(&json!({"tenant": tenant, "headers": names}));
+    let change =
+        Change::new("set_credentials", "server", server).after(&json!({"tenant": tenant, "headers": names}));
     commit(tx, actor, change).await
 }
 
@@ -271,25 +274,30 @@ fn open(secrets: &SecretBox, sealed: &Value) -> Result<Vec<(String, String)>> {
                 Value::String(s) => Ok(s.clone()),
                 other => secrets.decrypt(other["secret"].as_str().unwrap_or_default()),
             };
-            plain
-                .map(|plain| (name.clone(), plain))
-                .map_err(|err| Error::Invalid(format!("`{name}`: {err}")))
+            plain.map(|plain| (name.clone(), plain)).map_err(|err| Error::Invalid(format!("`{name}`: {err}")))
         })
         .collect()
 }
 
 /// How to connect to a server, for `tenant` when given: a tenant's own credentials replace
 /// the server's headers (and make the connection private to that tenant).
-pub async fn endpoint(pool: &PgPool, secrets: &SecretBox, source_id: Uuid, tenant: Option<Uuid>) -> Result<Endpoint> {
+pub async fn endpoint(
+    pool: &PgPool,
+    secrets: &SecretBox,
+    source_id: Uuid,
+    tenant: Option<Uuid>,
+) -> Result<Endpoint> {
     let server = row(pool, source_id).await?;
     let tenant_headers = match tenant {
-        Some(tenant) => sqlx::query_scalar!(
-            "select headers from mcp_credential where source_id = $1 and tenant_id = $2",
-            source_id,
-            tenant
-        )
-        .fetch_optional(pool)
-        .await?,
+        Some(tenant) => {
+            sqlx::query_scalar!(
+                "select headers from mcp_credential where source_id = $1 and tenant_id = $2",
+                source_id,
+                tenant
+            )
+            .fetch_optional(pool)
+            .await?
+        }
         None => None,
     };
     Ok(Endpoint {
@@ -326,20 +334,22 @@ pub struct DiscoveryReport {
 /// definition becomes pending (and the tool is held under `hold`), a pending change that
 /// returns to the pin is withdrawn, and vanished tools are removed.
 #[tracing::instrument(skip_all, err, fields(%server, count = tools.len()))]
-pub async fn record_discovery(pool: &PgPool, server: &Name, tools: &[ToolDefinition]) -> Result<DiscoveryReport> {
+pub async fn record_discovery(
+    pool: &PgPool,
+    server: &Name,
+    tools: &[ToolDefinition],
+) -> Result<DiscoveryReport> {
     let mut tx = pool.begin().await?;
     let source = sources::get(&mut *tx, server).await?;
     let settings = row(&mut *tx, source.id).await?;
     let hold_changes = settings.on_definition_change == "hold";
-    let existing: HashMap<String, (Uuid, String)> = sqlx::query!(
-        "select id, upstream_name, definition_hash from tool where source_id = $1",
-        source.id
-    )
-    .fetch_all(&mut *tx)
-    .await?
-    .into_iter()
-    .map(|r| (r.upstream_name, (r.id, r.definition_hash)))
-    .collect();
+    let existing: HashMap<String, (Uuid, String)> =
+        sqlx::query!("select id, upstream_name, definition_hash from tool where source_id = $1", source.id)
+            .fetch_all(&mut *tx)
+            .await?
+            .into_iter()
+            .map(|r| (r.upstream_name, (r.id, r.definition_hash)))
+            .collect();
     let first_discovery = existing.is_empty();
     let mut report = DiscoveryReport::default();
     for tool in tools {
@@ -374,7 +384,9 @@ pub async fn record_discovery(pool: &PgPool, server: &Name, tools: &[ToolDefinit
                 )
                 .execute(&mut *tx)
                 .await?;
-                sqlx::query!("update tool set held = $2 where id = $1", id, hold_changes).execute(&mut *tx).await?;
+                sqlx::query!("update tool set held = $2 where id = $1", id, hold_changes)
+                    .execute(&mut *tx)
+                    .await?;
                 report.changed.push(tool.upstream_name.clone());
             }
         }
@@ -436,9 +448,10 @@ pub async fn pending_changes(pool: &PgPool, server: &Name) -> Result<Vec<Pending
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %tool_id))]
 pub async fn approve(pool: &PgPool, actor: &Actor, tool_id: Uuid) -> Result<()> {
     let mut tx = pool.begin().await?;
-    let pending = sqlx::query!("delete from tool_pending_definition where tool_id = $1 returning definition", tool_id)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let pending =
+        sqlx::query!("delete from tool_pending_definition where tool_id = $1 returning definition", tool_id)
+            .fetch_optional(&mut *tx)
+            .await?;
     if let Some(pending) = &pending {
         let definition: ToolDefinition = serde_json::from_value(pending.definition.clone())
             .map_err(|err| Error::Invalid(format!("stored pending definition is unreadable: {err}")))?;
@@ -471,10 +484,11 @@ pub async fn approve(pool: &PgPool, actor: &Actor, tool_id: Uuid) -> Result<()> 
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %tool_id))]
 pub async fn reject(pool: &PgPool, actor: &Actor, tool_id: Uuid) -> Result<()> {
     let mut tx = pool.begin().await?;
-    let removed = sqlx::query!("delete from tool_pending_definition where tool_id = $1 returning definition", tool_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or_else(|| Error::NotFound(format!("pending definition of tool {tool_id}")))?;
+    let removed =
+        sqlx::query!("delete from tool_pending_definition where tool_id = $1 returning definition", tool_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("pending definition of tool {tool_id}")))?;
     sqlx::query!("update tool set held = true where id = $1", tool_id).execute(&mut *tx).await?;
     let change = Change::new("reject_definition", "tool", tool_id).before(&removed.definition);
     commit(tx, actor, change).await

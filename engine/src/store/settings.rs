@@ -14,13 +14,16 @@ pub struct Settings {
 }
 
 pub async fn get(db: impl PgExecutor<'_>) -> sqlx::Result<Settings> {
-    sqlx::query_as!(Settings, "select tools_enabled, default_tags from setting")
-        .fetch_one(db)
-        .await
+    sqlx::query_as!(Settings, "select tools_enabled, default_tags from setting").fetch_one(db).await
 }
 
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str()))]
-pub async fn update(pool: &PgPool, actor: &Actor, tools_enabled: bool, default_tags: &[Tag]) -> Result<Settings> {
+pub async fn update(
+    pool: &PgPool,
+    actor: &Actor,
+    tools_enabled: bool,
+    default_tags: &[Tag],
+) -> Result<Settings> {
     let mut tx = pool.begin().await?;
     let before = sqlx::query_as!(Settings, "select tools_enabled, default_tags from setting for update")
         .fetch_one(&mut *tx)

@@ -223,7 +223,12 @@ pub async fn delete(pool: &PgPool, actor: &Actor, name: &Name) -> Result<()> {
 /// Makes the source's tools exactly `tools`: new ones are added, changed ones updated,
 /// missing ones removed. Returns the ids of the tools, in the order given.
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %source, count = tools.len()))]
-pub async fn sync_tools(pool: &PgPool, actor: &Actor, source: &Name, tools: &[ToolDefinition]) -> Result<Vec<Uuid>> {
+pub async fn sync_tools(
+    pool: &PgPool,
+    actor: &Actor,
+    source: &Name,
+    tools: &[ToolDefinition],
+) -> Result<Vec<Uuid>> {
     let mut tx = pool.begin().await?;
     let source_row = get(&mut *tx, source).await?;
     let mut ids = Vec::with_capacity(tools.len());
@@ -238,13 +243,17 @@ pub async fn sync_tools(pool: &PgPool, actor: &Actor, source: &Name, tools: &[To
     .fetch_all(&mut *tx)
     .await?;
     let names: Vec<&str> = tools.iter().map(|t| t.upstream_name.as_str()).collect();
-    let change = Change::new("sync_tools", "source", source).after(&json!({ "tools": names, "removed": removed }));
+    let change =
+        Change::new("sync_tools", "source", source).after(&json!({ "tools": names, "removed": removed }));
     commit(tx, actor, change).await?;
     Ok(ids)
 }
 
 /// Each tool of the source by upstream name, with its definition hash.
-pub async fn tool_hashes(db: impl PgExecutor<'_>, source: &Name) -> Result<std::collections::HashMap<String, String>> {
+pub async fn tool_hashes(
+    db: impl PgExecutor<'_>,
+    source: &Name,
+) -> Result<std::collections::HashMap<String, String>> {
     let rows = sqlx::query!(
         "select t.upstream_name, t.definition_hash from tool t join source s on s.id = t.source_id where s.name = $1",
         source.as_str()
