@@ -484,3 +484,41 @@ async fn server_everything_over_stdio_and_streamable_http(pool: PgPool) {
     }
     child.kill().await.unwrap();
 }
+
+/// Processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
+        .filter(|cmdline| String::from_utf8_lossy(cmdline).contains(marker))
+        .count()
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_stdio_server_is_killed_when_its_server_is_disabled(pool: PgPool) {
+    let gw = gateway(pool).await;
+    let marker = format!("toolgate-test-{}", uuid::Uuid::new_v4());
+    let mut stdio = http_server("evs", String::new());
+    stdio.transport = Transport::Stdio;
+    stdio.url = None;
+    stdio.command = Some("node".into());
+    stdio.args = vec![server_everything(), "stdio".into(), marker.clone()];
+    gw.register(stdio).await;
+    gw.visible("acme", "evs_echo").await;
+    assert_eq!(processes_with(&marker), 1, "the server runs as one child process");
+
+    store::sources::set_enabled(&gw.pool, &Actor::system(), &Name::parse("evs").unwrap(), false)
+        .await
+        .unwrap();
+    eventually("the child to be killed", || processes_with(&marker) == 0).await;
+    let call = gw
+        .executor
+        .call(
+            "acme",
+            &Caller::Admin("t".into()),
+            CallRequest { name: "evs_echo".into(), arguments: json!({}) },
+            None,
+        )
+        .await;
+    assert!(call.is_err(), "a disabled server's tools are gone");
+}
