@@ -2,6 +2,7 @@
 //! panel (`app`) and the backend (`engine`).
 
 pub mod cli;
+mod mcp;
 pub mod settings;
 pub mod startup;
 mod web;

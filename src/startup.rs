@@ -27,7 +27,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::PostgresStore;
 
 use crate::settings::ServeSettings;
-use crate::web;
+use crate::{mcp, web};
 
 /// `toolgate serve`: opens the database, makes sure an owner exists, serves until Ctrl-C or
 /// SIGTERM, then stops the private cluster if it started one.
@@ -94,7 +94,8 @@ impl Application {
             executor,
         };
         let sessions = session_layer(settings, &state.pool).await?;
-        let router = router(state, sessions, settings.public_url.clone());
+        let mcp = mcp_router(&state, settings);
+        let router = router(state, sessions, settings.public_url.clone()).merge(mcp);
         Ok(Application { listener, router })
     }
 
@@ -155,6 +156,22 @@ fn router(
         .layer(sessions)
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// `/mcp/{tenant}`: the MCP endpoint, behind the tenant-key check.
+fn mcp_router(state: &AppState, settings: &ServeSettings) -> Router {
+    let public_hosts = settings
+        .public_url
+        .as_deref()
+        .and_then(|url| url.parse::<axum::http::Uri>().ok())
+        .and_then(|uri| uri.authority().map(|a| a.to_string()))
+        .into_iter()
+        .collect();
+    let service = mcp::service(state.catalog.clone(), state.executor.clone(), public_hosts);
+    Router::new().route_service("/mcp/{tenant}", service).route_layer(axum::middleware::from_fn_with_state(
+        mcp::KeyCheck::new(state.catalog.clone(), state.pool.clone()),
+        mcp::require_tenant_key,
+    ))
 }
 
 async fn shutdown_signal() {

@@ -1,95 +1,15 @@
 //! The panel's HTTP surface end to end: a real server on a loopback port, a real PostgreSQL
 //! database (one per test), a cookie-keeping HTTP client.
 
-use std::net::SocketAddr;
+mod common;
+
 use std::time::Duration;
 
-use engine::admin::{self, LoginPolicy, Password, Role, Username};
+use common::{PASSWORD, TestApp, client_with_origin};
+use engine::admin::LoginPolicy;
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, HeaderValue, LOCATION, ORIGIN, SET_COOKIE};
+use reqwest::header::{LOCATION, SET_COOKIE};
 use sqlx::PgPool;
-use toolgate::settings::{DatabaseSettings, ServeSettings, ToolSettings};
-use toolgate::startup::Application;
-
-const PASSWORD: &str = "a-long-test-password";
-
-struct TestApp {
-    address: SocketAddr,
-    /// Keeps cookies, never follows redirects, sends our own Origin on every request.
-    client: reqwest::Client,
-}
-
-impl TestApp {
-    async fn spawn(pool: PgPool) -> Self {
-        Self::spawn_with(pool, 3600).await
-    }
-
-    async fn spawn_with(pool: PgPool, session_idle_seconds: u64) -> Self {
-        let site = std::env::temp_dir().join("toolgate-test-site");
-        let settings = ServeSettings {
-            addr: "127.0.0.1:0".parse().unwrap(),
-            site_root: Some(site.clone()),
-            public_url: None,
-            secret_key: None,
-            tools_enabled: true,
-            tools: ToolSettings {
-                files_root: None,
-                shell_allow: vec![],
-                shell_timeout_seconds: 30,
-                output_cap_bytes: 1024 * 1024,
-                description_cap_bytes: 8 * 1024,
-                parallel_calls: true,
-            },
-            session_idle_seconds,
-            database: DatabaseSettings { database_url: None, data_dir: site },
-        };
-        let policy = LoginPolicy {
-            base_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(5),
-            ..LoginPolicy::default()
-        };
-        admin::create(
-            &pool,
-            &Username::parse("admin").unwrap(),
-            Role::Owner,
-            &Password::parse(PASSWORD.into()).unwrap(),
-        )
-        .await
-        .unwrap();
-        let app = Application::build(&settings, pool, policy).await.unwrap();
-        let address = app.address();
-        tokio::spawn(app.run_until(std::future::pending()));
-        TestApp { address, client: client_with_origin(&format!("http://{address}")) }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.address)
-    }
-
-    async fn login(&self, password: &str) -> reqwest::Response {
-        self.client
-            .post(self.url("/api/login"))
-            .form(&[("username", "admin"), ("password", password)])
-            .send()
-            .await
-            .unwrap()
-    }
-
-    async fn get(&self, path: &str) -> reqwest::Response {
-        self.client.get(self.url(path)).send().await.unwrap()
-    }
-}
-
-fn client_with_origin(origin: &str) -> reqwest::Client {
-    let mut headers = HeaderMap::new();
-    headers.insert(ORIGIN, HeaderValue::from_str(origin).unwrap());
-    reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .default_headers(headers)
-        .build()
-        .unwrap()
-}
 
 fn location(response: &reqwest::Response) -> &str {
     response.headers().get(LOCATION).unwrap().to_str().unwrap()

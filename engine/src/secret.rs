@@ -59,24 +59,35 @@ impl SecretBox {
         }
         let path = data_dir.join(KEY_FILE);
         let key_file_error = |source| Error::KeyFile { path: path.display().to_string(), source };
-        match std::fs::read_to_string(&path) {
-            Ok(encoded) => {
-                let key = BASE64.decode(encoded.trim()).map_err(|_| Error::BadKey)?;
-                Self::from_key(&key)
-            }
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(data_dir).map_err(key_file_error)?;
-                let key = XChaCha20Poly1305::generate_key(&mut OsRng);
-                let mut file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&path)
-                    .map_err(key_file_error)?;
-                file.write_all(BASE64.encode(key).as_bytes()).map_err(key_file_error)?;
+        let read = |path: &Path| -> Result<Self, Error> {
+            let encoded = std::fs::read_to_string(path).map_err(key_file_error)?;
+            let key = BASE64.decode(encoded.trim()).map_err(|_| Error::BadKey)?;
+            Self::from_key(&key)
+        };
+        if path.exists() {
+            return read(&path);
+        }
+        std::fs::create_dir_all(data_dir).map_err(key_file_error)?;
+        // Write to a private temporary file, then link it into place: a process starting at
+        // the same moment either wins or reads the winner's key, never a half-written one.
+        let key = XChaCha20Poly1305::generate_key(&mut OsRng);
+        let temporary = data_dir.join(format!("{KEY_FILE}.{}", uuid::Uuid::new_v4()));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temporary)
+            .map_err(key_file_error)?;
+        file.write_all(BASE64.encode(key).as_bytes()).map_err(key_file_error)?;
+        drop(file);
+        let linked = std::fs::hard_link(&temporary, &path);
+        let _ = std::fs::remove_file(&temporary);
+        match linked {
+            Ok(()) => {
                 tracing::info!(path = %path.display(), "generated a new secret key");
                 Self::from_key(&key)
             }
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => read(&path),
             Err(err) => Err(key_file_error(err)),
         }
     }

@@ -46,6 +46,8 @@ pub(super) struct Loaded {
     /// (tenant, group, active)
     pub tenant_groups: Vec<(Uuid, Uuid, bool)>,
     pub overrides: Vec<OverrideRow>,
+    /// Active API keys: (key id, tenant id, SHA-256 of the key).
+    pub keys: Vec<(Uuid, Uuid, Vec<u8>)>,
 }
 
 pub(super) async fn load(pool: &PgPool) -> Result<Loaded, sqlx::Error> {
@@ -82,6 +84,12 @@ pub(super) async fn load(pool: &PgPool) -> Result<Loaded, sqlx::Error> {
     )
     .fetch_all(&mut *tx)
     .await?;
+    let keys = sqlx::query!("select id, tenant_id, key_hash from api_key where revoked_at is null")
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .map(|r| (r.id, r.tenant_id, r.key_hash))
+        .collect();
     tx.commit().await?;
-    Ok(Loaded { settings, tenants, sources, tools, groups, members, tenant_groups, overrides })
+    Ok(Loaded { settings, tenants, sources, tools, groups, members, tenant_groups, overrides, keys })
 }

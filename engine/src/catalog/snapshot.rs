@@ -98,11 +98,31 @@ pub struct Snapshot {
     pub built_at: SystemTime,
     pub tools_enabled: bool,
     tenants: HashMap<String, Arc<TenantTools>>,
+    /// Active API keys by SHA-256 of the key.
+    keys: HashMap<Vec<u8>, KeyIdentity>,
+}
+
+/// Whom an API key belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyIdentity {
+    pub key_id: Uuid,
+    pub tenant: String,
 }
 
 impl Snapshot {
     pub fn empty() -> Self {
-        Snapshot { version: 0, built_at: SystemTime::now(), tools_enabled: false, tenants: HashMap::new() }
+        Snapshot {
+            version: 0,
+            built_at: SystemTime::now(),
+            tools_enabled: false,
+            tenants: HashMap::new(),
+            keys: HashMap::new(),
+        }
+    }
+
+    /// The tenant a presented API key belongs to, if the key is active.
+    pub fn authenticate(&self, key: &str) -> Option<&KeyIdentity> {
+        self.keys.get(&crate::store::keys::hash(key))
     }
 
     pub fn tenant(&self, slug: &str) -> Option<&Arc<TenantTools>> {
@@ -238,7 +258,15 @@ pub(super) fn build(loaded: &Loaded, version: u64, force_tools_off: bool) -> Sna
         }
         tenants.insert(tenant.slug.clone(), Arc::new(tenant_tools(tenant, visible)));
     }
-    Snapshot { version, built_at: SystemTime::now(), tools_enabled, tenants }
+    let slugs: HashMap<Uuid, &str> = loaded.tenants.iter().map(|t| (t.id, t.slug.as_str())).collect();
+    let keys = loaded
+        .keys
+        .iter()
+        .filter_map(|(key_id, tenant, hash)| {
+            Some((hash.clone(), KeyIdentity { key_id: *key_id, tenant: slugs.get(tenant)?.to_string() }))
+        })
+        .collect();
+    Snapshot { version, built_at: SystemTime::now(), tools_enabled, tenants, keys }
 }
 
 /// Sorts by exposed name and withholds every tool whose name another tool also has.

@@ -3,6 +3,7 @@
 //! `pg_notify('toolgate_config', ...)`, so every gateway process reloads.
 
 pub mod groups;
+pub mod keys;
 pub mod overrides;
 pub mod servers;
 pub mod settings;

@@ -1,0 +1,98 @@
+//! Tenant API keys: shown once at creation, stored only as a SHA-256 hash with a short
+//! visible prefix, revocable. Gateways check keys against the live catalog snapshot, so a
+//! revocation reaches every replica with the next reload.
+
+use rand::distr::{Alphanumeric, SampleString};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::{Actor, Change, Error, Result, commit};
+use crate::model::TenantSlug;
+
+/// Characters of the key kept visible, to tell keys apart.
+const PREFIX_LEN: usize = 10;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApiKey {
+    pub id: Uuid,
+    pub name: String,
+    pub prefix: String,
+    pub created_at: time::OffsetDateTime,
+    pub last_used_at: Option<time::OffsetDateTime>,
+    pub revoked_at: Option<time::OffsetDateTime>,
+}
+
+pub fn hash(key: &str) -> Vec<u8> {
+    Sha256::digest(key.as_bytes()).to_vec()
+}
+
+/// Creates a key; the returned string is the only time the key exists in the clear.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %tenant))]
+pub async fn create(
+    pool: &PgPool,
+    actor: &Actor,
+    tenant: &TenantSlug,
+    name: &str,
+) -> Result<(ApiKey, String)> {
+    if !(1..=100).contains(&name.chars().count()) {
+        return Err(Error::Invalid("a key name is 1 to 100 characters".into()));
+    }
+    let secret = format!("tg_{}", Alphanumeric.sample_string(&mut rand::rng(), 40));
+    let mut tx = pool.begin().await?;
+    let tenant_id = super::tenants::get(&mut *tx, tenant).await?.id;
+    let key = sqlx::query_as!(
+        ApiKey,
+        "insert into api_key (tenant_id, name, prefix, key_hash) values ($1, $2, $3, $4)
+         returning id, name, prefix, created_at, last_used_at, revoked_at",
+        tenant_id,
+        name,
+        &secret[..PREFIX_LEN],
+        hash(&secret),
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    commit(tx, actor, Change::new("create_key", "tenant", tenant).after(&key)).await?;
+    Ok((key, secret))
+}
+
+pub async fn list(pool: &PgPool, tenant: &TenantSlug) -> Result<Vec<ApiKey>> {
+    Ok(sqlx::query_as!(
+        ApiKey,
+        "select k.id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at
+         from api_key k join tenant t on t.id = k.tenant_id where t.slug = $1 order by k.created_at",
+        tenant.as_str()
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %tenant, %id))]
+pub async fn revoke(pool: &PgPool, actor: &Actor, tenant: &TenantSlug, id: Uuid) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let revoked = sqlx::query_as!(
+        ApiKey,
+        "update api_key k set revoked_at = now() from tenant t
+         where k.id = $1 and k.tenant_id = t.id and t.slug = $2 and k.revoked_at is null
+         returning k.id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at",
+        id,
+        tenant.as_str()
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| Error::NotFound(format!("active key {id} of `{tenant}`")))?;
+    commit(tx, actor, Change::new("revoke_key", "tenant", tenant).after(&revoked)).await
+}
+
+/// Records that a key was used; at most once a minute per key, so the hot path rarely writes.
+pub async fn touch(pool: &PgPool, id: Uuid) -> sqlx::Result<()> {
+    sqlx::query!(
+        "update api_key set last_used_at = now()
+         where id = $1 and (last_used_at is null or last_used_at < now() - interval '1 minute')",
+        id
+    )
+    .execute(pool)
+    .await
+    .map(drop)
+}

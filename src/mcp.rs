@@ -1,0 +1,253 @@
+//! The MCP endpoint a tenant's LLM applications connect to: `/mcp/{tenant}`, streamable HTTP
+//! (rmcp's `StreamableHttpService`), authenticated by the tenant's API keys.
+//!
+//! `tools/list` serves the tenant's visible tools from the live snapshot, rendered for MCP
+//! (normalised, lint-clean); `tools/call` runs through the engine's executor. When the
+//! tenant's tool list changes, connected sessions get `notifications/tools/list_changed`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use engine::catalog::Catalog;
+use engine::db::PgPool;
+use engine::exec::{CallRequest, ExecError, Executor};
+use engine::schema::Provider;
+use engine::schema::render::{ToolView, render};
+use engine::tool::Caller;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+/// The tenant (and key) a request was authenticated for; put into the request by
+/// [`require_tenant_key`] and read by the MCP handler.
+#[derive(Debug, Clone)]
+pub struct TenantAccess {
+    pub tenant: String,
+    pub key_id: Uuid,
+}
+
+/// State of the tenant-key middleware.
+#[derive(Clone)]
+pub struct KeyCheck {
+    pub catalog: Catalog,
+    pub pool: PgPool,
+    /// When each key's `last_used_at` was last written, so the hot path writes at most once a
+    /// minute per key.
+    touched: Arc<Mutex<HashMap<Uuid, Instant>>>,
+}
+
+impl KeyCheck {
+    pub fn new(catalog: Catalog, pool: PgPool) -> Self {
+        KeyCheck { catalog, pool, touched: Arc::default() }
+    }
+
+    fn touch(&self, key_id: Uuid) {
+        let mut touched = self.touched.lock().expect("touched keys");
+        if touched.get(&key_id).is_some_and(|at| at.elapsed() < Duration::from_secs(60)) {
+            return;
+        }
+        touched.insert(key_id, Instant::now());
+        let pool = self.pool.clone();
+        tokio::spawn(async move {
+            if let Err(err) = engine::store::keys::touch(&pool, key_id).await {
+                tracing::warn!(error = %err, "could not record key use");
+            }
+        });
+    }
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
+}
+
+/// A key reaches only its own tenant: anything else is 401 (whether the tenant exists is
+/// not revealed).
+pub async fn require_tenant_key(
+    State(check): State<KeyCheck>,
+    Path(tenant): Path<String>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let snapshot = check.catalog.snapshot();
+    match bearer(request.headers()).and_then(|key| snapshot.authenticate(key)) {
+        Some(identity) if identity.tenant == tenant => {
+            check.touch(identity.key_id);
+            request.extensions_mut().insert(TenantAccess { tenant, key_id: identity.key_id });
+            next.run(request).await
+        }
+        _ => (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer"), (header::CONTENT_TYPE, "application/problem+json")],
+            json!({
+                "type": "about:blank",
+                "title": "Unauthorized",
+                "status": 401,
+                "code": "invalid_api_key",
+                "detail": "a valid API key of this tenant is required: Authorization: Bearer <key>",
+            })
+            .to_string(),
+        )
+            .into_response(),
+    }
+}
+
+/// The rmcp service behind `/mcp/{tenant}`. Requests must name a loopback host or one of
+/// `public_hosts` (DNS-rebinding protection).
+pub fn service(
+    catalog: Catalog,
+    executor: Executor,
+    public_hosts: Vec<String>,
+) -> StreamableHttpService<Gateway, LocalSessionManager> {
+    let gateway = Gateway { catalog, executor, rendered: Arc::default() };
+    let mut config = StreamableHttpServerConfig::default();
+    config.allowed_hosts.extend(public_hosts);
+    StreamableHttpService::new(move || Ok(gateway.clone()), Default::default(), config)
+}
+
+/// One MCP session's handler; clones share the rendering cache.
+#[derive(Clone)]
+pub struct Gateway {
+    catalog: Catalog,
+    executor: Executor,
+    /// Each tenant's tools rendered for MCP, for one snapshot version.
+    rendered: Arc<Mutex<HashMap<String, (u64, Arc<Vec<Tool>>)>>>,
+}
+
+fn access(extensions: &rmcp::model::Extensions) -> Option<TenantAccess> {
+    extensions.get::<axum::http::request::Parts>()?.extensions.get::<TenantAccess>().cloned()
+}
+
+impl Gateway {
+    /// The tenant's tools as MCP `Tool`s, rendered once per snapshot.
+    fn tools(&self, tenant: &str) -> Arc<Vec<Tool>> {
+        let snapshot = self.catalog.snapshot();
+        if let Some((version, tools)) = self.rendered.lock().expect("render cache").get(tenant)
+            && *version == snapshot.version
+        {
+            return tools.clone();
+        }
+        let tools: Vec<Tool> = snapshot
+            .tenant(tenant)
+            .map(|view| view.tools())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|tool| {
+                let view = ToolView {
+                    name: &tool.exposed_name,
+                    description: &tool.description,
+                    input_schema: &tool.input_schema,
+                    output_schema: tool.output_schema.as_deref(),
+                    annotations: &tool.annotations,
+                    strict: tool.strict,
+                };
+                let rendered = render(&view, Provider::Mcp)
+                    .map_err(|err| tracing::warn!(tool = %tool.exposed_name, error = %err, "tool not served over MCP"))
+                    .ok()?;
+                serde_json::from_value(rendered).ok()
+            })
+            .collect();
+        let tools = Arc::new(tools);
+        self.rendered
+            .lock()
+            .expect("render cache")
+            .insert(tenant.to_string(), (snapshot.version, tools.clone()));
+        tools
+    }
+
+    fn tool_names(&self, tenant: &str) -> Vec<String> {
+        let snapshot = self.catalog.snapshot();
+        let view = snapshot.tenant(tenant);
+        view.map(|v| v.tools().iter().map(|t| t.exposed_name.clone()).collect()).unwrap_or_default()
+    }
+}
+
+fn not_authenticated() -> ErrorData {
+    ErrorData::invalid_request("the request carries no tenant authentication", None)
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Some(access) = access(&context.extensions) else { return };
+        let (gateway, peer) = (self.clone(), context.peer);
+        tokio::spawn(async move {
+            let mut versions = gateway.catalog.versions();
+            let mut names = gateway.tool_names(&access.tenant);
+            while versions.changed().await.is_ok() {
+                let now = gateway.tool_names(&access.tenant);
+                if now != names {
+                    names = now;
+                    if peer.notify_tool_list_changed().await.is_err() {
+                        break; // the session is gone
+                    }
+                }
+            }
+        });
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let access = access(&context.extensions).ok_or_else(not_authenticated)?;
+        Ok(ListToolsResult::with_all_items(self.tools(&access.tenant).as_ref().clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let access = access(&context.extensions).ok_or_else(not_authenticated)?;
+        let progress = context.meta.get_progress_token().map(|token| {
+            let (sink, mut reports) = tokio::sync::mpsc::unbounded_channel::<engine::tool::Progress>();
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                while let Some(report) = reports.recv().await {
+                    let mut param = ProgressNotificationParam::new(token.clone(), report.progress);
+                    param.total = report.total;
+                    param.message = report.message;
+                    let _ = peer.notify_progress(param).await;
+                }
+            });
+            sink
+        });
+        let call = CallRequest {
+            name: request.name.to_string(),
+            arguments: request.arguments.map(Value::Object).unwrap_or(Value::Null),
+        };
+        match self.executor.call(&access.tenant, &Caller::ApiKey(access.key_id), call, progress).await {
+            Ok(result) => {
+                let output = serde_json::to_value(&result.output)
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                let result = serde_json::from_value(output)
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                Ok(CallToolResponse::Complete(result))
+            }
+            Err(err @ (ExecError::UnknownTool(_) | ExecError::UnknownTenant(_))) => {
+                Err(ErrorData::invalid_params(err.to_string(), None))
+            }
+            Err(err) => {
+                let reference = Uuid::new_v4().simple().to_string();
+                tracing::error!(%reference, error = %err, "MCP tools/call failed");
+                Err(ErrorData::internal_error(format!("internal error (correlation id {reference})"), None))
+            }
+        }
+    }
+}

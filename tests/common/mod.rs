@@ -1,0 +1,97 @@
+//! A Toolgate server on a loopback port over a test database, and an HTTP client for it.
+// Each test binary uses only part of these helpers.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use engine::admin::{self, LoginPolicy, Password, Role, Username};
+use reqwest::header::{HeaderMap, HeaderValue, ORIGIN};
+use sqlx::PgPool;
+use toolgate::settings::{DatabaseSettings, ServeSettings, ToolSettings};
+use toolgate::startup::Application;
+
+pub const PASSWORD: &str = "a-long-test-password";
+
+pub struct TestApp {
+    pub address: SocketAddr,
+    /// Keeps cookies, never follows redirects, sends our own Origin on every request.
+    pub client: reqwest::Client,
+    /// Stops the server (and its database listeners) when the test ends.
+    _shutdown: tokio::sync::oneshot::Sender<()>,
+}
+
+impl TestApp {
+    pub async fn spawn(pool: PgPool) -> Self {
+        Self::spawn_with(pool, 3600).await
+    }
+
+    pub async fn spawn_with(pool: PgPool, session_idle_seconds: u64) -> Self {
+        let site = std::env::temp_dir().join("toolgate-test-site");
+        let settings = ServeSettings {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            site_root: Some(site.clone()),
+            public_url: None,
+            secret_key: None,
+            tools_enabled: true,
+            tools: ToolSettings {
+                files_root: None,
+                shell_allow: vec![],
+                shell_timeout_seconds: 30,
+                output_cap_bytes: 1024 * 1024,
+                description_cap_bytes: 8 * 1024,
+                parallel_calls: true,
+            },
+            session_idle_seconds,
+            database: DatabaseSettings { database_url: None, data_dir: site },
+        };
+        let policy = LoginPolicy {
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(5),
+            ..LoginPolicy::default()
+        };
+        admin::create(
+            &pool,
+            &Username::parse("admin").unwrap(),
+            Role::Owner,
+            &Password::parse(PASSWORD.into()).unwrap(),
+        )
+        .await
+        .unwrap();
+        let app = Application::build(&settings, pool, policy).await.unwrap();
+        let address = app.address();
+        let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(app.run_until(async move {
+            let _ = stop.await;
+        }));
+        TestApp { address, client: client_with_origin(&format!("http://{address}")), _shutdown: shutdown }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.address)
+    }
+
+    pub async fn login(&self, password: &str) -> reqwest::Response {
+        self.client
+            .post(self.url("/api/login"))
+            .form(&[("username", "admin"), ("password", password)])
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.unwrap()
+    }
+}
+
+pub fn client_with_origin(origin: &str) -> reqwest::Client {
+    let mut headers = HeaderMap::new();
+    headers.insert(ORIGIN, HeaderValue::from_str(origin).unwrap());
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .default_headers(headers)
+        .build()
+        .unwrap()
+}

@@ -1,0 +1,145 @@
+//! The per-tenant MCP endpoint with a real rmcp client over streamable HTTP: tenant keys,
+//! isolation, tools/list and tools/call through the engine, and list_changed delivered live.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use common::TestApp;
+use engine::model::{Tag, TenantSlug};
+use engine::store::tenants::TenantUpdate;
+use engine::store::{self, Actor};
+use rmcp::model::{CallToolRequestParams, ClientConfig};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::json;
+use sqlx::PgPool;
+
+/// Counts `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+struct Client {
+    list_changed: Arc<AtomicUsize>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::default()
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.list_changed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+async fn tenant_with_key(pool: &PgPool, slug: &str) -> String {
+    let slug = TenantSlug::parse(slug).unwrap();
+    store::tenants::create(pool, &Actor::system(), &slug, "Tenant").await.unwrap();
+    store::keys::create(pool, &Actor::system(), &slug, "test").await.unwrap().1
+}
+
+async fn connect(
+    app: &TestApp,
+    tenant: &str,
+    key: &str,
+) -> Result<RunningService<RoleClient, Client>, String> {
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(app.url(&format!("/mcp/{tenant}"))).auth_header(key);
+    let transport = StreamableHttpClientTransport::from_config(config);
+    Client::default().serve(transport).await.map_err(|e| e.to_string())
+}
+
+/// Waits until the new key is in the gateway's snapshot.
+async fn until_key_works(app: &TestApp, tenant: &str, key: &str) -> RunningService<RoleClient, Client> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match connect(app, tenant, key).await {
+            Ok(client) => return client,
+            Err(err) if Instant::now() > deadline => panic!("cannot connect: {err}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_tenant_lists_and_calls_its_tools_over_mcp(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_with_key(&pool, "acme").await;
+    let client = until_key_works(&app, "acme", &key).await;
+
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert!(names.contains(&"write_text_file") && names.contains(&"run_command"), "{names:?}");
+
+    let args = json!({"path": "hello.txt", "content": "hi from MCP"}).as_object().cloned().unwrap();
+    let written =
+        client.call_tool(CallToolRequestParams::new("write_text_file").with_arguments(args)).await.unwrap();
+    assert_ne!(written.is_error, Some(true), "{written:?}");
+    let args = json!({"path": "hello.txt"}).as_object().cloned().unwrap();
+    let read =
+        client.call_tool(CallToolRequestParams::new("view_text_file").with_arguments(args)).await.unwrap();
+    assert_eq!(serde_json::to_value(&read.content).unwrap()[0]["text"], "1: hi from MCP");
+
+    // Invalid arguments are a tool error the LLM can read, not a protocol failure.
+    let args = json!({"path": 3}).as_object().cloned().unwrap();
+    let bad =
+        client.call_tool(CallToolRequestParams::new("view_text_file").with_arguments(args)).await.unwrap();
+    assert_eq!(bad.is_error, Some(true));
+    let unknown = client.call_tool(CallToolRequestParams::new("no_such_tool")).await;
+    assert!(unknown.is_err(), "an unknown tool is a protocol error");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_key_reaches_only_its_own_tenant(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let acme = tenant_with_key(&pool, "acme").await;
+    let globex = tenant_with_key(&pool, "globex").await;
+    until_key_works(&app, "acme", &acme).await;
+    until_key_works(&app, "globex", &globex).await;
+
+    assert!(connect(&app, "acme", &globex).await.is_err(), "globex's key on acme's endpoint");
+    assert!(connect(&app, "acme", "tg_not-a-key").await.is_err());
+    let anonymous = reqwest::Client::new()
+        .post(app.url("/mcp/acme"))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), reqwest::StatusCode::UNAUTHORIZED);
+    assert!(anonymous.text().await.unwrap().contains("invalid_api_key"));
+    // A revoked key stops working.
+    let id = store::keys::list(&pool, &TenantSlug::parse("acme").unwrap()).await.unwrap()[0].id;
+    store::keys::revoke(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), id).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while connect(&app, "acme", &acme).await.is_ok() {
+        assert!(Instant::now() < deadline, "revoked key still accepted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn changing_a_tenants_tags_updates_its_sessions_live(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_with_key(&pool, "acme").await;
+    let client = until_key_works(&app, "acme", &key).await;
+    assert!(client.list_all_tools().await.unwrap().iter().any(|t| t.name == "run_command"));
+
+    let only_files =
+        TenantUpdate { enabled_tags: Some(Some(vec![Tag::parse("files").unwrap()])), ..Default::default() };
+    store::tenants::update(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), only_files)
+        .await
+        .unwrap();
+
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while client.service().list_changed.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "no notifications/tools/list_changed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let names: Vec<String> =
+        client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert!(!names.contains(&"run_command".to_string()), "{names:?}");
+    assert!(names.contains(&"view_text_file".to_string()));
+}
