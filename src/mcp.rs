@@ -121,8 +121,13 @@ pub fn service(
 pub struct Gateway {
     catalog: Catalog,
     executor: Executor,
-    /// Each tenant's tools rendered for MCP, for one snapshot version.
-    rendered: Arc<Mutex<HashMap<String, (u64, Arc<Vec<Tool>>)>>>,
+    rendered: Arc<Mutex<HashMap<String, Rendered>>>,
+}
+
+/// A tenant's tools rendered for MCP, valid for one snapshot version.
+struct Rendered {
+    version: u64,
+    tools: Arc<Vec<Tool>>,
 }
 
 fn access(extensions: &rmcp::model::Extensions) -> Option<TenantAccess> {
@@ -133,10 +138,10 @@ impl Gateway {
     /// The tenant's tools as MCP `Tool`s, rendered once per snapshot.
     fn tools(&self, tenant: &str) -> Arc<Vec<Tool>> {
         let snapshot = self.catalog.snapshot();
-        if let Some((version, tools)) = self.rendered.lock().expect("render cache").get(tenant)
-            && *version == snapshot.version
+        if let Some(cached) = self.rendered.lock().expect("render cache").get(tenant)
+            && cached.version == snapshot.version
         {
-            return tools.clone();
+            return cached.tools.clone();
         }
         let tools: Vec<Tool> = snapshot
             .tenant(tenant)
@@ -159,10 +164,8 @@ impl Gateway {
             })
             .collect();
         let tools = Arc::new(tools);
-        self.rendered
-            .lock()
-            .expect("render cache")
-            .insert(tenant.to_string(), (snapshot.version, tools.clone()));
+        let cached = Rendered { version: snapshot.version, tools: tools.clone() };
+        self.rendered.lock().expect("render cache").insert(tenant.to_string(), cached);
         tools
     }
 
