@@ -2,7 +2,7 @@
 //! panel (`app`) and the backend (`engine`).
 
 pub mod cli;
-mod mcp;
+mod gateway;
 pub mod settings;
 pub mod startup;
 mod web;

@@ -26,8 +26,9 @@ use tower_sessions::session_store::ExpiredDeletion;
 use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::PostgresStore;
 
+use crate::gateway::{self, mcp, rest};
 use crate::settings::ServeSettings;
-use crate::{mcp, web};
+use crate::web;
 
 /// `toolgate serve`: opens the database, makes sure an owner exists, serves until Ctrl-C or
 /// SIGTERM, then stops the private cluster if it started one.
@@ -94,8 +95,8 @@ impl Application {
             executor,
         };
         let sessions = session_layer(settings, &state.pool).await?;
-        let mcp = mcp_router(&state, settings);
-        let router = router(state, sessions, settings.public_url.clone()).merge(mcp);
+        let gateway = gateway_router(&state, settings);
+        let router = router(state, sessions, settings.public_url.clone()).merge(gateway);
         Ok(Application { listener, router })
     }
 
@@ -158,8 +159,8 @@ fn router(
         .with_state(state)
 }
 
-/// `/mcp/{tenant}`: the MCP endpoint, behind the tenant-key check.
-fn mcp_router(state: &AppState, settings: &ServeSettings) -> Router {
+/// The surfaces for LLM applications: `/mcp/{tenant}` and `/api/v1`, behind tenant keys.
+fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
     let public_hosts = settings
         .public_url
         .as_deref()
@@ -167,11 +168,12 @@ fn mcp_router(state: &AppState, settings: &ServeSettings) -> Router {
         .and_then(|uri| uri.authority().map(|a| a.to_string()))
         .into_iter()
         .collect();
+    let keys = gateway::KeyCheck::new(state.catalog.clone(), state.pool.clone());
     let service = mcp::service(state.catalog.clone(), state.executor.clone(), public_hosts);
-    Router::new().route_service("/mcp/{tenant}", service).route_layer(axum::middleware::from_fn_with_state(
-        mcp::KeyCheck::new(state.catalog.clone(), state.pool.clone()),
-        mcp::require_tenant_key,
-    ))
+    let mcp = Router::new()
+        .route_service("/mcp/{tenant}", service)
+        .route_layer(axum::middleware::from_fn_with_state(keys.clone(), gateway::require_key_of_path_tenant));
+    mcp.merge(rest::router(state.catalog.clone(), state.executor.clone(), keys))
 }
 
 async fn shutdown_signal() {

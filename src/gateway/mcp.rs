@@ -7,17 +7,10 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
-use axum::extract::{Path, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use engine::catalog::Catalog;
-use engine::db::PgPool;
 use engine::exec::{CallRequest, ExecError, Executor};
 use engine::schema::Provider;
-use engine::schema::render::{ToolView, render};
 use engine::tool::Caller;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
@@ -27,81 +20,10 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
-/// The tenant (and key) a request was authenticated for; put into the request by
-/// [`require_tenant_key`] and read by the MCP handler.
-#[derive(Debug, Clone)]
-pub struct TenantAccess {
-    pub tenant: String,
-    pub key_id: Uuid,
-}
-
-/// State of the tenant-key middleware.
-#[derive(Clone)]
-pub struct KeyCheck {
-    pub catalog: Catalog,
-    pub pool: PgPool,
-    /// When each key's `last_used_at` was last written, so the hot path writes at most once a
-    /// minute per key.
-    touched: Arc<Mutex<HashMap<Uuid, Instant>>>,
-}
-
-impl KeyCheck {
-    pub fn new(catalog: Catalog, pool: PgPool) -> Self {
-        KeyCheck { catalog, pool, touched: Arc::default() }
-    }
-
-    fn touch(&self, key_id: Uuid) {
-        let mut touched = self.touched.lock().expect("touched keys");
-        if touched.get(&key_id).is_some_and(|at| at.elapsed() < Duration::from_secs(60)) {
-            return;
-        }
-        touched.insert(key_id, Instant::now());
-        let pool = self.pool.clone();
-        tokio::spawn(async move {
-            if let Err(err) = engine::store::keys::touch(&pool, key_id).await {
-                tracing::warn!(error = %err, "could not record key use");
-            }
-        });
-    }
-}
-
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")
-}
-
-/// A key reaches only its own tenant: anything else is 401 (whether the tenant exists is
-/// not revealed).
-pub async fn require_tenant_key(
-    State(check): State<KeyCheck>,
-    Path(tenant): Path<String>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    let snapshot = check.catalog.snapshot();
-    match bearer(request.headers()).and_then(|key| snapshot.authenticate(key)) {
-        Some(identity) if identity.tenant == tenant => {
-            check.touch(identity.key_id);
-            request.extensions_mut().insert(TenantAccess { tenant, key_id: identity.key_id });
-            next.run(request).await
-        }
-        _ => (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer"), (header::CONTENT_TYPE, "application/problem+json")],
-            json!({
-                "type": "about:blank",
-                "title": "Unauthorized",
-                "status": 401,
-                "code": "invalid_api_key",
-                "detail": "a valid API key of this tenant is required: Authorization: Bearer <key>",
-            })
-            .to_string(),
-        )
-            .into_response(),
-    }
-}
+use super::{TenantAccess, render_tool};
 
 /// The rmcp service behind `/mcp/{tenant}`. Requests must name a loopback host or one of
 /// `public_hosts` (DNS-rebinding protection).
@@ -149,15 +71,7 @@ impl Gateway {
             .unwrap_or_default()
             .iter()
             .filter_map(|tool| {
-                let view = ToolView {
-                    name: &tool.exposed_name,
-                    description: &tool.description,
-                    input_schema: &tool.input_schema,
-                    output_schema: tool.output_schema.as_deref(),
-                    annotations: &tool.annotations,
-                    strict: tool.strict,
-                };
-                let rendered = render(&view, Provider::Mcp)
+                let rendered = render_tool(tool, Provider::Mcp)
                     .map_err(|err| tracing::warn!(tool = %tool.exposed_name, error = %err, "tool not served over MCP"))
                     .ok()?;
                 serde_json::from_value(rendered).ok()

@@ -1,0 +1,136 @@
+//! The surfaces LLM applications reach, authenticated by tenant API keys: the MCP endpoint
+//! ([`mcp`]) and the REST API ([`rest`]).
+
+pub mod mcp;
+pub mod rest;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use engine::catalog::{Catalog, CatalogTool};
+use engine::db::PgPool;
+use engine::schema::Provider;
+use engine::schema::render::{ToolView, render};
+use serde_json::json;
+use uuid::Uuid;
+
+/// The tenant (and key) a request was authenticated for, put into the request by the key
+/// check.
+#[derive(Debug, Clone)]
+pub struct TenantAccess {
+    pub tenant: String,
+    pub key_id: Uuid,
+}
+
+/// State of the tenant-key checks.
+#[derive(Clone)]
+pub struct KeyCheck {
+    catalog: Catalog,
+    pool: PgPool,
+    /// When each key's `last_used_at` was last written, so the hot path writes at most once a
+    /// minute per key.
+    touched: Arc<Mutex<HashMap<Uuid, Instant>>>,
+}
+
+impl KeyCheck {
+    pub fn new(catalog: Catalog, pool: PgPool) -> Self {
+        KeyCheck { catalog, pool, touched: Arc::default() }
+    }
+
+    /// The tenant the request's `Authorization: Bearer <key>` belongs to, if the key is active.
+    fn authenticate(&self, headers: &HeaderMap) -> Option<TenantAccess> {
+        let key = headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")?;
+        let snapshot = self.catalog.snapshot();
+        let identity = snapshot.authenticate(key)?;
+        self.touch(identity.key_id);
+        Some(TenantAccess { tenant: identity.tenant.clone(), key_id: identity.key_id })
+    }
+
+    fn touch(&self, key_id: Uuid) {
+        let mut touched = self.touched.lock().expect("touched keys");
+        if touched.get(&key_id).is_some_and(|at| at.elapsed() < Duration::from_secs(60)) {
+            return;
+        }
+        touched.insert(key_id, Instant::now());
+        let pool = self.pool.clone();
+        tokio::spawn(async move {
+            if let Err(err) = engine::store::keys::touch(&pool, key_id).await {
+                tracing::warn!(error = %err, "could not record key use");
+            }
+        });
+    }
+}
+
+/// A tool as `provider` receives it: always the normalised, lint-clean rendering.
+pub fn render_tool(
+    tool: &CatalogTool,
+    provider: Provider,
+) -> Result<serde_json::Value, engine::schema::normalize::NormalizeError> {
+    let view = ToolView {
+        name: &tool.exposed_name,
+        description: &tool.description,
+        input_schema: &tool.input_schema,
+        output_schema: tool.output_schema.as_deref(),
+        annotations: &tool.annotations,
+        strict: tool.strict,
+    };
+    render(&view, provider)
+}
+
+/// An RFC 9457 problem response with a stable `code`.
+pub fn problem(status: StatusCode, code: &str, detail: impl Into<String>) -> Response {
+    let body = json!({
+        "type": "about:blank",
+        "title": status.canonical_reason().unwrap_or("Error"),
+        "status": status.as_u16(),
+        "code": code,
+        "detail": detail.into(),
+    });
+    let mut response =
+        (status, [(header::CONTENT_TYPE, "application/problem+json")], body.to_string()).into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+fn unauthorized() -> Response {
+    problem(
+        StatusCode::UNAUTHORIZED,
+        "invalid_api_key",
+        "a valid API key of this tenant is required: Authorization: Bearer <key>",
+    )
+}
+
+/// For `/mcp/{tenant}`: the key must belong to the tenant in the path. Anything else is 401,
+/// without revealing whether the tenant exists.
+pub async fn require_key_of_path_tenant(
+    State(check): State<KeyCheck>,
+    Path(tenant): Path<String>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match check.authenticate(request.headers()) {
+        Some(access) if access.tenant == tenant => {
+            request.extensions_mut().insert(access);
+            next.run(request).await
+        }
+        _ => unauthorized(),
+    }
+}
+
+/// For the REST API: the key decides the tenant.
+pub async fn require_key(State(check): State<KeyCheck>, mut request: Request, next: Next) -> Response {
+    match check.authenticate(request.headers()) {
+        Some(access) => {
+            request.extensions_mut().insert(access);
+            next.run(request).await
+        }
+        None => unauthorized(),
+    }
+}

@@ -1,0 +1,118 @@
+//! The REST API for LLM applications, over HTTP with a tenant key.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::TestApp;
+use engine::model::TenantSlug;
+use engine::store::{self, Actor};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+/// A tenant with a key, once the gateway's snapshot knows the key.
+async fn tenant_key(app: &TestApp, pool: &PgPool) -> String {
+    let slug = TenantSlug::parse("acme").unwrap();
+    store::tenants::create(pool, &Actor::system(), &slug, "Acme").await.unwrap();
+    let key = store::keys::create(pool, &Actor::system(), &slug, "test").await.unwrap().1;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reqwest::Client::new()
+        .get(app.url("/api/v1/tools"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        != StatusCode::OK
+    {
+        assert!(Instant::now() < deadline, "key not accepted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    key
+}
+
+async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (StatusCode, Value) {
+    let response =
+        reqwest::Client::new().post(app.url(path)).bearer_auth(key).json(&body).send().await.unwrap();
+    (response.status(), response.json().await.unwrap())
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn tools_are_listed_in_each_provider_format(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    let get = |format: &'static str| {
+        let (url, key) = (app.url(&format!("/api/v1/tools?format={format}")), key.clone());
+        async move { reqwest::Client::new().get(url).bearer_auth(key).send().await.unwrap() }
+    };
+    let openai: Value = get("openai").await.json().await.unwrap();
+    let write = openai["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "write_text_file")
+        .unwrap();
+    assert_eq!(write["type"], "function");
+    assert_eq!(write["function"]["parameters"]["type"], "object");
+    let anthropic: Value = get("anthropic").await.json().await.unwrap();
+    assert!(anthropic["tools"][0]["input_schema"].is_object());
+    let gemini: Value = get("gemini").await.json().await.unwrap();
+    assert!(gemini["tools"][0]["parameters"].is_object());
+    let bad = get("xml").await;
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(bad.json::<Value>().await.unwrap()["code"], "unknown_format");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn invoke_and_errors(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    let (status, body) = post(
+        &app,
+        &key,
+        "/api/v1/tools/write_text_file/invoke",
+        json!({"arguments": {"path": "a.txt", "content": "x"}}),
+    )
+    .await;
+    assert_eq!((status, body["status"].as_str()), (StatusCode::OK, Some("ok")), "{body}");
+    let (status, body) = post(&app, &key, "/api/v1/tools/nope/invoke", json!({})).await;
+    assert_eq!((status, body["code"].as_str()), (StatusCode::NOT_FOUND, Some("unknown_tool")));
+    let malformed = reqwest::Client::new()
+        .post(app.url("/api/v1/tools/write_text_file/invoke"))
+        .bearer_auth(&key)
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(malformed.json::<Value>().await.unwrap()["code"], "invalid_body");
+    let anonymous = reqwest::Client::new().get(app.url("/api/v1/tools")).send().await.unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_batch_of_tool_calls_runs_concurrently_in_order(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    let sleep = |id: &str| json!({"id": id, "type": "function", "function": {"name": "run_command", "arguments": "{\"program\": \"sleep\", \"args\": [\"0.2\"]}"}});
+    let batch = json!({"tool_calls": [
+        sleep("call_1"),
+        {"id": "call_2", "type": "function", "function": {"name": "list_directory", "arguments": "{oops"}},
+        sleep("call_3"),
+        sleep("call_4"),
+    ]});
+    let started = Instant::now();
+    let (status, body) = post(&app, &key, "/api/v1/tool_calls", batch).await;
+    let elapsed = started.elapsed();
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(elapsed < Duration::from_millis(550), "three 200 ms calls took {elapsed:?}");
+    let results = body["results"].as_array().unwrap();
+    let ids: Vec<&str> = results.iter().map(|r| r["tool_call_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["call_1", "call_2", "call_3", "call_4"]);
+    assert_eq!(results[0]["status"], "ok");
+    assert_eq!(results[0]["role"], "tool");
+    assert_eq!(results[1]["status"], "tool_error");
+    assert!(results[1]["content"].as_str().unwrap().starts_with("arguments are not valid JSON"));
+}
