@@ -48,6 +48,20 @@ enum AdminCommand {
         #[arg(long)]
         password_stdin: bool,
     },
+    /// Admin API tokens for scripts.
+    Token {
+        #[command(subcommand)]
+        action: TokenCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Create a token with owner rights; prints it as the last line of standard output.
+    Create {
+        #[arg(long, default_value = "cli")]
+        name: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -115,6 +129,11 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
             if !password_stdin {
                 println!("{}", password.expose());
             }
+        }
+        AdminCommand::Token { action: TokenCommand::Create { name } } => {
+            let token = admin::create_token(db.pool(), &name).await?;
+            eprintln!("created admin token `{name}`");
+            println!("{token}");
         }
     }
     Ok(())

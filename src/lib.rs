@@ -1,6 +1,7 @@
 //! The `toolgate` binary's library: command line, start-up, and the HTTP surfaces around the
 //! panel (`app`) and the backend (`engine`).
 
+mod admin_api;
 pub mod cli;
 mod gateway;
 pub mod settings;

@@ -26,6 +26,7 @@ use tower_sessions::session_store::ExpiredDeletion;
 use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::PostgresStore;
 
+use crate::admin_api;
 use crate::gateway::{self, mcp, rest};
 use crate::settings::ServeSettings;
 use crate::web;
@@ -148,6 +149,8 @@ fn router(
         })
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), web::require_sign_in))
         .route("/healthz", get(web::healthz))
+        // Inside the session and cross-site layers: the admin API accepts panel sessions.
+        .merge(admin_api::router(state.clone()))
         .nest_service("/pkg", pkg)
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
         .layer(axum::middleware::from_fn_with_state(

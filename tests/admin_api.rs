@@ -1,0 +1,166 @@
+//! The admin API essentials (a contract scripts rely on) and `toolgate admin token create`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{PASSWORD, TestApp};
+use engine::model::TenantSlug;
+use engine::store::{self, Actor};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+async fn setup(pool: &PgPool) -> (TestApp, String) {
+    let app = TestApp::spawn(pool.clone()).await;
+    store::tenants::create(pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "Acme")
+        .await
+        .unwrap();
+    let token = engine::admin::create_token(pool, "tests").await.unwrap();
+    // The gateway knows the tenant once its catalog has reloaded.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let probe: Value = client()
+            .post(app.url("/api/admin/v1/tenants/acme/invoke"))
+            .bearer_auth(&token)
+            .json(&json!({"tool": "no-such-tool"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if probe["detail"] == "unknown tool `no-such-tool`" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "tenant never appeared: {probe}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (app, token)
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn keys_are_created_once_and_revoked(pool: PgPool) {
+    let (app, token) = setup(&pool).await;
+    let created = client()
+        .post(app.url("/api/admin/v1/tenants/acme/keys"))
+        .bearer_auth(&token)
+        .json(&json!({"name": "ci"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let body: Value = created.json().await.unwrap();
+    let (id, key) = (body["id"].as_str().unwrap().to_string(), body["key"].as_str().unwrap().to_string());
+    assert!(key.starts_with("tg_"));
+
+    let works = |expected: StatusCode| {
+        let (url, key) = (app.url("/api/v1/tools"), key.clone());
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while client().get(&url).bearer_auth(&key).send().await.unwrap().status() != expected {
+                assert!(Instant::now() < deadline, "key never answered {expected}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    works(StatusCode::OK).await;
+    let revoked = client()
+        .delete(app.url(&format!("/api/admin/v1/tenants/acme/keys/{id}")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revoked.status(), StatusCode::NO_CONTENT);
+    works(StatusCode::UNAUTHORIZED).await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn test_invocation_and_schema_inspection(pool: PgPool) {
+    let (app, token) = setup(&pool).await;
+    let invoked: Value = client()
+        .post(app.url("/api/admin/v1/tenants/acme/invoke"))
+        .bearer_auth(&token)
+        .json(&json!({"tool": "write_text_file", "arguments": {"path": "t.txt", "content": "x"}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(invoked["status"], "ok", "{invoked}");
+    let unknown = client()
+        .post(app.url("/api/admin/v1/tenants/acme/invoke"))
+        .bearer_auth(&token)
+        .json(&json!({"tool": "nope"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+
+    let tool_id: uuid::Uuid =
+        sqlx::query_scalar("select id from tool where upstream_name = 'view_text_file'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    let schema: Value = client()
+        .get(app.url(&format!("/api/admin/v1/tools/{tool_id}/schema?tenant=acme&provider=gemini")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(schema["rendering"]["name"], "view_text_file");
+    assert!(schema["rendering"]["parameters"]["properties"]["path"].is_object());
+    // schemars emits `$schema` and `title`, which Gemini rejects: reported, and normalised away.
+    let findings = schema["findings"].as_array().unwrap();
+    assert!(findings.iter().any(|f| f["keyword"] == "title"), "{findings:?}");
+    assert!(schema["normalised"].get("title").is_none());
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_admin_api_needs_an_owner_session_or_a_token(pool: PgPool) {
+    let (app, _) = setup(&pool).await;
+    let url = app.url("/api/admin/v1/tenants/acme/keys");
+    let anonymous = client().post(&url).json(&json!({"name": "x"})).send().await.unwrap();
+    assert_eq!(anonymous.status(), StatusCode::FORBIDDEN, "no Origin, no token: refused as cross-site");
+    let bad = client().post(&url).bearer_auth("tga_nope").json(&json!({"name": "x"})).send().await.unwrap();
+    assert_eq!(bad.status(), StatusCode::UNAUTHORIZED);
+    // The owner's panel session works, from the panel's own origin.
+    app.login(PASSWORD).await;
+    let with_session = app.client.post(&url).json(&json!({"name": "from-panel"})).send().await.unwrap();
+    assert_eq!(with_session.status(), StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn token_create_prints_the_token_as_the_last_line() {
+    // A database of its own, which the command migrates like any Toolgate database.
+    let master_url = std::env::var("DATABASE_URL").expect("make test sets DATABASE_URL");
+    let master = PgPool::connect(&master_url).await.unwrap();
+    let name = format!("toolgate_cli_{}", uuid::Uuid::new_v4().simple());
+    sqlx::query(&format!("create database {name}")).execute(&master).await.unwrap();
+    let options: sqlx::postgres::PgConnectOptions = master_url.parse().unwrap();
+    let url = match master_url.split_once('?') {
+        Some((base, query)) => format!("{}/{name}?{query}", base.rsplit_once('/').unwrap().0),
+        None => format!("{}/{name}", master_url.rsplit_once('/').unwrap().0),
+    };
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["admin", "token", "create", "--name", "script"])
+        .env("DATABASE_URL", &url)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let token = stdout.lines().last().unwrap();
+    assert!(token.starts_with("tga_"), "{stdout}");
+    let database = PgPool::connect_with(options.database(&name)).await.unwrap();
+    assert_eq!(engine::admin::token_name(&database, token).await.unwrap().as_deref(), Some("script"));
+    database.close().await;
+    sqlx::query(&format!("drop database {name}")).execute(&master).await.unwrap();
+}
