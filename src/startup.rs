@@ -149,6 +149,7 @@ fn router(
         })
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), web::require_sign_in))
         .route("/healthz", get(web::healthz))
+        .route("/readyz", get(web::readyz))
         // Inside the session and cross-site layers: the admin API accepts panel sessions.
         .merge(admin_api::router(state.clone()))
         .nest_service("/pkg", pkg)

@@ -146,4 +146,9 @@ async fn healthz_reports_the_database(pool: PgPool) {
     let response = app.get("/healthz").await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(response.text().await.unwrap(), "ok");
+    let ready = app.get("/readyz").await;
+    assert_eq!(ready.status(), StatusCode::OK);
+    let body: serde_json::Value = ready.json().await.unwrap();
+    assert_eq!((body["ready"].as_bool(), body["database"].as_str()), (Some(true), Some("ok")));
+    assert!(body["snapshot_version"].as_u64().unwrap() >= 1);
 }

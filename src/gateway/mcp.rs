@@ -5,8 +5,7 @@
 //! (normalised, lint-clean); `tools/call` runs through the engine's executor. When the
 //! tenant's tool list changes, connected sessions get `notifications/tools/list_changed`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use engine::catalog::Catalog;
 use engine::exec::{CallRequest, ExecError, Executor};
@@ -23,7 +22,7 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{TenantAccess, render_tool};
+use super::{RenderCache, TenantAccess};
 
 /// The rmcp service behind `/mcp/{tenant}`. Requests must name a loopback host or one of
 /// `public_hosts` (DNS-rebinding protection).
@@ -32,7 +31,8 @@ pub fn service(
     executor: Executor,
     public_hosts: Vec<String>,
 ) -> StreamableHttpService<Gateway, LocalSessionManager> {
-    let gateway = Gateway { catalog, executor, rendered: Arc::default() };
+    let rendered = Arc::new(RenderCache::new(Provider::Mcp, |value| serde_json::from_value(value).ok()));
+    let gateway = Gateway { catalog, executor, rendered };
     let mut config = StreamableHttpServerConfig::default();
     config.allowed_hosts.extend(public_hosts);
     StreamableHttpService::new(move || Ok(gateway.clone()), Default::default(), config)
@@ -43,13 +43,7 @@ pub fn service(
 pub struct Gateway {
     catalog: Catalog,
     executor: Executor,
-    rendered: Arc<Mutex<HashMap<String, Rendered>>>,
-}
-
-/// A tenant's tools rendered for MCP, valid for one snapshot version.
-struct Rendered {
-    version: u64,
-    tools: Arc<Vec<Tool>>,
+    rendered: Arc<RenderCache<Tool>>,
 }
 
 fn access(extensions: &rmcp::model::Extensions) -> Option<TenantAccess> {
@@ -57,32 +51,6 @@ fn access(extensions: &rmcp::model::Extensions) -> Option<TenantAccess> {
 }
 
 impl Gateway {
-    /// The tenant's tools as MCP `Tool`s, rendered once per snapshot.
-    fn tools(&self, tenant: &str) -> Arc<Vec<Tool>> {
-        let snapshot = self.catalog.snapshot();
-        if let Some(cached) = self.rendered.lock().expect("render cache").get(tenant)
-            && cached.version == snapshot.version
-        {
-            return cached.tools.clone();
-        }
-        let tools: Vec<Tool> = snapshot
-            .tenant(tenant)
-            .map(|view| view.tools())
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|tool| {
-                let rendered = render_tool(tool, Provider::Mcp)
-                    .map_err(|err| tracing::warn!(tool = %tool.exposed_name, error = %err, "tool not served over MCP"))
-                    .ok()?;
-                serde_json::from_value(rendered).ok()
-            })
-            .collect();
-        let tools = Arc::new(tools);
-        let cached = Rendered { version: snapshot.version, tools: tools.clone() };
-        self.rendered.lock().expect("render cache").insert(tenant.to_string(), cached);
-        tools
-    }
-
     fn tool_names(&self, tenant: &str) -> Vec<String> {
         let snapshot = self.catalog.snapshot();
         let view = snapshot.tenant(tenant);
@@ -123,7 +91,8 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let access = access(&context.extensions).ok_or_else(not_authenticated)?;
-        Ok(ListToolsResult::with_all_items(self.tools(&access.tenant).as_ref().clone()))
+        let tools = self.rendered.tools(&self.catalog, &access.tenant);
+        Ok(ListToolsResult::with_all_items(tools.as_ref().clone()))
     }
 
     async fn call_tool(

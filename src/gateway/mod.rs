@@ -66,6 +66,52 @@ impl KeyCheck {
     }
 }
 
+/// Each tenant's tools rendered for one provider, converted to `T`, kept for one snapshot
+/// version: listing tools costs a lookup, not a rendering, until the configuration changes.
+pub struct RenderCache<T> {
+    provider: Provider,
+    convert: fn(serde_json::Value) -> Option<T>,
+    entries: Mutex<HashMap<String, Rendered<T>>>,
+}
+
+/// A tenant's rendered tools and the snapshot version they belong to.
+struct Rendered<T> {
+    version: u64,
+    tools: Arc<Vec<T>>,
+}
+
+impl<T> RenderCache<T> {
+    pub fn new(provider: Provider, convert: fn(serde_json::Value) -> Option<T>) -> Self {
+        RenderCache { provider, convert, entries: Mutex::default() }
+    }
+
+    pub fn tools(&self, catalog: &Catalog, tenant: &str) -> Arc<Vec<T>> {
+        let snapshot = catalog.snapshot();
+        if let Some(cached) = self.entries.lock().expect("render cache").get(tenant)
+            && cached.version == snapshot.version
+        {
+            return cached.tools.clone();
+        }
+        let tools: Vec<T> = snapshot
+            .tenant(tenant)
+            .map(|view| view.tools())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|tool| match render_tool(tool, self.provider) {
+                Ok(rendered) => (self.convert)(rendered),
+                Err(err) => {
+                    tracing::warn!(tool = %tool.exposed_name, provider = self.provider.as_str(), error = %err, "tool not served");
+                    None
+                }
+            })
+            .collect();
+        let tools = Arc::new(tools);
+        let cached = Rendered { version: snapshot.version, tools: tools.clone() };
+        self.entries.lock().expect("render cache").insert(tenant.to_string(), cached);
+        tools
+    }
+}
+
 /// A tool as `provider` receives it: always the normalised, lint-clean rendering.
 pub fn render_tool(
     tool: &CatalogTool,

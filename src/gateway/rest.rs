@@ -4,6 +4,9 @@
 //! key decides the tenant. Errors are problem+json with a stable `code`; no 5xx carries
 //! internals.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use axum::Router;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Extension, Path, Query, State};
@@ -19,22 +22,25 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{KeyCheck, TenantAccess, problem, render_tool, require_key};
+use super::{KeyCheck, RenderCache, TenantAccess, problem, require_key};
 
 #[derive(Clone)]
 struct Rest {
     catalog: Catalog,
     executor: Executor,
+    /// One rendering cache per provider format.
+    rendered: Arc<HashMap<Provider, RenderCache<Value>>>,
 }
 
 pub fn router(catalog: Catalog, executor: Executor, keys: KeyCheck) -> Router {
+    let caches = Provider::ALL.into_iter().map(|p| (p, RenderCache::new(p, Some))).collect();
     Router::new()
         .route("/api/v1/tools", get(list_tools))
         .route("/api/v1/tools/{name}/invoke", post(invoke))
         .route("/api/v1/tool_calls", post(tool_calls))
         .route("/api/v1/calls/{id}/resume", post(resume))
         .route_layer(middleware::from_fn_with_state(keys, require_key))
-        .with_state(Rest { catalog, executor })
+        .with_state(Rest { catalog, executor, rendered: Arc::new(caches) })
 }
 
 fn caller(access: &TenantAccess) -> Caller {
@@ -80,15 +86,8 @@ async fn list_tools(
         let detail = format!("format `{format}` is unknown; use one of mcp, openai, anthropic, gemini");
         return problem(StatusCode::BAD_REQUEST, "unknown_format", detail);
     };
-    let snapshot = rest.catalog.snapshot();
-    let tools: Vec<Value> = snapshot
-        .tenant(&access.tenant)
-        .map(|view| view.tools())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|tool| render_tool(tool, provider).ok())
-        .collect();
-    Json(json!({"format": provider.as_str(), "tools": tools})).into_response()
+    let tools = rest.rendered[&provider].tools(&rest.catalog, &access.tenant);
+    Json(json!({"format": provider.as_str(), "tools": *tools})).into_response()
 }
 
 #[derive(Deserialize)]
