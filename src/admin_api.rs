@@ -4,7 +4,6 @@
 
 use app::auth::ssr::signed_in;
 use app::state::AppState;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
@@ -24,7 +23,7 @@ use serde_json::{Value, json};
 use tower_sessions::Session;
 use uuid::Uuid;
 
-use crate::gateway::{problem, render_tool};
+use crate::gateway::{Body, internal, problem, render_tool};
 
 /// Who is calling the admin API.
 #[derive(Debug, Clone)]
@@ -41,16 +40,6 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/api/admin/v1/tenants/{slug}/invoke", post(invoke))
         .route("/api/admin/v1/tools/{id}/schema", get(schema))
         .route_layer(middleware::from_fn_with_state(state, require_admin))
-}
-
-fn internal(err: &dyn std::fmt::Display) -> Response {
-    let reference = Uuid::new_v4().simple().to_string();
-    tracing::error!(%reference, error = %err, "admin API failed");
-    problem(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "internal",
-        format!("internal error (correlation id {reference})"),
-    )
 }
 
 async fn require_admin(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
@@ -125,11 +114,8 @@ async fn create_key(
     State(state): State<AppState>,
     Extension(admin): Extension<Admin>,
     Path(tenant): Path<String>,
-    body: Result<Json<NewKey>, JsonRejection>,
+    Body(body): Body<NewKey>,
 ) -> Response {
-    let Ok(Json(body)) = body.map_err(|r| r.body_text()) else {
-        return problem(StatusCode::BAD_REQUEST, "invalid_body", "expected {\"name\": \"...\"}");
-    };
     let tenant = match TenantSlug::parse(&tenant) {
         Ok(tenant) => tenant,
         Err(err) => return bad_slug(err),
@@ -170,15 +156,8 @@ async fn invoke(
     State(state): State<AppState>,
     Extension(admin): Extension<Admin>,
     Path(tenant): Path<String>,
-    body: Result<Json<Invoke>, JsonRejection>,
+    Body(body): Body<Invoke>,
 ) -> Response {
-    let Ok(Json(body)) = body else {
-        return problem(
-            StatusCode::BAD_REQUEST,
-            "invalid_body",
-            "expected {\"tool\": \"...\", \"arguments\": {...}}",
-        );
-    };
     let request = CallRequest { name: body.tool, arguments: body.arguments };
     match state.executor.call(&tenant, &Caller::Admin(admin.name), request, None).await {
         Ok(result) => Json(result).into_response(),

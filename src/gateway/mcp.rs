@@ -20,9 +20,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::Value;
-use uuid::Uuid;
 
-use super::{RenderCache, TenantAccess};
+use super::{RenderCache, TenantAccess, log_internal};
 
 /// The rmcp service behind `/mcp/{tenant}`. Requests must name a loopback host or one of
 /// `public_hosts` (DNS-rebinding protection).
@@ -129,11 +128,7 @@ impl ServerHandler for Gateway {
             Err(err @ (ExecError::UnknownTool(_) | ExecError::UnknownTenant(_))) => {
                 Err(ErrorData::invalid_params(err.to_string(), None))
             }
-            Err(err) => {
-                let reference = Uuid::new_v4().simple().to_string();
-                tracing::error!(%reference, error = %err, "MCP tools/call failed");
-                Err(ErrorData::internal_error(format!("internal error (correlation id {reference})"), None))
-            }
+            Err(err) => Err(ErrorData::internal_error(log_internal(&err), None)),
         }
     }
 }

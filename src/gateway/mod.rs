@@ -128,6 +128,33 @@ pub fn render_tool(
     render(&view, provider)
 }
 
+/// Logs `err` under a fresh correlation id; returns the only part a client sees.
+pub fn log_internal(err: &dyn std::fmt::Display) -> String {
+    let reference = Uuid::new_v4().simple().to_string();
+    tracing::error!(%reference, error = %err, "request failed");
+    format!("internal error (correlation id {reference})")
+}
+
+/// A 500 problem that carries only a correlation id; the details go to the log.
+pub fn internal(err: &dyn std::fmt::Display) -> Response {
+    problem(StatusCode::INTERNAL_SERVER_ERROR, "internal", log_internal(err))
+}
+
+/// A JSON request body. One that does not parse is answered with a 400 `invalid_body`
+/// problem saying why, before the handler runs.
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S> for Body<T> {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        match axum::Json::<T>::from_request(request, state).await {
+            Ok(axum::Json(body)) => Ok(Body(body)),
+            Err(rejection) => Err(problem(StatusCode::BAD_REQUEST, "invalid_body", rejection.body_text())),
+        }
+    }
+}
+
 /// An RFC 9457 problem response with a stable `code`.
 pub fn problem(status: StatusCode, code: &str, detail: impl Into<String>) -> Response {
     let body = json!({

@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -22,7 +21,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{KeyCheck, RenderCache, TenantAccess, problem, require_key};
+use super::{Body, KeyCheck, RenderCache, TenantAccess, internal, problem, require_key};
 
 #[derive(Clone)]
 struct Rest {
@@ -47,10 +46,6 @@ fn caller(access: &TenantAccess) -> Caller {
     Caller::ApiKey(access.key_id)
 }
 
-fn bad_body(rejection: JsonRejection) -> Response {
-    problem(StatusCode::BAD_REQUEST, "invalid_body", rejection.body_text())
-}
-
 fn exec_error(err: ExecError) -> Response {
     match err {
         ExecError::UnknownTool(_) => problem(StatusCode::NOT_FOUND, "unknown_tool", err.to_string()),
@@ -58,15 +53,7 @@ fn exec_error(err: ExecError) -> Response {
             problem(StatusCode::NOT_FOUND, "unknown_pending_call", err.to_string())
         }
         ExecError::UnknownTenant(_) => problem(StatusCode::NOT_FOUND, "unknown_tenant", err.to_string()),
-        ExecError::Database(_) => {
-            let reference = Uuid::new_v4().simple().to_string();
-            tracing::error!(%reference, error = %err, "REST call failed");
-            problem(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                format!("internal error (correlation id {reference})"),
-            )
-        }
+        ExecError::Database(_) => internal(&err),
     }
 }
 
@@ -101,12 +88,8 @@ async fn invoke(
     State(rest): State<Rest>,
     Extension(access): Extension<TenantAccess>,
     Path(name): Path<String>,
-    body: Result<Json<Invoke>, JsonRejection>,
+    Body(body): Body<Invoke>,
 ) -> Response {
-    let Json(body) = match body {
-        Ok(body) => body,
-        Err(rejection) => return bad_body(rejection),
-    };
     let request = CallRequest { name, arguments: body.arguments };
     match rest.executor.call(&access.tenant, &caller(&access), request, None).await {
         Ok(result) => Json(result).into_response(),
@@ -169,12 +152,8 @@ fn tool_message(id: &str, result: Result<CallResult, String>) -> Value {
 async fn tool_calls(
     State(rest): State<Rest>,
     Extension(access): Extension<TenantAccess>,
-    body: Result<Json<ToolCalls>, JsonRejection>,
+    Body(body): Body<ToolCalls>,
 ) -> Response {
-    let Json(body) = match body {
-        Ok(body) => body,
-        Err(rejection) => return bad_body(rejection),
-    };
     // Arguments that are not a JSON object are the LLM's mistake: a tool error for that call.
     let parsed: Vec<Result<CallRequest, String>> = body
         .tool_calls
@@ -211,12 +190,8 @@ async fn resume(
     State(rest): State<Rest>,
     Extension(access): Extension<TenantAccess>,
     Path(id): Path<Uuid>,
-    body: Result<Json<ToolOutput>, JsonRejection>,
+    Body(output): Body<ToolOutput>,
 ) -> Response {
-    let Json(output) = match body {
-        Ok(body) => body,
-        Err(rejection) => return bad_body(rejection),
-    };
     match rest.executor.resume(&access.tenant, id, output).await {
         Ok(result) => Json(result).into_response(),
         Err(err) => exec_error(err),
