@@ -557,9 +557,8 @@ impl Inner {
     /// Opens the server connections the configuration wants and closes the others.
     async fn reconcile(&self) -> Result<(), crate::store::Error> {
         let mut wanted = HashMap::new();
-        for server in servers::list(&self.pool).await?.into_iter().filter(|s| s.source.enabled) {
-            let endpoint = servers::endpoint(&self.pool, &self.secrets, server.source.id, None).await?;
-            wanted.insert(PoolKey { endpoint, tenant: None }, (server.source.name, server.source.id));
+        for (name, source_id, endpoint) in servers::enabled_endpoints(&self.pool, &self.secrets).await? {
+            wanted.insert(PoolKey { endpoint, tenant: None }, (name, source_id));
         }
         let enabled: Vec<Uuid> = wanted.values().map(|(_, id)| *id).collect();
         let mut slots = self.slots.lock().expect("slots");

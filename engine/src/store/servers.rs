@@ -147,6 +147,18 @@ struct ServerRow {
 }
 
 impl ServerRow {
+    /// How to connect, with `headers` (a tenant's own credentials) replacing the server's.
+    fn endpoint(self, secrets: &SecretBox, headers: Option<Value>) -> Result<Endpoint> {
+        Ok(Endpoint {
+            transport: Transport::from_db(&self.transport),
+            env: open(secrets, &self.env)?,
+            headers: open(secrets, headers.as_ref().unwrap_or(&self.headers))?,
+            url: self.url,
+            command: self.command,
+            args: self.args,
+        })
+    }
+
     fn into_server(self, source: Source) -> Server {
         let env = self
             .env
@@ -288,7 +300,7 @@ pub async fn endpoint(
     tenant: Option<Uuid>,
 ) -> Result<Endpoint> {
     let server = row(pool, source_id).await?;
-    let tenant_headers = match tenant {
+    let tenant_headers: Option<Value> = match tenant {
         Some(tenant) => {
             sqlx::query_scalar!(
                 "select headers from mcp_credential where source_id = $1 and tenant_id = $2",
@@ -300,21 +312,34 @@ pub async fn endpoint(
         }
         None => None,
     };
-    Ok(Endpoint {
-        transport: Transport::from_db(&server.transport),
-        url: server.url,
-        command: server.command,
-        args: server.args,
-        env: open(secrets, &server.env)?,
-        headers: open(secrets, tenant_headers.as_ref().unwrap_or(&server.headers))?,
-    })
+    server.endpoint(secrets, tenant_headers)
 }
 
-/// Which tenants have their own credentials for a server.
-pub async fn tenants_with_credentials(pool: &PgPool, source_id: Uuid) -> Result<Vec<Uuid>> {
-    Ok(sqlx::query_scalar!("select tenant_id from mcp_credential where source_id = $1", source_id)
-        .fetch_all(pool)
-        .await?)
+/// Every enabled server's name, source id and own endpoint, in one query.
+pub async fn enabled_endpoints(pool: &PgPool, secrets: &SecretBox) -> Result<Vec<(String, Uuid, Endpoint)>> {
+    let rows = sqlx::query!(
+        "select s.id, s.name, m.transport, m.url, m.command, m.args, m.env, m.headers,
+                m.on_definition_change, m.new_tools_enabled
+         from mcp_server m join source s on s.id = m.source_id
+         where s.enabled"
+    )
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|r| {
+            let server = ServerRow {
+                transport: r.transport,
+                url: r.url,
+                command: r.command,
+                args: r.args,
+                env: r.env,
+                headers: r.headers,
+                on_definition_change: r.on_definition_change,
+                new_tools_enabled: r.new_tools_enabled,
+            };
+            Ok((r.name, r.id, server.endpoint(secrets, None)?))
+        })
+        .collect()
 }
 
 /// What a discovery changed.
