@@ -4,13 +4,15 @@
 
 use app::auth::ssr::signed_in;
 use app::state::AppState;
+use axum::body::Bytes;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
 use engine::admin::Role;
+use engine::config::Document;
 use engine::exec::{CallRequest, ExecError};
 use engine::model::TenantSlug;
 use engine::schema::Provider;
@@ -39,6 +41,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/api/admin/v1/tenants/{slug}/keys/{id}", delete(revoke_key))
         .route("/api/admin/v1/tenants/{slug}/invoke", post(invoke))
         .route("/api/admin/v1/tools/{id}/schema", get(schema))
+        .route("/api/admin/v1/config", get(export_config).put(apply_config))
         .route_layer(middleware::from_fn_with_state(state, require_admin))
 }
 
@@ -216,4 +219,96 @@ async fn schema(
         "findings": findings,
     }))
     .into_response()
+}
+
+/// The two spellings of the configuration document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Json,
+    Yaml,
+}
+
+impl Format {
+    /// YAML when the named header (`Accept`, `Content-Type`) asks for it, else JSON.
+    fn from_header(headers: &HeaderMap, name: header::HeaderName) -> Self {
+        let value = headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        if value.contains("yaml") { Format::Yaml } else { Format::Json }
+    }
+
+    fn parse(self, body: &[u8]) -> Result<Document, String> {
+        match self {
+            Format::Json => serde_json::from_slice(body).map_err(|err| err.to_string()),
+            Format::Yaml => {
+                let text = std::str::from_utf8(body).map_err(|_| "the document is not UTF-8".to_string())?;
+                serde_saphyr::from_str(text).map_err(|err| err.to_string())
+            }
+        }
+    }
+
+    fn respond(self, document: &Document) -> Response {
+        match self {
+            Format::Json => Json(document).into_response(),
+            Format::Yaml => match serde_saphyr::to_string(document) {
+                Ok(text) => ([(header::CONTENT_TYPE, "application/yaml")], text).into_response(),
+                Err(err) => internal(&err),
+            },
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ConfigQuery {
+    #[serde(default)]
+    dry_run: bool,
+    /// `json` or `yaml`, instead of the `Accept` header.
+    format: Option<String>,
+}
+
+/// `GET /api/admin/v1/config` -> the whole configuration, JSON or (by `Accept` or
+/// `?format=yaml`) YAML; secrets as `{set: true}`.
+async fn export_config(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<ConfigQuery>,
+) -> Response {
+    let format = match query.format.as_deref() {
+        Some("yaml") => Format::Yaml,
+        Some("json") => Format::Json,
+        Some(other) => {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                "unknown_format",
+                format!("format `{other}` is not json or yaml"),
+            );
+        }
+        None => Format::from_header(&headers, header::ACCEPT),
+    };
+    match engine::config::export(&state.pool).await {
+        Ok(document) => format.respond(&document),
+        Err(err) => store_error(err),
+    }
+}
+
+/// `PUT /api/admin/v1/config[?dry_run=true]` with a JSON or YAML document (by
+/// `Content-Type`) -> `{"dry_run", "applied", "changes"}`. Applied in one transaction.
+async fn apply_config(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Query(query): Query<ConfigQuery>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let document = match Format::from_header(&headers, header::CONTENT_TYPE).parse(&body) {
+        Ok(document) => document,
+        Err(message) => return problem(StatusCode::BAD_REQUEST, "invalid_body", message),
+    };
+    match engine::config::apply(&state.pool, &state.secrets, &admin.actor, &document, query.dry_run).await {
+        Ok(changes) => Json(json!({
+            "dry_run": query.dry_run,
+            "applied": !query.dry_run && !changes.is_empty(),
+            "changes": changes,
+        }))
+        .into_response(),
+        Err(err) => store_error(err),
+    }
 }

@@ -164,3 +164,127 @@ async fn token_create_prints_the_token_as_the_last_line() {
     database.close().await;
     sqlx::query(&format!("drop database {name}")).execute(&master).await.unwrap();
 }
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn config_as_code_in_yaml_dry_run_apply_and_export(pool: PgPool) {
+    let (app, token) = setup(&pool).await;
+    let put = |query: &'static str, body: &'static str| {
+        client()
+            .put(app.url(&format!("/api/admin/v1/config{query}")))
+            .bearer_auth(&token)
+            .header("content-type", "application/yaml")
+            .body(body)
+            .send()
+    };
+    let document = "
+tenants:
+  - slug: acme
+    name: Acme Corp
+    enabled_tags: []
+    tools:
+      write_text_file: {enabled: false}
+      view_text_file: {name: read_file, description: Read a text file}
+";
+    let dry: Value = put("?dry_run=true", document).await.unwrap().json().await.unwrap();
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["applied"], false);
+    assert_eq!(dry["changes"][0]["action"], "update");
+    assert_eq!(dry["changes"][0]["kind"], "tenant");
+    assert_eq!(dry["changes"][0]["after"]["tools"]["view_text_file"]["name"], "read_file");
+
+    let applied: Value = put("", document).await.unwrap().json().await.unwrap();
+    assert_eq!(
+        (applied["applied"].clone(), applied["changes"].as_array().map(Vec::len)),
+        (json!(true), Some(1)),
+        "{applied}"
+    );
+
+    // The gateway serves the new configuration.
+    let key = store::keys::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "k")
+        .await
+        .unwrap()
+        .1;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let tools: Value = client()
+            .get(app.url("/api/v1/tools?format=mcp"))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let names: Vec<&str> =
+            tools["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
+        if names.contains(&"read_file") && !names.contains(&"write_text_file") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the gateway never served the applied document: {names:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let exported = client()
+        .get(app.url("/api/admin/v1/config"))
+        .bearer_auth(&token)
+        .header("accept", "application/yaml")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(exported.headers()["content-type"], "application/yaml");
+    let yaml = exported.text().await.unwrap();
+    assert!(yaml.contains("name: read_file"), "{yaml}");
+    // The export applies as it is, changing nothing.
+    let again: Value = client()
+        .put(app.url("/api/admin/v1/config"))
+        .bearer_auth(&token)
+        .header("content-type", "application/yaml")
+        .body(yaml)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["changes"], json!([]), "{again}");
+
+    let malformed = put("", "tenants: [slug: {").await.unwrap();
+    assert_eq!(malformed.status(), StatusCode::BAD_REQUEST);
+    let invalid = put("", "tenants: [{slug: acme, groups: {nope: true}}]").await.unwrap();
+    assert_eq!(invalid.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let invalid: Value = invalid.json().await.unwrap();
+    assert_eq!(invalid["detail"], "tenants.acme.groups: group `nope` is not among the document's groups");
+    let anonymous = client().get(app.url("/api/admin/v1/config")).send().await.unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_documented_example_applies(pool: PgPool) {
+    let (app, token) = setup(&pool).await;
+    let docs = include_str!("../docs/config.md");
+    let example = docs.rsplit("```yaml").next().unwrap().split("```").next().unwrap();
+    let response = client()
+        .put(app.url("/api/admin/v1/config"))
+        .bearer_auth(&token)
+        .header("content-type", "application/yaml")
+        .body(example.to_string())
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["applied"], true, "{body}");
+    let exported: Value = client()
+        .get(app.url("/api/admin/v1/config"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(exported["servers"][1]["env"], json!({"API_TOKEN": {"set": true}, "LOG_LEVEL": "info"}));
+    assert_eq!(
+        exported["tenants"][1],
+        json!({"slug": "globex", "name": "globex", "groups": {}, "meta_tool": false, "tools": {}})
+    );
+}

@@ -11,7 +11,7 @@ use engine::catalog::{Catalog, CatalogOptions};
 use engine::exec::{CallRequest, ExecConfig, Executor};
 use engine::model::{Name, TenantSlug};
 use engine::secret::SecretBox;
-use engine::store::servers::{self, NewServer, OnDefinitionChange, Transport};
+use engine::store::servers;
 use engine::store::{self, Actor};
 use engine::tool::Caller;
 use engine::upstream::{UpstreamConfig, Upstreams};
@@ -112,20 +112,7 @@ async fn main() {
     let catalog = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
     let upstreams =
         Upstreams::start(pool.clone(), secrets.clone(), catalog.clone(), UpstreamConfig::default());
-    let new = NewServer {
-        name: Name::parse("sum").unwrap(),
-        prefix: "sum".into(),
-        tags: vec![],
-        tenant: None,
-        transport: Transport::StreamableHttp,
-        url: Some(url),
-        command: None,
-        args: vec![],
-        env: Default::default(),
-        headers: Default::default(),
-        on_definition_change: OnDefinitionChange::Hold,
-        new_tools_enabled: false,
-    };
+    let new = servers::ServerConfig::http(Name::parse("sum").unwrap(), url);
     servers::create(&pool, &secrets, &Actor::system(), &new).await.unwrap();
     let executor =
         Executor::new(catalog.clone(), pool, secrets, &[], Some(Arc::new(upstreams)), ExecConfig::default());

@@ -13,6 +13,7 @@
 pub mod admin;
 pub mod builtin;
 pub mod catalog;
+pub mod config;
 pub mod db;
 pub mod exec;
 pub mod model;

@@ -10,7 +10,8 @@ use engine::catalog::{Catalog, CatalogOptions, CatalogTool};
 use engine::exec::{CallRequest, ExecConfig, ExecError, Executor, Status};
 use engine::model::{Name, SourceKind, TenantSlug};
 use engine::secret::SecretBox;
-use engine::store::overrides::{OverrideInput, SecretInput};
+use engine::store::SecretInput;
+use engine::store::overrides::OverrideInput;
 use engine::store::sources::{NewSource, ToolDefinition};
 use engine::store::{self, Actor};
 use engine::tool::{

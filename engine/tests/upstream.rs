@@ -2,7 +2,6 @@
 //! (streamable HTTP), the public `@modelcontextprotocol/server-everything` over stdio and
 //! streamable HTTP, a real database and the live catalog.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,8 +12,8 @@ use engine::exec::{CallRequest, ExecConfig, Executor, Status};
 use engine::model::{Name, TenantSlug};
 use engine::secret::SecretBox;
 use engine::store::overrides::OverrideInput;
-use engine::store::servers::{self, Endpoint, NewServer, OnDefinitionChange, Transport};
-use engine::store::{self, Actor};
+use engine::store::servers::{self, Endpoint, Transport};
+use engine::store::{self, Actor, SecretInput};
 use engine::tool::{Caller, Content, ToolOutput};
 use engine::upstream::{Status as Health, UpstreamConfig, Upstreams, test_connection};
 use rmcp::model::{
@@ -211,25 +210,16 @@ async fn gateway(pool: PgPool) -> Gateway {
     Gateway { pool, catalog, executor, upstreams, secrets }
 }
 
-fn http_server(name: &str, url: String) -> NewServer {
-    NewServer {
-        name: Name::parse(name).unwrap(),
-        prefix: name.into(),
-        tags: vec![],
-        tenant: None,
-        transport: Transport::StreamableHttp,
-        url: Some(url),
-        command: None,
-        args: vec![],
-        env: BTreeMap::new(),
-        headers: BTreeMap::new(),
-        on_definition_change: OnDefinitionChange::Hold,
-        new_tools_enabled: false,
-    }
+fn name(name: &str) -> Name {
+    Name::parse(name).unwrap()
+}
+
+fn http_server(server: &str, url: String) -> servers::ServerConfig {
+    servers::ServerConfig::http(name(server), url)
 }
 
 impl Gateway {
-    async fn register(&self, server: NewServer) {
+    async fn register(&self, server: servers::ServerConfig) {
         servers::create(&self.pool, &self.secrets, &Actor::system(), &server).await.unwrap();
     }
 
@@ -326,7 +316,7 @@ async fn unauthenticated_connections_are_shared_and_authenticated_ones_are_per_t
     let gw = gateway(pool).await;
     gw.register(http_server("open", format!("http://{}/mcp", open.address))).await;
     let mut with_token = http_server("authed", format!("http://{}/mcp", authed.address));
-    with_token.headers.insert("Authorization".into(), "Bearer s3cret".into());
+    with_token.headers.insert("Authorization".into(), SecretInput::Value("Bearer s3cret".into()));
     gw.register(with_token).await;
     gw.visible("acme", "open_echo").await;
     gw.visible("acme", "authed_echo").await;
@@ -454,11 +444,7 @@ fn server_everything() -> String {
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn server_everything_over_stdio_and_streamable_http(pool: PgPool) {
     let gw = gateway(pool).await;
-    let mut stdio = http_server("evs", String::new());
-    stdio.transport = Transport::Stdio;
-    stdio.url = None;
-    stdio.command = Some("node".into());
-    stdio.args = vec![server_everything(), "stdio".into()];
+    let stdio = servers::ServerConfig::stdio(name("evs"), "node", vec![server_everything(), "stdio".into()]);
     gw.register(stdio).await;
 
     let port = {
@@ -498,12 +484,8 @@ fn processes_with(marker: &str) -> usize {
 async fn a_stdio_server_is_killed_when_its_server_is_disabled(pool: PgPool) {
     let gw = gateway(pool).await;
     let marker = format!("toolgate-test-{}", uuid::Uuid::new_v4());
-    let mut stdio = http_server("evs", String::new());
-    stdio.transport = Transport::Stdio;
-    stdio.url = None;
-    stdio.command = Some("node".into());
-    stdio.args = vec![server_everything(), "stdio".into(), marker.clone()];
-    gw.register(stdio).await;
+    let args = vec![server_everything(), "stdio".into(), marker.clone()];
+    gw.register(servers::ServerConfig::stdio(name("evs"), "node", args)).await;
     gw.visible("acme", "evs_echo").await;
     assert_eq!(processes_with(&marker), 1, "the server runs as one child process");
 

@@ -65,7 +65,9 @@ pub(super) async fn load(pool: &PgPool) -> Result<Loaded, sqlx::Error> {
     .fetch_all(&mut *tx)
     .await?;
     let groups = groups::list(&mut *tx).await?;
-    let members = sqlx::query!("select group_id, tool_id from tool_group_member")
+    let members = sqlx::query!(
+        "select m.group_id, t.id as tool_id from tool_group_member m join tool t using (source_id, upstream_name)"
+    )
         .fetch_all(&mut *tx)
         .await?
         .into_iter()
@@ -79,8 +81,9 @@ pub(super) async fn load(pool: &PgPool) -> Result<Loaded, sqlx::Error> {
         .collect();
     let overrides = sqlx::query_as!(
         OverrideRow,
-        "select tenant_id, tool_id, enabled, exposed_name, description, timeout_ms, presets, secret_presets
-         from tool_override"
+        "select o.tenant_id, t.id as tool_id, o.enabled, o.exposed_name, o.description, o.timeout_ms,
+                o.presets, o.secret_presets
+         from tool_override o join tool t using (source_id, upstream_name)"
     )
     .fetch_all(&mut *tx)
     .await?;

@@ -80,13 +80,17 @@ pub async fn set_members(pool: &PgPool, actor: &Actor, name: &Name, tools: &[Uui
     tools.dedup();
     let mut tx = pool.begin().await?;
     let group = get(&mut *tx, name).await?;
-    let before = sqlx::query_scalar!("select tool_id from tool_group_member where group_id = $1", group.id)
-        .fetch_all(&mut *tx)
-        .await?;
+    let before = sqlx::query_scalar!(
+        "select t.id from tool_group_member m join tool t using (source_id, upstream_name)
+         where m.group_id = $1 order by t.id",
+        group.id
+    )
+    .fetch_all(&mut *tx)
+    .await?;
     sqlx::query!("delete from tool_group_member where group_id = $1", group.id).execute(&mut *tx).await?;
     let inserted = sqlx::query!(
-        "insert into tool_group_member (group_id, tool_id)
-         select $1, id from tool where id = any($2)",
+        "insert into tool_group_member (group_id, source_id, upstream_name)
+         select $1, source_id, upstream_name from tool where id = any($2)",
         group.id,
         &tools,
     )

@@ -10,11 +10,12 @@ pub mod settings;
 pub mod sources;
 pub mod tenants;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::{Postgres, Transaction};
 
 use crate::model::Invalid;
+use crate::secret::SecretBox;
 
 /// The notification channel every gateway process listens on.
 pub const CHANNEL: &str = "toolgate_config";
@@ -110,6 +111,16 @@ pub(crate) async fn commit(
     actor: &Actor,
     change: Change<'_>,
 ) -> Result<()> {
+    record(&mut tx, actor, &change).await?;
+    notify_and_commit(tx, change.entity_kind).await
+}
+
+/// Adds `change` to the audit log inside the caller's transaction.
+pub(crate) async fn record(
+    tx: &mut Transaction<'_, Postgres>,
+    actor: &Actor,
+    change: &Change<'_>,
+) -> Result<()> {
     sqlx::query!(
         "insert into audit_event (actor, action, entity_kind, entity_id, before, after)
          values ($1, $2, $3, $4, $5, $6)",
@@ -120,9 +131,77 @@ pub(crate) async fn commit(
         change.before,
         change.after,
     )
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?;
-    sqlx::query!("select pg_notify($1, $2)", CHANNEL, change.entity_kind).execute(&mut *tx).await?;
+    Ok(())
+}
+
+/// Tells every gateway that `entity_kind` changed, and commits.
+pub(crate) async fn notify_and_commit(mut tx: Transaction<'_, Postgres>, entity_kind: &str) -> Result<()> {
+    sqlx::query!("select pg_notify($1, $2)", CHANNEL, entity_kind).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// Serde's default for switches that are on unless a document says otherwise.
+pub(crate) fn yes() -> bool {
+    true
+}
+
+/// A secret as an admin writes it: a new value (`"v"` or `{secret: "v"}`), or `{set: true}`
+/// to keep the stored one (how secrets are shown once saved).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SecretInput {
+    Keep { set: bool },
+    Secret { secret: String },
+    Value(String),
+}
+
+impl SecretInput {
+    /// What a read shows of a stored secret.
+    pub const SET: SecretInput = SecretInput::Keep { set: true };
+
+    fn new_value(&self) -> Option<&str> {
+        match self {
+            SecretInput::Secret { secret: value } | SecretInput::Value(value) => Some(value),
+            SecretInput::Keep { .. } => None,
+        }
+    }
+
+    fn check_keep(&self, name: &str, stored: Option<&str>) -> Result<()> {
+        match (self, stored) {
+            (SecretInput::Keep { set: false }, _) => Err(Error::Invalid(format!(
+                "secret `{name}`: `{{set: false}}` is not a value; leave it out to remove it"
+            ))),
+            (SecretInput::Keep { .. }, None) => {
+                Err(Error::Invalid(format!("secret `{name}` has no stored value to keep")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The encrypted value to store for secret `name`: a new value sealed, or `stored` kept.
+    pub(crate) fn seal(&self, secrets: &SecretBox, name: &str, stored: Option<&str>) -> Result<String> {
+        self.check_keep(name, stored)?;
+        Ok(match self.new_value() {
+            Some(value) => secrets.encrypt(value),
+            None => stored.expect("checked").to_owned(),
+        })
+    }
+
+    /// How the secret shows in a diff: `{set: true}`, plus `changed: true` when applying it
+    /// would replace the stored value. Never the value.
+    pub(crate) fn redact(&self, secrets: &SecretBox, name: &str, stored: Option<&str>) -> Result<Value> {
+        self.check_keep(name, stored)?;
+        let unchanged = match self.new_value() {
+            None => true,
+            Some(value) => stored.and_then(|s| secrets.decrypt(s).ok()).is_some_and(|old| old == value),
+        };
+        Ok(if unchanged {
+            serde_json::json!({"set": true})
+        } else {
+            serde_json::json!({"set": true, "changed": true})
+        })
+    }
 }

@@ -5,35 +5,30 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sqlx::{PgExecutor, PgPool};
+use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
-use super::{Actor, Change, Error, Result, commit};
+use super::{Actor, Change, Error, Result, SecretInput, commit};
 use crate::catalog::naming;
 use crate::model::TenantSlug;
 use crate::secret::SecretBox;
-
-/// A secret preset as written: a new value to encrypt, or "keep what is stored".
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum SecretInput {
-    /// `{set: true}`: keep the stored value (how exports show secrets).
-    Keep {
-        set: bool,
-    },
-    Value(String),
-}
 
 /// An override as an admin writes it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OverrideInput {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
     /// Exposed name for this tenant instead of the generated one.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<i32>,
+    #[serde(skip_serializing_if = "Map::is_empty")]
     pub presets: Map<String, Value>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub secret_presets: BTreeMap<String, SecretInput>,
 }
 
@@ -61,13 +56,15 @@ struct Row {
 }
 
 impl Row {
-    fn stored_secrets(&self) -> Map<String, Value> {
-        self.secret_presets.as_object().cloned().unwrap_or_default()
-    }
-
     fn into_override(self) -> Override {
         Override {
-            secret_presets: self.stored_secrets().keys().cloned().collect(),
+            secret_presets: self
+                .secret_presets
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, _)| k.clone())
+                .collect(),
             tool_id: self.tool_id,
             enabled: self.enabled,
             name: self.exposed_name,
@@ -81,8 +78,10 @@ impl Row {
 async fn fetch(db: impl PgExecutor<'_>, tenant_id: Uuid, tool_id: Uuid) -> Result<Option<Row>> {
     Ok(sqlx::query_as!(
         Row,
-        "select tool_id, enabled, exposed_name, description, timeout_ms, presets, secret_presets
-         from tool_override where tenant_id = $1 and tool_id = $2",
+        "select t.id as tool_id, o.enabled, o.exposed_name, o.description, o.timeout_ms, o.presets,
+                o.secret_presets
+         from tool_override o join tool t using (source_id, upstream_name)
+         where o.tenant_id = $1 and t.id = $2",
         tenant_id,
         tool_id
     )
@@ -112,8 +111,57 @@ fn check(input: &OverrideInput) -> Result<()> {
     Ok(())
 }
 
-/// Sets the tenant's override of a tool. Secret presets are encrypted here; `{set: true}`
-/// keeps a stored value, and a secret left out is removed.
+/// Writes a tenant's override of the tool `upstream_name` of source `source_id` inside the
+/// caller's transaction. Secret presets are encrypted here; `{set: true}` keeps a stored value,
+/// and a secret left out is removed.
+pub(crate) async fn write(
+    tx: &mut Transaction<'_, Postgres>,
+    secrets: &SecretBox,
+    tenant_id: Uuid,
+    source_id: Uuid,
+    upstream_name: &str,
+    input: &OverrideInput,
+) -> Result<()> {
+    check(input)?;
+    let stored = sqlx::query_scalar!(
+        "select secret_presets from tool_override
+         where tenant_id = $1 and source_id = $2 and upstream_name = $3",
+        tenant_id,
+        source_id,
+        upstream_name
+    )
+    .fetch_optional(&mut **tx)
+    .await?;
+    let stored = stored.as_ref().and_then(Value::as_object);
+    let mut sealed = Map::new();
+    for (name, value) in &input.secret_presets {
+        let kept = stored.and_then(|s| s.get(name)).and_then(Value::as_str);
+        sealed.insert(name.clone(), Value::String(value.seal(secrets, name, kept)?));
+    }
+    sqlx::query!(
+        "insert into tool_override (tenant_id, source_id, upstream_name, enabled, exposed_name,
+                                    description, timeout_ms, presets, secret_presets)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         on conflict (tenant_id, source_id, upstream_name) do update set
+            enabled = excluded.enabled, exposed_name = excluded.exposed_name,
+            description = excluded.description, timeout_ms = excluded.timeout_ms,
+            presets = excluded.presets, secret_presets = excluded.secret_presets",
+        tenant_id,
+        source_id,
+        upstream_name,
+        input.enabled.unwrap_or(true),
+        input.name,
+        input.description,
+        input.timeout_ms,
+        Value::Object(input.presets.clone()),
+        Value::Object(sealed),
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Sets the tenant's override of a tool (see [`write`] for secret presets).
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %slug, %tool_id))]
 pub async fn set(
     pool: &PgPool,
@@ -123,49 +171,15 @@ pub async fn set(
     tool_id: Uuid,
     input: &OverrideInput,
 ) -> Result<Override> {
-    check(input)?;
     let mut tx = pool.begin().await?;
     let tenant = super::tenants::get(&mut *tx, slug).await?;
-    let exists = sqlx::query_scalar!("select exists (select from tool where id = $1) as \"e!\"", tool_id)
-        .fetch_one(&mut *tx)
-        .await?;
-    if !exists {
-        return Err(Error::NotFound(format!("tool {tool_id}")));
-    }
+    let tool = sqlx::query!("select source_id, upstream_name from tool where id = $1", tool_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("tool {tool_id}")))?;
     let before = fetch(&mut *tx, tenant.id, tool_id).await?;
-    let stored = before.as_ref().map(Row::stored_secrets).unwrap_or_default();
-    let mut sealed = Map::new();
-    for (name, value) in &input.secret_presets {
-        let value = match value {
-            SecretInput::Value(plain) => Value::String(secrets.encrypt(plain)),
-            SecretInput::Keep { .. } => stored.get(name).cloned().ok_or_else(|| {
-                Error::Invalid(format!("secret preset `{name}` has no stored value to keep"))
-            })?,
-        };
-        sealed.insert(name.clone(), value);
-    }
-    let row = sqlx::query_as!(
-        Row,
-        "insert into tool_override
-            (tenant_id, tool_id, enabled, exposed_name, description, timeout_ms, presets, secret_presets)
-         values ($1, $2, $3, $4, $5, $6, $7, $8)
-         on conflict (tenant_id, tool_id) do update set
-            enabled = excluded.enabled, exposed_name = excluded.exposed_name,
-            description = excluded.description, timeout_ms = excluded.timeout_ms,
-            presets = excluded.presets, secret_presets = excluded.secret_presets
-         returning tool_id, enabled, exposed_name, description, timeout_ms, presets, secret_presets",
-        tenant.id,
-        tool_id,
-        input.enabled.unwrap_or(true),
-        input.name,
-        input.description,
-        input.timeout_ms,
-        Value::Object(input.presets.clone()),
-        Value::Object(sealed),
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    let after = row.into_override();
+    write(&mut tx, secrets, tenant.id, tool.source_id, &tool.upstream_name, input).await?;
+    let after = fetch(&mut *tx, tenant.id, tool_id).await?.expect("just written").into_override();
     let change = Change::new("set_override", "tenant", slug);
     let change = match before {
         Some(before) => change.before(&before.into_override()),
@@ -182,8 +196,13 @@ pub async fn clear(pool: &PgPool, actor: &Actor, slug: &TenantSlug, tool_id: Uui
     let before = fetch(&mut *tx, tenant.id, tool_id)
         .await?
         .ok_or_else(|| Error::NotFound(format!("override of tool {tool_id} for `{slug}`")))?;
-    sqlx::query!("delete from tool_override where tenant_id = $1 and tool_id = $2", tenant.id, tool_id)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "delete from tool_override o using tool t
+         where o.tenant_id = $1 and t.id = $2 and (o.source_id, o.upstream_name) = (t.source_id, t.upstream_name)",
+        tenant.id,
+        tool_id
+    )
+    .execute(&mut *tx)
+    .await?;
     commit(tx, actor, Change::new("clear_override", "tenant", slug).before(&before.into_override())).await
 }

@@ -6,11 +6,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sqlx::{PgExecutor, PgPool};
+use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use super::sources::{self, NewSource, Source, ToolDefinition};
-use super::{Actor, Change, Error, Result, commit};
+use super::{Actor, Change, Error, Result, SecretInput, commit, yes};
 use crate::model::{Name, SourceKind, Tag, TenantSlug};
 use crate::secret::SecretBox;
 
@@ -41,40 +41,159 @@ impl Transport {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OnDefinitionChange {
     /// Hide the tool until an admin approves the new definition.
+    #[default]
     Hold,
     /// Keep serving the pinned definition until an admin approves the new one.
     KeepPinned,
 }
 
-/// An environment value as an admin writes it: plain, or `{secret: ...}` to store encrypted.
+impl OnDefinitionChange {
+    fn as_str(self) -> &'static str {
+        match self {
+            OnDefinitionChange::Hold => "hold",
+            OnDefinitionChange::KeepPinned => "keep_pinned",
+        }
+    }
+}
+
+/// An environment value of a stdio server: plain text, or a secret stored encrypted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum EnvValue {
-    Secret { secret: String },
     Plain(String),
+    Secret(SecretInput),
 }
 
-/// A server as an admin registers it.
-#[derive(Debug, Clone)]
-pub struct NewServer {
+/// A server as an admin registers it, and as the configuration document shows it (secrets
+/// as `{set: true}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
     pub name: Name,
-    pub prefix: String,
-    pub tags: Vec<Tag>,
-    /// `None` = shared by every tenant.
-    pub tenant: Option<TenantSlug>,
+    /// Exposed names are `<prefix>_<tool>`; left out = the server's name; "" keeps the
+    /// upstream names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
     pub transport: Transport,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, EnvValue>,
-    /// Header values, encrypted on save (an `Authorization: Bearer ...` among them).
-    pub headers: BTreeMap<String, String>,
+    /// Sent with every request (an `Authorization: Bearer ...` among them); always encrypted.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, SecretInput>,
+    /// `None` = shared by every tenant.
+    #[serde(default)]
+    pub tenant: Option<TenantSlug>,
+    #[serde(default)]
+    pub tags: Vec<Tag>,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
     pub on_definition_change: OnDefinitionChange,
+    /// Whether tools that appear after the first discovery are served before an admin looks.
+    #[serde(default)]
     pub new_tools_enabled: bool,
+}
+
+impl ServerConfig {
+    fn new(name: Name, transport: Transport) -> Self {
+        ServerConfig {
+            name,
+            prefix: None,
+            transport,
+            url: None,
+            command: None,
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            headers: BTreeMap::new(),
+            tenant: None,
+            tags: Vec::new(),
+            enabled: true,
+            on_definition_change: OnDefinitionChange::Hold,
+            new_tools_enabled: false,
+        }
+    }
+
+    /// A shared streamable HTTP server with every other setting at its default.
+    pub fn http(name: Name, url: impl Into<String>) -> Self {
+        ServerConfig { url: Some(url.into()), ..Self::new(name, Transport::StreamableHttp) }
+    }
+
+    /// A shared stdio server with every other setting at its default.
+    pub fn stdio(name: Name, command: impl Into<String>, args: Vec<String>) -> Self {
+        ServerConfig { command: Some(command.into()), args, ..Self::new(name, Transport::Stdio) }
+    }
+
+    pub fn prefix(&self) -> &str {
+        self.prefix.as_deref().unwrap_or(self.name.as_str())
+    }
+
+    pub(crate) fn check(&self) -> Result<()> {
+        crate::model::check_prefix(self.prefix())?;
+        match (self.transport, &self.url, &self.command) {
+            (Transport::Stdio, None, Some(command)) if !command.is_empty() => Ok(()),
+            (Transport::Stdio, _, _) => {
+                Err(Error::Invalid("a stdio server needs a command and no url".into()))
+            }
+            (_, Some(url), None) if url.starts_with("http://") || url.starts_with("https://") => Ok(()),
+            _ => Err(Error::Invalid("an HTTP server needs an http:// or https:// url and no command".into())),
+        }
+    }
+
+    /// The configuration as a diff shows it: prefix filled in, secrets as `{set: true}`
+    /// (plus `changed: true` where applying would replace what `stored` holds).
+    pub(crate) fn redacted(&self, secrets: &SecretBox, stored: Option<&StoredSecrets>) -> Result<Value> {
+        let mut shown = serde_json::to_value(ServerConfig {
+            prefix: Some(self.prefix().to_owned()),
+            env: BTreeMap::new(),
+            headers: BTreeMap::new(),
+            ..self.clone()
+        })
+        .expect("configs serialise");
+        let empty = StoredSecrets::default();
+        let stored = stored.unwrap_or(&empty);
+        let mut env = serde_json::Map::new();
+        for (name, value) in &self.env {
+            let shown = match value {
+                EnvValue::Plain(plain) => json!(plain),
+                EnvValue::Secret(secret) => secret.redact(secrets, name, stored.env_secret(name))?,
+            };
+            env.insert(name.clone(), shown);
+        }
+        let mut headers = serde_json::Map::new();
+        for (name, value) in &self.headers {
+            headers.insert(name.clone(), value.redact(secrets, name, stored.header(name))?);
+        }
+        shown["env"] = Value::Object(env);
+        shown["headers"] = Value::Object(headers);
+        Ok(shown)
+    }
+}
+
+/// A server's encrypted values as stored: what `{set: true}` keeps.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StoredSecrets {
+    env: Value,
+    headers: Value,
+}
+
+impl StoredSecrets {
+    fn env_secret(&self, name: &str) -> Option<&str> {
+        self.env.get(name)?.get("secret")?.as_str()
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name)?.as_str()
+    }
 }
 
 /// A server as it is read back: secrets appear only as the names that are set.
@@ -104,38 +223,33 @@ pub struct Endpoint {
     pub headers: Vec<(String, String)>,
 }
 
-impl NewServer {
-    fn check(&self) -> Result<()> {
-        match (self.transport, &self.url, &self.command) {
-            (Transport::Stdio, None, Some(command)) if !command.is_empty() => Ok(()),
-            (Transport::Stdio, _, _) => {
-                Err(Error::Invalid("a stdio server needs a command and no url".into()))
+fn seal_env(secrets: &SecretBox, env: &BTreeMap<String, EnvValue>, stored: &StoredSecrets) -> Result<Value> {
+    let mut sealed = serde_json::Map::new();
+    for (name, value) in env {
+        let value = match value {
+            EnvValue::Plain(plain) => json!(plain),
+            EnvValue::Secret(secret) => {
+                json!({ "secret": secret.seal(secrets, name, stored.env_secret(name))? })
             }
-            (_, Some(url), None) if url.starts_with("http://") || url.starts_with("https://") => Ok(()),
-            _ => Err(Error::Invalid("an HTTP server needs an http:// or https:// url and no command".into())),
-        }
+        };
+        sealed.insert(name.clone(), value);
     }
+    Ok(Value::Object(sealed))
 }
 
-fn seal_env(secrets: &SecretBox, env: &BTreeMap<String, EnvValue>) -> Value {
-    let sealed: serde_json::Map<String, Value> = env
-        .iter()
-        .map(|(name, value)| {
-            let stored = match value {
-                EnvValue::Plain(plain) => json!(plain),
-                EnvValue::Secret { secret } => json!({ "secret": secrets.encrypt(secret) }),
-            };
-            (name.clone(), stored)
-        })
-        .collect();
-    Value::Object(sealed)
+fn seal_headers(
+    secrets: &SecretBox,
+    headers: &BTreeMap<String, SecretInput>,
+    stored: &StoredSecrets,
+) -> Result<Value> {
+    let mut sealed = serde_json::Map::new();
+    for (name, value) in headers {
+        sealed.insert(name.clone(), json!(value.seal(secrets, name, stored.header(name))?));
+    }
+    Ok(Value::Object(sealed))
 }
 
-fn seal_headers(secrets: &SecretBox, headers: &BTreeMap<String, String>) -> Value {
-    Value::Object(headers.iter().map(|(k, v)| (k.clone(), json!(secrets.encrypt(v)))).collect())
-}
-
-struct ServerRow {
+pub(crate) struct ServerRow {
     transport: String,
     url: Option<String>,
     command: Option<String>,
@@ -159,6 +273,57 @@ impl ServerRow {
         })
     }
 
+    fn on_definition_change(&self) -> OnDefinitionChange {
+        if self.on_definition_change == "keep_pinned" {
+            OnDefinitionChange::KeepPinned
+        } else {
+            OnDefinitionChange::Hold
+        }
+    }
+
+    pub(crate) fn secrets(&self) -> StoredSecrets {
+        StoredSecrets { env: self.env.clone(), headers: self.headers.clone() }
+    }
+
+    /// The server as the configuration document shows it, secrets as `{set: true}`.
+    pub(crate) fn config(&self, source: &Source, tenant: Option<TenantSlug>) -> Result<ServerConfig> {
+        let env = self
+            .env
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| {
+                let value = match v {
+                    Value::String(plain) => EnvValue::Plain(plain.clone()),
+                    _ => EnvValue::Secret(SecretInput::SET),
+                };
+                (k.clone(), value)
+            })
+            .collect();
+        let headers = self
+            .headers
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| (k.clone(), SecretInput::SET))
+            .collect();
+        Ok(ServerConfig {
+            name: Name::parse(&source.name)?,
+            prefix: Some(source.prefix.clone()),
+            transport: Transport::from_db(&self.transport),
+            url: self.url.clone(),
+            command: self.command.clone(),
+            args: self.args.clone(),
+            env,
+            headers,
+            tenant,
+            tags: crate::model::parse_tags(&source.tags)?,
+            enabled: source.enabled,
+            on_definition_change: self.on_definition_change(),
+            new_tools_enabled: self.new_tools_enabled,
+        })
+    }
+
     fn into_server(self, source: Source) -> Server {
         let env = self
             .env
@@ -170,22 +335,18 @@ impl ServerRow {
         Server {
             source,
             transport: Transport::from_db(&self.transport),
+            on_definition_change: self.on_definition_change(),
             url: self.url,
             command: self.command,
             args: self.args,
             env,
             header_names: self.headers.as_object().map(|h| h.keys().cloned().collect()).unwrap_or_default(),
-            on_definition_change: if self.on_definition_change == "keep_pinned" {
-                OnDefinitionChange::KeepPinned
-            } else {
-                OnDefinitionChange::Hold
-            },
             new_tools_enabled: self.new_tools_enabled,
         }
     }
 }
 
-async fn row(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<ServerRow> {
+pub(crate) async fn row(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<ServerRow> {
     sqlx::query_as!(
         ServerRow,
         "select transport, url, command, args, env, headers, on_definition_change, new_tools_enabled
@@ -197,40 +358,79 @@ async fn row(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<ServerRow> {
     .ok_or_else(|| Error::NotFound(format!("MCP server {source_id}")))
 }
 
-/// Registers a server: its source and connection settings, in one transaction.
-#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), name = %new.name))]
-pub async fn create(pool: &PgPool, secrets: &SecretBox, actor: &Actor, new: &NewServer) -> Result<Server> {
-    new.check()?;
-    let mut tx = pool.begin().await?;
-    let source_new = NewSource {
-        kind: SourceKind::Mcp,
-        name: new.name.clone(),
-        prefix: new.prefix.clone(),
-        tags: new.tags.clone(),
-        tenant: new.tenant.clone(),
+/// Writes a server inside the caller's transaction: creates it, or updates the server with
+/// source id `existing`. Secrets given as `{set: true}` keep their stored values.
+pub(crate) async fn write(
+    tx: &mut Transaction<'_, Postgres>,
+    secrets: &SecretBox,
+    config: &ServerConfig,
+    existing: Option<Uuid>,
+) -> Result<Uuid> {
+    config.check()?;
+    let tenant_id = match &config.tenant {
+        Some(slug) => Some(super::tenants::get(&mut **tx, slug).await?.id),
+        None => None,
     };
-    let source = sources::insert(&mut tx, &source_new).await?;
+    let (source_id, stored) = match existing {
+        Some(id) => (id, row(&mut **tx, id).await?.secrets()),
+        None => {
+            let new = NewSource {
+                kind: SourceKind::Mcp,
+                name: config.name.clone(),
+                prefix: config.prefix().to_owned(),
+                tags: config.tags.clone(),
+                tenant: config.tenant.clone(),
+            };
+            (sources::insert(tx, &new).await?.id, StoredSecrets::default())
+        }
+    };
+    sqlx::query!(
+        "update source set prefix = $2, tags = $3, enabled = $4, tenant_id = $5 where id = $1",
+        source_id,
+        config.prefix(),
+        &crate::model::tag_strings(&config.tags),
+        config.enabled,
+        tenant_id,
+    )
+    .execute(&mut **tx)
+    .await?;
     sqlx::query!(
         "insert into mcp_server (source_id, transport, url, command, args, env, headers,
                                  on_definition_change, new_tools_enabled)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        source.id,
-        new.transport.as_str(),
-        new.url,
-        new.command,
-        &new.args,
-        seal_env(secrets, &new.env),
-        seal_headers(secrets, &new.headers),
-        match new.on_definition_change {
-            OnDefinitionChange::Hold => "hold",
-            OnDefinitionChange::KeepPinned => "keep_pinned",
-        },
-        new.new_tools_enabled,
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         on conflict (source_id) do update set
+            transport = excluded.transport, url = excluded.url, command = excluded.command,
+            args = excluded.args, env = excluded.env, headers = excluded.headers,
+            on_definition_change = excluded.on_definition_change,
+            new_tools_enabled = excluded.new_tools_enabled",
+        source_id,
+        config.transport.as_str(),
+        config.url,
+        config.command,
+        &config.args,
+        seal_env(secrets, &config.env, &stored)?,
+        seal_headers(secrets, &config.headers, &stored)?,
+        config.on_definition_change.as_str(),
+        config.new_tools_enabled,
     )
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?;
-    let server = row(&mut *tx, source.id).await?.into_server(source);
-    commit(tx, actor, Change::new("create", "server", &new.name).after(&server)).await?;
+    Ok(source_id)
+}
+
+/// Registers a server: its source and connection settings, in one transaction.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), name = %config.name))]
+pub async fn create(
+    pool: &PgPool,
+    secrets: &SecretBox,
+    actor: &Actor,
+    config: &ServerConfig,
+) -> Result<Server> {
+    let mut tx = pool.begin().await?;
+    let source_id = write(&mut tx, secrets, config, None).await?;
+    let source = sources::get(&mut *tx, &config.name).await?;
+    let server = row(&mut *tx, source_id).await?.into_server(source);
+    commit(tx, actor, Change::new("create", "server", &config.name).after(&server)).await?;
     Ok(server)
 }
 
@@ -247,7 +447,8 @@ pub async fn list(pool: &PgPool) -> Result<Vec<Server>> {
     Ok(servers)
 }
 
-/// Sets a tenant's own credentials (headers) for a shared server.
+/// Sets a tenant's own credentials (headers) for a shared server; `{set: true}` keeps a
+/// stored value.
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %server, %tenant))]
 pub async fn set_credentials(
     pool: &PgPool,
@@ -255,17 +456,25 @@ pub async fn set_credentials(
     actor: &Actor,
     server: &Name,
     tenant: &TenantSlug,
-    headers: &BTreeMap<String, String>,
+    headers: &BTreeMap<String, SecretInput>,
 ) -> Result<()> {
     let mut tx = pool.begin().await?;
     let source = sources::get(&mut *tx, server).await?;
     let tenant_id = super::tenants::get(&mut *tx, tenant).await?.id;
+    let stored = sqlx::query_scalar!(
+        "select headers from mcp_credential where source_id = $1 and tenant_id = $2",
+        source.id,
+        tenant_id
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let stored = StoredSecrets { headers: stored.unwrap_or_default(), ..Default::default() };
     sqlx::query!(
         "insert into mcp_credential (source_id, tenant_id, headers) values ($1, $2, $3)
          on conflict (source_id, tenant_id) do update set headers = excluded.headers",
         source.id,
         tenant_id,
-        seal_headers(secrets, headers),
+        seal_headers(secrets, headers, &stored)?,
     )
     .execute(&mut *tx)
     .await?;

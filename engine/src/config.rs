@@ -1,0 +1,605 @@
+//! Config as code: the whole configuration as one document, exported with secrets as
+//! `{set: true}` and applied declaratively — the document is the desired state, so servers,
+//! groups and tenants it leaves out are removed — in one transaction, or planned only (the
+//! diff, nothing written).
+//!
+//! Tools are named by their default exposed name (`<prefix>_<tool>`), which need not exist yet:
+//! a group or an override may name a tool of a server that has not been discovered, and binds
+//! to it once discovery finds it. Built-in and external sources are not part of the document.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use sqlx::{PgPool, Postgres, Transaction};
+use uuid::Uuid;
+
+use crate::catalog::naming::exposed_name;
+use crate::model::{Name, SourceKind, Tag, TenantSlug, parse_tags, tag_strings};
+use crate::secret::SecretBox;
+use crate::store::overrides::{self, OverrideInput};
+use crate::store::servers::{self, ServerConfig, StoredSecrets};
+use crate::store::{self, Actor, Error, Result, SecretInput, groups, settings, sources, tenants, yes};
+
+/// The configuration document. Keys left out take their defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Document {
+    #[serde(default = "yes")]
+    pub tools_enabled: bool,
+    /// Enabled tags of a tenant that sets none.
+    #[serde(default)]
+    pub default_tags: Vec<Tag>,
+    #[serde(default)]
+    pub servers: Vec<ServerConfig>,
+    #[serde(default)]
+    pub groups: Vec<GroupConfig>,
+    #[serde(default)]
+    pub tenants: Vec<TenantConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupConfig {
+    pub name: Name,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default = "yes")]
+    pub active_by_default: bool,
+    /// Member tools by default exposed name.
+    #[serde(default)]
+    pub tools: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    pub slug: TenantSlug,
+    /// Left out = the slug.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Left out = the document's `default_tags`; `[]` = every tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled_tags: Option<Vec<Tag>>,
+    /// Overrides of the groups' `active_by_default`.
+    #[serde(default)]
+    pub groups: BTreeMap<Name, bool>,
+    /// Expose the meta tool `reset_equipped_tools`.
+    #[serde(default)]
+    pub meta_tool: bool,
+    /// Per-tool overrides, by default exposed name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, OverrideInput>,
+}
+
+impl TenantConfig {
+    fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(self.slug.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Create,
+    Update,
+    Delete,
+}
+
+/// One entity a document changes, as the diff shows it (secrets never as values).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    pub action: Action,
+    /// `settings`, `server`, `group` or `tenant`.
+    pub kind: &'static str,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<Value>,
+}
+
+/// The stored configuration: the document, and the encrypted values `{set: true}` keeps.
+struct Current {
+    document: Document,
+    server_ids: HashMap<String, Uuid>,
+    server_secrets: HashMap<String, StoredSecrets>,
+    tenant_ids: HashMap<String, Uuid>,
+    /// (tenant slug, tool key) -> secret preset name -> encrypted value.
+    preset_secrets: HashMap<(String, String), Map<String, Value>>,
+}
+
+/// The whole configuration, secrets as `{set: true}`.
+pub async fn export(pool: &PgPool) -> Result<Document> {
+    let mut tx = pool.begin().await?;
+    sqlx::query!("set transaction isolation level repeatable read, read only").execute(&mut *tx).await?;
+    Ok(current(&mut tx).await?.document)
+}
+
+async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
+    let settings = settings::get(&mut **tx).await?;
+    let tenant_rows = tenants::list(&mut **tx).await?;
+    let slugs: HashMap<Uuid, TenantSlug> =
+        tenant_rows.iter().map(|t| Ok((t.id, TenantSlug::parse(&t.slug)?))).collect::<Result<_>>()?;
+    let all_sources = sources::list(&mut **tx).await?;
+    let keys = |source_id: Uuid, upstream: &str| {
+        let source = all_sources.iter().find(|s| s.id == source_id).expect("references are foreign keys");
+        exposed_name(&source.prefix, upstream)
+    };
+
+    let mut servers = Vec::new();
+    let (mut server_ids, mut server_secrets) = (HashMap::new(), HashMap::new());
+    for source in all_sources.iter().filter(|s| s.kind == SourceKind::Mcp) {
+        let row = servers::row(&mut **tx, source.id).await?;
+        let tenant = source.tenant_id.and_then(|id| slugs.get(&id).cloned());
+        servers.push(row.config(source, tenant)?);
+        server_ids.insert(source.name.clone(), source.id);
+        server_secrets.insert(source.name.clone(), row.secrets());
+    }
+
+    let members = sqlx::query!("select group_id, source_id, upstream_name from tool_group_member")
+        .fetch_all(&mut **tx)
+        .await?;
+    let mut groups = Vec::new();
+    for group in groups::list(&mut **tx).await? {
+        let tools: BTreeSet<String> = members
+            .iter()
+            .filter(|m| m.group_id == group.id)
+            .map(|m| keys(m.source_id, &m.upstream_name))
+            .collect();
+        groups.push(GroupConfig {
+            name: Name::parse(&group.name)?,
+            description: group.description,
+            active_by_default: group.active_by_default,
+            tools: tools.into_iter().collect(),
+        });
+    }
+
+    let activations = sqlx::query!(
+        "select tg.tenant_id, g.name, tg.active from tenant_group tg join tool_group g on g.id = tg.group_id"
+    )
+    .fetch_all(&mut **tx)
+    .await?;
+    let override_rows = sqlx::query!(
+        "select tenant_id, source_id, upstream_name, enabled, exposed_name, description, timeout_ms,
+                presets, secret_presets
+         from tool_override"
+    )
+    .fetch_all(&mut **tx)
+    .await?;
+    let mut tenants = Vec::new();
+    let mut preset_secrets = HashMap::new();
+    for tenant in &tenant_rows {
+        let slug = slugs[&tenant.id].clone();
+        let groups = activations
+            .iter()
+            .filter(|a| a.tenant_id == tenant.id)
+            .map(|a| Ok((Name::parse(&a.name)?, a.active)))
+            .collect::<Result<_>>()?;
+        let mut tools = BTreeMap::new();
+        for row in override_rows.iter().filter(|o| o.tenant_id == tenant.id) {
+            let key = keys(row.source_id, &row.upstream_name);
+            let sealed = row.secret_presets.as_object().cloned().unwrap_or_default();
+            let input = OverrideInput {
+                enabled: (!row.enabled).then_some(false),
+                name: row.exposed_name.clone(),
+                description: row.description.clone(),
+                timeout_ms: row.timeout_ms,
+                presets: row.presets.as_object().cloned().unwrap_or_default(),
+                secret_presets: sealed.keys().map(|k| (k.clone(), SecretInput::SET)).collect(),
+            };
+            preset_secrets.insert((tenant.slug.clone(), key.clone()), sealed);
+            tools.insert(key, input);
+        }
+        tenants.push(TenantConfig {
+            slug,
+            name: Some(tenant.name.clone()),
+            enabled_tags: tenant.enabled_tags.as_deref().map(parse_tags).transpose()?,
+            groups,
+            meta_tool: tenant.meta_tool,
+            tools,
+        });
+    }
+
+    let document = Document {
+        tools_enabled: settings.tools_enabled,
+        default_tags: parse_tags(&settings.default_tags)?,
+        servers,
+        groups,
+        tenants,
+    };
+    let tenant_ids = tenant_rows.iter().map(|t| (t.slug.clone(), t.id)).collect();
+    Ok(Current { document, server_ids, server_secrets, tenant_ids, preset_secrets })
+}
+
+/// Prefixes the message of a rule broken at `place` in the document.
+fn at(place: impl std::fmt::Display) -> impl FnOnce(Error) -> Error {
+    move |err| match err {
+        Error::Invalid(msg) => Error::Invalid(format!("{place}: {msg}")),
+        Error::NotFound(what) => Error::Invalid(format!("{place}: {what} not found")),
+        Error::Conflict(msg) => Error::Conflict(format!("{place}: {msg}")),
+        other => other,
+    }
+}
+
+fn unique<'a>(section: &str, names: impl Iterator<Item = &'a str>) -> Result<()> {
+    let mut seen = BTreeSet::new();
+    for name in names {
+        if !seen.insert(name) {
+            return Err(Error::Invalid(format!("{section}: `{name}` appears more than once")));
+        }
+    }
+    Ok(())
+}
+
+impl Document {
+    /// The rules that need the whole document: unique names, and references between parts.
+    fn check(&self) -> Result<()> {
+        unique("servers", self.servers.iter().map(|s| s.name.as_str()))?;
+        unique("groups", self.groups.iter().map(|g| g.name.as_str()))?;
+        unique("tenants", self.tenants.iter().map(|t| t.slug.as_str()))?;
+        let slugs: BTreeSet<&TenantSlug> = self.tenants.iter().map(|t| &t.slug).collect();
+        for server in &self.servers {
+            server.check().map_err(at(format!("servers.{}", server.name)))?;
+            if let Some(tenant) = &server.tenant
+                && !slugs.contains(tenant)
+            {
+                return Err(Error::Invalid(format!(
+                    "servers.{}: tenant `{tenant}` is not among the document's tenants",
+                    server.name
+                )));
+            }
+        }
+        let group_names: BTreeSet<&Name> = self.groups.iter().map(|g| &g.name).collect();
+        for tenant in &self.tenants {
+            if !(1..=200).contains(&tenant.name().chars().count()) {
+                return Err(Error::Invalid(format!(
+                    "tenants.{}: a name is 1 to 200 characters",
+                    tenant.slug
+                )));
+            }
+            if let Some(group) = tenant.groups.keys().find(|g| !group_names.contains(g)) {
+                return Err(Error::Invalid(format!(
+                    "tenants.{}.groups: group `{group}` is not among the document's groups",
+                    tenant.slug
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn settings_view(document: &Document) -> Value {
+    json!({ "tools_enabled": document.tools_enabled, "default_tags": document.default_tags })
+}
+
+fn group_view(group: &GroupConfig) -> Value {
+    let tools: BTreeSet<&String> = group.tools.iter().collect();
+    json!({
+        "description": group.description,
+        "active_by_default": group.active_by_default,
+        "tools": tools,
+    })
+}
+
+/// A tenant as the diff shows it: defaults filled in, secret presets redacted.
+fn tenant_view(
+    tenant: &TenantConfig,
+    secrets: &SecretBox,
+    stored: &HashMap<(String, String), Map<String, Value>>,
+) -> Result<Value> {
+    let mut tools = Map::new();
+    for (key, input) in &tenant.tools {
+        let place = format!("tenants.{}.tools.{key}", tenant.slug);
+        let stored = stored.get(&(tenant.slug.to_string(), key.clone()));
+        let mut presets = Map::new();
+        for (name, secret) in &input.secret_presets {
+            let kept = stored.and_then(|s| s.get(name)).and_then(Value::as_str);
+            presets.insert(name.clone(), secret.redact(secrets, name, kept).map_err(at(&place))?);
+        }
+        let mut shown = serde_json::to_value(OverrideInput {
+            enabled: input.enabled.filter(|enabled| !enabled),
+            secret_presets: BTreeMap::new(),
+            ..input.clone()
+        })
+        .expect("overrides serialise");
+        if !presets.is_empty() {
+            shown["secret_presets"] = Value::Object(presets);
+        }
+        tools.insert(key.clone(), shown);
+    }
+    Ok(json!({
+        "name": tenant.name(),
+        "enabled_tags": tenant.enabled_tags,
+        "groups": tenant.groups,
+        "meta_tool": tenant.meta_tool,
+        "tools": tools,
+    }))
+}
+
+/// Compares entities by name: what to create, update and delete to go from `before` to
+/// `after`, in `after`'s order (deletions last).
+fn diff(kind: &'static str, before: Vec<(String, Value)>, after: Vec<(String, Value)>) -> Vec<Change> {
+    let mut old: BTreeMap<String, Value> = before.into_iter().collect();
+    let mut changes = Vec::new();
+    for (name, new) in after {
+        match old.remove(&name) {
+            None => {
+                changes.push(Change { action: Action::Create, kind, name, before: None, after: Some(new) })
+            }
+            Some(old) if old != new => changes.push(Change {
+                action: Action::Update,
+                kind,
+                name,
+                before: Some(old),
+                after: Some(new),
+            }),
+            Some(_) => {}
+        }
+    }
+    changes.extend(old.into_iter().map(|(name, old)| Change {
+        action: Action::Delete,
+        kind,
+        name,
+        before: Some(old),
+        after: None,
+    }));
+    changes
+}
+
+fn plan(secrets: &SecretBox, current: &Current, desired: &Document) -> Result<Vec<Change>> {
+    let mut changes = diff(
+        "settings",
+        vec![("global".into(), settings_view(&current.document))],
+        vec![("global".into(), settings_view(desired))],
+    );
+    let server_views = |document: &Document| -> Result<Vec<(String, Value)>> {
+        document
+            .servers
+            .iter()
+            .map(|s| {
+                let stored = current.server_secrets.get(s.name.as_str());
+                Ok((
+                    s.name.to_string(),
+                    s.redacted(secrets, stored).map_err(at(format!("servers.{}", s.name)))?,
+                ))
+            })
+            .collect()
+    };
+    changes.extend(diff("server", server_views(&current.document)?, server_views(desired)?));
+    let group_views =
+        |document: &Document| document.groups.iter().map(|g| (g.name.to_string(), group_view(g))).collect();
+    changes.extend(diff("group", group_views(&current.document), group_views(desired)));
+    let tenant_views = |document: &Document| -> Result<Vec<(String, Value)>> {
+        document
+            .tenants
+            .iter()
+            .map(|t| Ok((t.slug.to_string(), tenant_view(t, secrets, &current.preset_secrets)?)))
+            .collect()
+    };
+    changes.extend(diff("tenant", tenant_views(&current.document)?, tenant_views(desired)?));
+    Ok(changes)
+}
+
+/// A source, and one of its tools when it has any.
+struct SourceTool {
+    source_id: Uuid,
+    tenant_id: Option<Uuid>,
+    prefix: String,
+    is_server: bool,
+    upstream_name: Option<String>,
+}
+
+/// Where each tool a document may name lives: by default exposed name among existing tools,
+/// and by prefix among servers for tools not discovered yet.
+struct ToolIndex(Vec<SourceTool>);
+
+impl ToolIndex {
+    async fn load(tx: &mut Transaction<'_, Postgres>) -> Result<Self> {
+        let rows = sqlx::query!(
+            r#"select s.id as "id!", s.tenant_id, s.prefix as "prefix!", s.kind as "kind!",
+                      t.upstream_name as "upstream_name?"
+               from source s left join tool t on t.source_id = s.id"#
+        )
+        .fetch_all(&mut **tx)
+        .await?
+        .into_iter()
+        .map(|r| SourceTool {
+            source_id: r.id,
+            tenant_id: r.tenant_id,
+            prefix: r.prefix,
+            is_server: r.kind == SourceKind::Mcp.as_str(),
+            upstream_name: r.upstream_name,
+        })
+        .collect();
+        Ok(ToolIndex(rows))
+    }
+
+    /// The (source, upstream name) `key` names, among the sources `tenant` sees (all of them
+    /// for a group).
+    fn resolve(&self, key: &str, tenant: Option<Uuid>) -> Result<(Uuid, String)> {
+        let in_scope =
+            self.0.iter().filter(|r| tenant.is_none() || r.tenant_id.is_none() || r.tenant_id == tenant);
+        let mut found: Vec<(Uuid, String)> = in_scope
+            .clone()
+            .filter_map(|r| {
+                let upstream = r.upstream_name.as_ref()?;
+                (exposed_name(&r.prefix, upstream) == key).then(|| (r.source_id, upstream.clone()))
+            })
+            .collect();
+        if found.is_empty() {
+            // A tool not discovered yet: the server whose prefix the name starts with.
+            let mut servers: Vec<(usize, Uuid, String)> = in_scope
+                .filter(|r| r.is_server)
+                .filter_map(|r| {
+                    let upstream = if r.prefix.is_empty() {
+                        Some(key)
+                    } else {
+                        key.strip_prefix(&format!("{}_", r.prefix))
+                    }?;
+                    (exposed_name(&r.prefix, upstream) == key)
+                        .then(|| (r.prefix.len(), r.source_id, upstream.to_owned()))
+                })
+                .collect();
+            servers.sort();
+            servers.dedup();
+            let longest = servers.last().map(|s| s.0);
+            found = servers.into_iter().filter(|s| Some(s.0) == longest).map(|s| (s.1, s.2)).collect();
+        }
+        match found.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(Error::Invalid(format!(
+                "`{key}` names no tool: no source publishes it and no server's prefix matches it"
+            ))),
+            _ => Err(Error::Invalid(format!(
+                "`{key}` names tools of more than one source; give the servers distinct prefixes"
+            ))),
+        }
+    }
+}
+
+/// Applies `desired` as the whole configuration, in one transaction (all or nothing), or with
+/// `dry_run` only computes what would change. Returns the changes; an empty list means the
+/// stored configuration already is `desired` (and nothing is written or audited).
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), dry_run))]
+pub async fn apply(
+    pool: &PgPool,
+    secrets: &SecretBox,
+    actor: &Actor,
+    desired: &Document,
+    dry_run: bool,
+) -> Result<Vec<Change>> {
+    desired.check()?;
+    let mut tx = pool.begin().await?;
+    // One apply at a time: the settings row is the lock.
+    sqlx::query!("select id from setting for update").fetch_one(&mut *tx).await?;
+    let current = current(&mut tx).await?;
+    let changes = plan(secrets, &current, desired)?;
+    if dry_run || changes.is_empty() {
+        return Ok(changes);
+    }
+    let changed = |kind: &str, action: Action, name: &str| {
+        changes.iter().any(|c| c.kind == kind && c.action == action && c.name == name)
+    };
+    let changed_any =
+        |kind: &str, name: &str| changed(kind, Action::Create, name) || changed(kind, Action::Update, name);
+
+    if changed_any("settings", "global") {
+        sqlx::query!(
+            "update setting set tools_enabled = $1, default_tags = $2",
+            desired.tools_enabled,
+            &tag_strings(&desired.default_tags)
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    let mut tenant_ids = current.tenant_ids.clone();
+    for tenant in desired.tenants.iter().filter(|t| changed_any("tenant", t.slug.as_str())) {
+        let enabled_tags = tenant.enabled_tags.as_deref().map(tag_strings);
+        let id = sqlx::query_scalar!(
+            "insert into tenant (slug, name, enabled_tags, meta_tool) values ($1, $2, $3, $4)
+             on conflict (slug) do update set
+                name = excluded.name, enabled_tags = excluded.enabled_tags, meta_tool = excluded.meta_tool
+             returning id",
+            tenant.slug.as_str(),
+            tenant.name(),
+            enabled_tags.as_deref(),
+            tenant.meta_tool,
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        tenant_ids.insert(tenant.slug.to_string(), id);
+    }
+    for change in changes.iter().filter(|c| c.action == Action::Delete && c.kind == "server") {
+        sqlx::query!("delete from source where id = $1", current.server_ids[&change.name])
+            .execute(&mut *tx)
+            .await?;
+    }
+    for server in desired.servers.iter().filter(|s| changed_any("server", s.name.as_str())) {
+        let existing = current.server_ids.get(server.name.as_str()).copied();
+        servers::write(&mut tx, secrets, server, existing)
+            .await
+            .map_err(at(format!("servers.{}", server.name)))?;
+    }
+    for change in changes.iter().filter(|c| c.action == Action::Delete && c.kind == "group") {
+        sqlx::query!("delete from tool_group where name = $1", change.name).execute(&mut *tx).await?;
+    }
+    let index = ToolIndex::load(&mut tx).await?;
+    for group in desired.groups.iter().filter(|g| changed_any("group", g.name.as_str())) {
+        let place = format!("groups.{}", group.name);
+        let id = sqlx::query_scalar!(
+            "insert into tool_group (name, description, active_by_default) values ($1, $2, $3)
+             on conflict (name) do update set
+                description = excluded.description, active_by_default = excluded.active_by_default
+             returning id",
+            group.name.as_str(),
+            group.description,
+            group.active_by_default,
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        sqlx::query!("delete from tool_group_member where group_id = $1", id).execute(&mut *tx).await?;
+        for key in group.tools.iter().collect::<BTreeSet<_>>() {
+            let (source_id, upstream) = index.resolve(key, None).map_err(at(&place))?;
+            sqlx::query!(
+                "insert into tool_group_member (group_id, source_id, upstream_name) values ($1, $2, $3)",
+                id,
+                source_id,
+                upstream
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
+    }
+    for tenant in desired.tenants.iter().filter(|t| changed_any("tenant", t.slug.as_str())) {
+        let id = tenant_ids[tenant.slug.as_str()];
+        sqlx::query!("delete from tenant_group where tenant_id = $1", id).execute(&mut *tx).await?;
+        for (group, active) in &tenant.groups {
+            sqlx::query!(
+                "insert into tenant_group (tenant_id, group_id, active)
+                 select $1, id, $3 from tool_group where name = $2",
+                id,
+                group.as_str(),
+                active
+            )
+            .execute(&mut *tx)
+            .await?;
+        }
+        let (mut kept_sources, mut kept_names) = (Vec::new(), Vec::new());
+        for (key, input) in &tenant.tools {
+            let place = format!("tenants.{}.tools.{key}", tenant.slug);
+            let (source_id, upstream) = index.resolve(key, Some(id)).map_err(at(&place))?;
+            overrides::write(&mut tx, secrets, id, source_id, &upstream, input).await.map_err(at(&place))?;
+            kept_sources.push(source_id);
+            kept_names.push(upstream);
+        }
+        sqlx::query!(
+            "delete from tool_override o
+             where tenant_id = $1
+               and not exists (select from unnest($2::uuid[], $3::text[]) k (source_id, upstream_name)
+                               where (k.source_id, k.upstream_name) = (o.source_id, o.upstream_name))",
+            id,
+            &kept_sources,
+            &kept_names
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    for change in changes.iter().filter(|c| c.action == Action::Delete && c.kind == "tenant") {
+        sqlx::query!("delete from tenant where slug = $1", change.name).execute(&mut *tx).await?;
+    }
+
+    for change in &changes {
+        let action = match change.action {
+            Action::Create => "create",
+            Action::Update => "update",
+            Action::Delete => "delete",
+        };
+        let mut audit = store::Change::new(action, change.kind, &change.name);
+        audit.before = change.before.clone();
+        audit.after = change.after.clone();
+        store::record(&mut tx, actor, &audit).await?;
+    }
+    store::notify_and_commit(tx, "config").await?;
+    Ok(changes)
+}

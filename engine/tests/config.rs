@@ -1,0 +1,240 @@
+//! Config as code against a real PostgreSQL database: export, declarative apply in one
+//! transaction, dry runs, secrets as `{set: true}`, and tools named before they exist.
+
+use engine::catalog::{Catalog, CatalogOptions};
+use engine::config::{self, Action, Document};
+use engine::model::Name;
+use engine::secret::SecretBox;
+use engine::store::sources::ToolDefinition;
+use engine::store::{self, Actor, Error};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+fn secrets() -> SecretBox {
+    SecretBox::from_key(&[9; 32]).unwrap()
+}
+
+fn actor() -> Actor {
+    Actor::token("ci")
+}
+
+/// The example of DESIGN.md's configuration document (as JSON).
+fn example() -> Value {
+    json!({
+        "tools_enabled": true,
+        "default_tags": ["files"],
+        "servers": [{
+            "name": "everything",
+            "prefix": "everything",
+            "transport": "streamable_http",
+            "url": "http://127.0.0.1:3001/mcp",
+            "headers": {"Authorization": {"secret": "Bearer abc"}},
+            "tenant": null,
+            "tags": ["demo"],
+            "enabled": true,
+            "on_definition_change": "hold"
+        }],
+        "groups": [{
+            "name": "math",
+            "description": "Arithmetic tools",
+            "active_by_default": false,
+            "tools": ["everything_get-sum"]
+        }],
+        "tenants": [{
+            "slug": "acme",
+            "name": "Acme Corp",
+            "enabled_tags": ["demo", "files"],
+            "groups": {"math": true},
+            "meta_tool": false,
+            "tools": {
+                "everything_echo": {"enabled": false},
+                "everything_get-sum": {
+                    "name": "add_numbers",
+                    "description": "Add two numbers",
+                    "timeout_ms": 5000,
+                    "presets": {"b": 1},
+                    "secret_presets": {"apiKey": "sk-PLAINTEXT"}
+                }
+            }
+        }]
+    })
+}
+
+fn document(value: Value) -> Document {
+    serde_json::from_value(value).unwrap()
+}
+
+async fn apply(pool: &PgPool, value: Value, dry_run: bool) -> Result<Vec<config::Change>, Error> {
+    config::apply(pool, &secrets(), &actor(), &document(value), dry_run).await
+}
+
+async fn audit_count(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("select count(*) from audit_event").fetch_one(pool).await.unwrap()
+}
+
+fn tool(upstream: &str) -> ToolDefinition {
+    ToolDefinition {
+        upstream_name: upstream.into(),
+        description: format!("{upstream} upstream"),
+        input_schema: json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}),
+        output_schema: None,
+        annotations: json!({}),
+        tags: vec![],
+        strict: false,
+        timeout_ms: None,
+    }
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_fresh_installation_exports_the_defaults(pool: PgPool) {
+    let exported = config::export(&pool).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&exported).unwrap(),
+        json!({"tools_enabled": true, "default_tags": [], "servers": [], "groups": [], "tenants": []})
+    );
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_design_example_applies_round_trips_and_binds_tools_once_discovered(pool: PgPool) {
+    let dry = apply(&pool, example(), true).await.unwrap();
+    let summary: Vec<(Action, &str, &str)> =
+        dry.iter().map(|c| (c.action, c.kind, c.name.as_str())).collect();
+    assert_eq!(
+        summary,
+        [
+            (Action::Update, "settings", "global"),
+            (Action::Create, "server", "everything"),
+            (Action::Create, "group", "math"),
+            (Action::Create, "tenant", "acme"),
+        ]
+    );
+    assert_eq!(audit_count(&pool).await, 0, "a dry run writes nothing");
+    assert_eq!(config::export(&pool).await.unwrap().tenants.len(), 0);
+
+    let applied = apply(&pool, example(), false).await.unwrap();
+    assert_eq!(applied, dry, "the dry run showed exactly what applying does");
+    assert_eq!(audit_count(&pool).await, 4, "one audit event per changed entity");
+
+    // The export is the document with its defaults filled in and secrets as `{set: true}`.
+    let exported = serde_json::to_value(config::export(&pool).await.unwrap()).unwrap();
+    assert_eq!(exported["servers"][0]["headers"], json!({"Authorization": {"set": true}}));
+    assert_eq!(
+        exported["tenants"][0]["tools"]["everything_get-sum"]["secret_presets"],
+        json!({"apiKey": {"set": true}})
+    );
+    assert_eq!(exported["tenants"][0]["tools"]["everything_echo"], json!({"enabled": false}));
+    assert_eq!(exported["groups"][0]["tools"], json!(["everything_get-sum"]));
+    let raw: String = sqlx::query_scalar(
+        "select (select json_agg(m)::text from mcp_server m) || (select json_agg(o)::text from tool_override o)
+                || (select json_agg(a)::text from audit_event a)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(!raw.contains("sk-PLAINTEXT") && !raw.contains("Bearer abc"), "secrets are stored encrypted");
+
+    // Applying the export, or the original again, changes nothing.
+    assert_eq!(apply(&pool, exported.clone(), false).await.unwrap(), []);
+    assert_eq!(apply(&pool, example(), true).await.unwrap(), []);
+    assert_eq!(audit_count(&pool).await, 4);
+
+    // The server's tools arrive later; the group and the overrides bind to them.
+    store::servers::record_discovery(
+        &pool,
+        &Name::parse("everything").unwrap(),
+        &[tool("echo"), tool("get-sum")],
+    )
+    .await
+    .unwrap();
+    let catalog = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
+    let snapshot = catalog.snapshot();
+    let acme = snapshot.tenant("acme").unwrap();
+    let names: Vec<&str> = acme.tools().iter().map(|t| t.exposed_name.as_str()).collect();
+    assert_eq!(names, ["add_numbers"], "echo is disabled; get-sum renamed, in the active group");
+    let add = acme.resolve("add_numbers").unwrap();
+    assert_eq!(add.description, "Add two numbers");
+    assert_eq!(add.presets.get("b"), Some(&json!(1)));
+    assert!(add.secret_presets.contains_key("apiKey"));
+    drop(snapshot);
+
+    // An upstream that drops the tool for a while loses none of the tenant's choices.
+    let server = Name::parse("everything").unwrap();
+    store::servers::record_discovery(&pool, &server, &[tool("echo")]).await.unwrap();
+    assert_eq!(apply(&pool, example(), true).await.unwrap(), []);
+    store::servers::record_discovery(&pool, &server, &[tool("echo"), tool("get-sum")]).await.unwrap();
+    // Back, it is a new tool to pinning, held until approved.
+    let id = sqlx::query_scalar("select id from tool where upstream_name = 'get-sum'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    store::servers::approve(&pool, &actor(), id).await.unwrap();
+    let catalog = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
+    assert!(catalog.snapshot().tenant("acme").unwrap().resolve("add_numbers").is_some());
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn secrets_keep_change_and_refuse_to_keep_nothing(pool: PgPool) {
+    apply(&pool, example(), false).await.unwrap();
+    let mut changed = example();
+    changed["servers"][0]["headers"]["Authorization"] = json!({"secret": "Bearer xyz"});
+    let diff = apply(&pool, changed, true).await.unwrap();
+    assert_eq!(diff.len(), 1);
+    assert_eq!(
+        diff[0].after.as_ref().unwrap()["headers"]["Authorization"],
+        json!({"set": true, "changed": true})
+    );
+    assert!(!serde_json::to_string(&diff).unwrap().contains("xyz"), "a diff never shows a secret");
+
+    let mut kept = example();
+    kept["servers"][0]["headers"]["Authorization"] = json!({"set": true});
+    assert_eq!(apply(&pool, kept, true).await.unwrap(), []);
+
+    let mut nothing_to_keep = example();
+    nothing_to_keep["servers"][0]["headers"]["X-Other"] = json!({"set": true});
+    let err = apply(&pool, nothing_to_keep, true).await.unwrap_err();
+    assert!(err.to_string().contains("servers.everything: secret `X-Other` has no stored value"), "{err}");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn what_the_document_leaves_out_is_removed(pool: PgPool) {
+    apply(&pool, example(), false).await.unwrap();
+    let mut fewer = example();
+    fewer["tenants"] = json!([]);
+    fewer["groups"] = json!([]);
+    let changes = apply(&pool, fewer, false).await.unwrap();
+    let summary: Vec<(Action, &str)> = changes.iter().map(|c| (c.action, c.kind)).collect();
+    assert_eq!(summary, [(Action::Delete, "group"), (Action::Delete, "tenant")]);
+    let exported = config::export(&pool).await.unwrap();
+    assert!(exported.tenants.is_empty() && exported.groups.is_empty());
+    assert_eq!(exported.servers.len(), 1);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_bad_document_is_refused_with_its_place_and_nothing_is_applied(pool: PgPool) {
+    let mut unknown_group = example();
+    unknown_group["tenants"][0]["groups"] = json!({"nope": true});
+    let err = apply(&pool, unknown_group, false).await.unwrap_err();
+    assert_eq!(err.to_string(), "tenants.acme.groups: group `nope` is not among the document's groups");
+
+    // This one fails late, at the last tenant's tool, after everything else was written in
+    // the transaction: all of it is rolled back.
+    let mut unknown_tool = example();
+    unknown_tool["tenants"][0]["tools"]["nobody_tool"] = json!({"enabled": false});
+    let err = apply(&pool, unknown_tool, false).await.unwrap_err();
+    assert!(
+        err.to_string().starts_with("tenants.acme.tools.nobody_tool: `nobody_tool` names no tool"),
+        "{err}"
+    );
+    assert_eq!(audit_count(&pool).await, 0);
+    let exported = config::export(&pool).await.unwrap();
+    assert!(exported.servers.is_empty() && exported.tenants.is_empty() && exported.default_tags.is_empty());
+
+    let mut duplicate = example();
+    duplicate["groups"] = json!([{"name": "math"}, {"name": "math"}]);
+    duplicate["tenants"][0]["groups"] = json!({});
+    let err = apply(&pool, duplicate, false).await.unwrap_err();
+    assert_eq!(err.to_string(), "groups: `math` appears more than once");
+
+    let unknown_key = serde_json::from_value::<Document>(json!({"tenant": []})).unwrap_err();
+    assert!(unknown_key.to_string().contains("unknown field `tenant`"), "{unknown_key}");
+}
