@@ -9,7 +9,7 @@ use engine::admin::{self, Password, Role, Username};
 use engine::db::Database;
 
 use crate::settings::{DatabaseSettings, ServeSettings};
-use crate::startup;
+use crate::startup::{self, Surfaces};
 
 #[derive(Debug, Parser)]
 #[command(name = "toolgate", version, about = "A tool gateway for LLM applications, with an admin panel")]
@@ -22,6 +22,9 @@ struct Cli {
 enum Command {
     /// Run the admin panel and the gateway.
     Serve(ServeSettings),
+    /// Run only the gateway (MCP endpoint, REST API, health, metrics): a replica reading the
+    /// configuration from a shared database.
+    Gateway(ServeSettings),
     /// Manage administrator accounts.
     Admin {
         #[command(subcommand)]
@@ -96,7 +99,8 @@ fn init_tracing() {
 
 async fn run(command: Command) -> anyhow::Result<()> {
     match command {
-        Command::Serve(settings) => startup::serve(settings).await,
+        Command::Serve(settings) => startup::serve(settings, Surfaces::All).await,
+        Command::Gateway(settings) => startup::serve(settings, Surfaces::Gateway).await,
         Command::Admin { action, database } => {
             let db = Database::open(database.database_url.as_deref(), &database.data_dir).await?;
             let result = run_admin(action, &db).await;

@@ -41,6 +41,10 @@ pub struct ServeSettings {
     #[arg(long, env = "TOOLGATE_SECRET_KEY", hide_env_values = true)]
     pub secret_key: Option<String>,
 
+    /// When set, `/metrics` answers only requests with `Authorization: Bearer <token>`.
+    #[arg(long, env = "TOOLGATE_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
+
     /// `false` turns every tool off in this process, whatever the configuration says.
     #[arg(long, env = "TOOLGATE_TOOLS_ENABLED", default_value_t = true, action = clap::ArgAction::Set)]
     pub tools_enabled: bool,

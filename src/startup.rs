@@ -8,7 +8,7 @@ use anyhow::Context;
 use app::state::AppState;
 use app::{App, shell};
 use axum::Router;
-use axum::routing::get;
+use axum::http::HeaderName;
 use engine::admin::LoginPolicy;
 use engine::builtin;
 use engine::catalog::{Catalog, CatalogOptions};
@@ -19,6 +19,8 @@ use engine::upstream::Upstreams;
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use tokio::net::TcpListener;
+use tower::ServiceBuilder;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
@@ -28,26 +30,41 @@ use tower_sessions_sqlx_store::PostgresStore;
 
 use crate::admin_api;
 use crate::gateway::{self, mcp, rest};
+use crate::operations::{self, Operations};
 use crate::settings::ServeSettings;
 use crate::web;
 
-/// `toolgate serve`: opens the database, makes sure an owner exists, serves until Ctrl-C or
-/// SIGTERM, then stops the private cluster if it started one.
-pub async fn serve(settings: ServeSettings) -> anyhow::Result<()> {
+/// What a process serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surfaces {
+    /// `toolgate serve`: the panel, the admin API and the gateway.
+    All,
+    /// `toolgate gateway`: only the gateway (MCP, REST) and operations, for replicas.
+    Gateway,
+}
+
+/// `toolgate serve` / `toolgate gateway`: opens the database (and for `serve` makes sure an
+/// owner exists), serves until Ctrl-C or SIGTERM, then stops the private cluster if it
+/// started one.
+pub async fn serve(settings: ServeSettings, surfaces: Surfaces) -> anyhow::Result<()> {
     let db = Database::open(settings.database.database_url.as_deref(), &settings.database.data_dir).await?;
-    if let Some(password) = engine::admin::ensure_owner(db.pool()).await? {
+    if surfaces == Surfaces::All
+        && let Some(password) = engine::admin::ensure_owner(db.pool()).await?
+    {
         // Printed once, to the console only (not to the log).
         println!(
             "Created the owner account. Sign in as `admin` with this one-time password:\n{}",
             password.expose()
         );
     }
-    let app = Application::build(&settings, db.pool().clone(), LoginPolicy::default()).await?;
-    tracing::info!(url = %format!("http://{}", app.address()), "Toolgate is listening");
+    let app = Application::build(&settings, db.pool().clone(), LoginPolicy::default(), surfaces).await?;
+    tracing::info!(url = %format!("http://{}", app.address()), ?surfaces, "Toolgate is listening");
     let served = app.run_until(shutdown_signal()).await;
     db.close().await?;
     served
 }
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// A bound, ready-to-run server.
 pub struct Application {
@@ -60,6 +77,7 @@ impl Application {
         settings: &ServeSettings,
         pool: PgPool,
         login_policy: LoginPolicy,
+        surfaces: Surfaces,
     ) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(settings.addr)
             .await
@@ -77,16 +95,26 @@ impl Application {
         let catalog_options = CatalogOptions { force_tools_off: !settings.tools_enabled };
         let catalog =
             Catalog::start(pool.clone(), catalog_options).await.context("loading the tool catalog")?;
-        let upstreams =
-            Upstreams::start(pool.clone(), secrets.clone(), catalog.clone(), settings.upstream_config());
+        let upstreams = Arc::new(Upstreams::start(
+            pool.clone(),
+            secrets.clone(),
+            catalog.clone(),
+            settings.upstream_config(),
+        ));
         let executor = Executor::new(
             catalog.clone(),
             pool.clone(),
             secrets.clone(),
             &providers,
-            Some(Arc::new(upstreams)),
+            Some(upstreams.clone()),
             settings.exec_config(),
         );
+        let operations = operations::router(Operations {
+            pool: pool.clone(),
+            catalog: catalog.clone(),
+            upstreams,
+            metrics_token: settings.metrics_token.clone(),
+        });
         let state = AppState {
             leptos_options,
             pool,
@@ -95,10 +123,12 @@ impl Application {
             secrets,
             executor,
         };
-        let sessions = session_layer(settings, &state.pool).await?;
-        let gateway = gateway_router(&state, settings);
-        let router = router(state, sessions, settings.public_url.clone()).merge(gateway);
-        Ok(Application { listener, router })
+        let mut router = gateway_router(&state, settings).merge(operations);
+        if surfaces == Surfaces::All {
+            let sessions = session_layer(settings, &state.pool).await?;
+            router = router.merge(panel_router(state, sessions, settings.public_url.clone()));
+        }
+        Ok(Application { listener, router: with_request_ids(router) })
     }
 
     pub fn address(&self) -> SocketAddr {
@@ -129,7 +159,23 @@ async fn session_layer(
         .with_expiry(Expiry::OnInactivity(ttl)))
 }
 
-fn router(
+/// Every request gets an `x-request-id` (kept when the client sent one), echoed in the
+/// response and recorded in the request's log span.
+fn with_request_ids(router: Router) -> Router {
+    let trace = TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<_>| {
+        let id = request.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
+    });
+    router.layer(
+        ServiceBuilder::new()
+            .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+            .layer(trace)
+            .layer(PropagateRequestIdLayer::new(REQUEST_ID)),
+    )
+}
+
+/// The panel and the admin API, behind sessions and the cross-site check.
+fn panel_router(
     state: AppState,
     sessions: SessionManagerLayer<PostgresStore>,
     public_url: Option<String>,
@@ -148,8 +194,6 @@ fn router(
             move || shell(options.clone())
         })
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), web::require_sign_in))
-        .route("/healthz", get(web::healthz))
-        .route("/readyz", get(web::readyz))
         // Inside the session and cross-site layers: the admin API accepts panel sessions.
         .merge(admin_api::router(state.clone()))
         .nest_service("/pkg", pkg)
@@ -159,7 +203,6 @@ fn router(
             web::same_origin_writes,
         ))
         .layer(sessions)
-        .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
 

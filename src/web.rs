@@ -86,34 +86,6 @@ pub async fn same_origin_writes(
     }
 }
 
-/// `GET /healthz`: 200 when the database answers, 503 otherwise.
-pub async fn healthz(State(state): State<AppState>) -> Response {
-    match engine::db::ping(&state.pool).await {
-        Ok(()) => (StatusCode::OK, "ok").into_response(),
-        Err(err) => {
-            tracing::warn!(error = %err, "health check: database unreachable");
-            (StatusCode::SERVICE_UNAVAILABLE, "database unreachable").into_response()
-        }
-    }
-}
-
-/// `GET /readyz`: 200 when the database answers and a catalog snapshot is loaded; the body
-/// says which snapshot and how old it is.
-pub async fn readyz(State(state): State<AppState>) -> Response {
-    let snapshot = state.catalog.snapshot();
-    let age = snapshot.built_at.elapsed().unwrap_or_default().as_secs_f64();
-    let database = engine::db::ping(&state.pool).await.is_ok();
-    let ready = database && snapshot.version > 0;
-    let body = serde_json::json!({
-        "ready": ready,
-        "database": if database { "ok" } else { "unreachable" },
-        "snapshot_version": snapshot.version,
-        "snapshot_age_seconds": age,
-    });
-    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, axum::Json(body)).into_response()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

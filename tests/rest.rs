@@ -87,9 +87,18 @@ async fn invoke_and_errors(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(malformed.status(), StatusCode::BAD_REQUEST);
+    assert!(malformed.headers().contains_key("x-request-id"), "every answer carries its request id");
     assert_eq!(malformed.json::<Value>().await.unwrap()["code"], "invalid_body");
     let anonymous = reqwest::Client::new().get(app.url("/api/v1/tools")).send().await.unwrap();
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+
+    // The call is counted, with its latency, in the Prometheus metrics.
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    let counted = r#"toolgate_tool_calls_total{tenant="acme",tool="write_text_file",status="ok"} 1"#;
+    assert!(metrics.contains(counted), "{metrics}");
+    assert!(metrics.contains(
+        r#"toolgate_tool_call_duration_seconds_bucket{tenant="acme",tool="write_text_file",le="+Inf"} 1"#
+    ));
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

@@ -70,6 +70,19 @@ pub enum Status {
     Down,
 }
 
+impl Status {
+    pub const ALL: [Status; 4] = [Status::Connecting, Status::Ready, Status::Degraded, Status::Down];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Connecting => "connecting",
+            Status::Ready => "ready",
+            Status::Degraded => "degraded",
+            Status::Down => "down",
+        }
+    }
+}
+
 /// The health of one connection, as the panel and metrics show it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Health {

@@ -9,7 +9,7 @@ use engine::admin::{self, LoginPolicy, Password, Role, Username};
 use reqwest::header::{HeaderMap, HeaderValue, ORIGIN};
 use sqlx::PgPool;
 use toolgate::settings::{DatabaseSettings, ServeSettings, ToolSettings};
-use toolgate::startup::Application;
+use toolgate::startup::{Application, Surfaces};
 
 pub const PASSWORD: &str = "a-long-test-password";
 
@@ -33,6 +33,7 @@ impl TestApp {
             site_root: Some(site.clone()),
             public_url: None,
             secret_key: None,
+            metrics_token: None,
             tools_enabled: true,
             tools: ToolSettings {
                 files_root: None,
@@ -58,7 +59,7 @@ impl TestApp {
         )
         .await
         .unwrap();
-        let app = Application::build(&settings, pool, policy).await.unwrap();
+        let app = Application::build(&settings, pool, policy, Surfaces::All).await.unwrap();
         let address = app.address();
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(app.run_until(async move {

@@ -23,6 +23,7 @@ use crate::secret::SecretBox;
 use crate::tool::{
     Caller, Content, Progress, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, ToolProvider,
 };
+pub use record::{CALL_SECONDS, CALLS_TOTAL};
 use record::{Record, Recorder};
 
 #[derive(Debug, Clone)]
@@ -189,6 +190,7 @@ impl Executor {
         let result = self.finish(outcome, started);
         self.inner.recorder.record(Record {
             tenant_id: view.tenant_id,
+            tenant: tenant.to_string(),
             tool_name: tool.exposed_name.clone(),
             caller: caller.to_string(),
             status: result.status.as_str(),
@@ -249,6 +251,7 @@ impl Executor {
         let result = self.finish(Outcome::Done(output), started);
         self.inner.recorder.record(Record {
             tenant_id: view.tenant_id,
+            tenant: tenant.to_string(),
             tool_name: resumed.tool_name,
             caller: "resume".into(),
             status: result.status.as_str(),

@@ -9,12 +9,18 @@ use sqlx::PgPool;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
+/// Counter of finished calls, labelled `tenant`, `tool` and `status`.
+pub const CALLS_TOTAL: &str = "toolgate_tool_calls_total";
+/// Histogram of call latency in seconds, labelled `tenant` and `tool`.
+pub const CALL_SECONDS: &str = "toolgate_tool_call_duration_seconds";
+
 const CAPACITY: usize = 10_000;
 const BATCH: usize = 500;
 
 #[derive(Debug)]
 pub(super) struct Record {
     pub tenant_id: Uuid,
+    pub tenant: String,
     pub tool_name: String,
     pub caller: String,
     pub status: &'static str,
@@ -35,7 +41,12 @@ impl Recorder {
         Recorder { sender }
     }
 
+    /// Counts the call in the process's metrics and queues its invocation row.
     pub fn record(&self, record: Record) {
+        let labels = [("tenant", record.tenant.clone()), ("tool", record.tool_name.clone())];
+        metrics::histogram!(CALL_SECONDS, &labels).record(record.latency.as_secs_f64());
+        let [tenant, tool] = labels;
+        metrics::counter!(CALLS_TOTAL, &[tenant, tool, ("status", record.status.to_string())]).increment(1);
         if let Err(err) = self.sender.try_send(record) {
             tracing::warn!(error = %err, "invocation record dropped: the recorder is behind");
         }

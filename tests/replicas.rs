@@ -1,0 +1,135 @@
+//! Two processes on one database, as deployed: `toolgate serve` (panel, admin API) and a
+//! `toolgate gateway` replica. A change made through the first reaches the MCP clients of the
+//! second, list_changed included; the replica serves health and metrics but no panel.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use engine::model::TenantSlug;
+use engine::store::{self, Actor};
+use rmcp::model::ClientConfig;
+use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+/// A `toolgate` process, killed when dropped.
+struct Process {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The URL of the test's own database, for the child processes.
+fn database_url(pool: &PgPool) -> String {
+    let base = std::env::var("DATABASE_URL").expect("the tests run with DATABASE_URL");
+    let mut url = reqwest::Url::parse(&base).unwrap();
+    url.set_path(pool.connect_options().get_database().expect("the test database has a name"));
+    url.to_string()
+}
+
+fn start(command: &str, database_url: &str) -> Process {
+    let data = std::env::temp_dir().join(format!("toolgate-replica-{}", uuid::Uuid::new_v4()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .arg(command)
+        .env("DATABASE_URL", database_url)
+        .env("TOOLGATE_ADDR", "127.0.0.1:0")
+        .env("TOOLGATE_DATA_DIR", &data)
+        .env("TOOLGATE_SITE_ROOT", &data)
+        .env("TOOLGATE_SECRET_KEY", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (found, url) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if let Some(at) = line.find("url=http://") {
+                let url = line[at + 4..].split_whitespace().next().unwrap().to_string();
+                let _ = found.send(url);
+            }
+        }
+    });
+    let url = url
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("`toolgate {command}` did not start"));
+    Process { child, url }
+}
+
+#[derive(Clone, Default)]
+struct Client {
+    list_changed: Arc<AtomicUsize>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::default()
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.list_changed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_change_through_serve_reaches_the_clients_of_a_gateway_replica(pool: PgPool) {
+    let acme = TenantSlug::parse("acme").unwrap();
+    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    let key = store::keys::create(&pool, &Actor::system(), &acme, "replica").await.unwrap().1;
+    let token = engine::admin::create_token(&pool, "replicas").await.unwrap();
+    let url = database_url(&pool);
+    let serve = start("serve", &url);
+    let gateway = start("gateway", &url);
+
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp/acme", gateway.url)).auth_header(key);
+    let client = Client::default().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let names = || async {
+        let tools = client.list_all_tools().await.unwrap();
+        tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>()
+    };
+    assert!(names().await.contains(&"write_text_file".to_string()));
+
+    let applied: Value = reqwest::Client::new()
+        .put(format!("{}/api/admin/v1/config", serve.url))
+        .bearer_auth(&token)
+        .json(&json!({"tenants": [{"slug": "acme", "name": "Acme", "enabled_tags": ["shell"]}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(applied["applied"], true, "{applied}");
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client.service().list_changed.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "the replica's client got no notifications/tools/list_changed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(names().await, ["run_command"], "only the shell-tagged tool is left");
+
+    // The replica serves operations, and no panel or admin API.
+    let http = reqwest::Client::new();
+    let metrics = http.get(format!("{}/metrics", gateway.url)).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("toolgate_catalog_version"), "{metrics}");
+    assert_eq!(http.get(format!("{}/readyz", gateway.url)).send().await.unwrap().status(), 200);
+    let admin =
+        http.get(format!("{}/api/admin/v1/config", gateway.url)).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(admin.status(), 404);
+    let panel = http.get(format!("{}/login", gateway.url)).send().await.unwrap();
+    assert_eq!(panel.status(), 404);
+}
