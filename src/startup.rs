@@ -112,7 +112,7 @@ impl Application {
         let operations = operations::router(Operations {
             pool: pool.clone(),
             catalog: catalog.clone(),
-            upstreams,
+            upstreams: upstreams.clone(),
             metrics_token: settings.metrics_token.clone(),
         });
         let state = AppState {
@@ -122,6 +122,7 @@ impl Application {
             catalog,
             secrets,
             executor,
+            upstreams,
         };
         let mut router = gateway_router(&state, settings).merge(operations);
         if surfaces == Surfaces::All {

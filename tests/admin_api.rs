@@ -288,3 +288,116 @@ async fn the_documented_example_applies(pool: PgPool) {
         json!({"slug": "globex", "name": "globex", "groups": {}, "meta_tool": false, "tools": {}})
     );
 }
+
+/// One admin API call with the token: (status, JSON body or null).
+async fn call(
+    app: &TestApp,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let request = client().request(method.parse().unwrap(), app.url(path)).bearer_auth(token);
+    let request = match body {
+        Some(body) => request.json(&body),
+        None => request,
+    };
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_resources_the_panel_manages(pool: PgPool) {
+    let (app, token) = setup(&pool).await;
+    let call = |method: &'static str, path: &'static str, body: Option<Value>| {
+        call(&app, &token, method, path, body)
+    };
+
+    let (status, created) =
+        call("POST", "/api/admin/v1/tenants", Some(json!({"slug": "globex", "name": "Globex"}))).await;
+    assert_eq!((status, created["slug"].as_str()), (StatusCode::CREATED, Some("globex")));
+    let (status, _) =
+        call("POST", "/api/admin/v1/tenants", Some(json!({"slug": "globex", "name": "Again"}))).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, bad) =
+        call("POST", "/api/admin/v1/tenants", Some(json!({"slug": "Not A Slug", "name": "x"}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+
+    // Tags: only the shell tool is left; the detail shows what the LLM sees and its size.
+    let (status, _) =
+        call("PATCH", "/api/admin/v1/tenants/globex", Some(json!({"enabled_tags": ["shell"]}))).await;
+    assert_eq!(status, StatusCode::OK);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let detail = loop {
+        let (_, detail) = call("GET", "/api/admin/v1/tenants/globex", None).await;
+        if detail["tools"].as_array().is_some_and(|t| t.len() == 1) {
+            break detail;
+        }
+        assert!(Instant::now() < deadline, "the tag change never showed: {detail}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(detail["tools"][0]["name"], "run_command");
+    assert!(detail["approx_tokens"].as_u64().unwrap() > 20, "{detail}");
+    let run_command = detail["tools"][0]["tool_id"].as_str().unwrap().to_string();
+
+    // A group holding the tool, inactive by default, hides it; the tenant switches it on.
+    let (status, _) =
+        call("PUT", "/api/admin/v1/groups/ops", Some(json!({"active_by_default": false}))).await;
+    assert_eq!(status, StatusCode::OK);
+    let members = client()
+        .put(app.url("/api/admin/v1/groups/ops/tools"))
+        .bearer_auth(&token)
+        .json(&json!({"tools": [run_command]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(members.status(), StatusCode::NO_CONTENT);
+    let (status, _) =
+        call("PUT", "/api/admin/v1/tenants/globex/groups/ops", Some(json!({"active": true}))).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, detail) = call("GET", "/api/admin/v1/tenants/globex", None).await;
+    assert_eq!(
+        detail["groups"],
+        json!([{"group": "ops", "description": "", "active_by_default": false, "active": true}])
+    );
+
+    // An override renames the tool for this tenant.
+    let path = format!("/api/admin/v1/tenants/globex/tools/{run_command}");
+    let renamed =
+        client().put(app.url(&path)).bearer_auth(&token).json(&json!({"name": "sh"})).send().await.unwrap();
+    assert_eq!(renamed.status(), StatusCode::OK);
+    let (_, tools) = call("GET", "/api/admin/v1/tools", None).await;
+    let listed = tools.as_array().unwrap().iter().find(|t| t["exposed_name"] == "run_command").unwrap();
+    assert_eq!((listed["source"].as_str(), listed["groups"].clone()), (Some("shell"), json!(["ops"])));
+
+    // A server nobody answers: registered, shown with its connection's health, and its
+    // refresh and test report the failure instead of hanging.
+    let server = json!({"name": "remote", "transport": "streamable_http", "url": "http://127.0.0.1:9/mcp",
+                        "headers": {"Authorization": "Bearer s3cret"}});
+    let (status, saved) = call("POST", "/api/admin/v1/servers", Some(server.clone())).await;
+    assert_eq!(status, StatusCode::CREATED, "{saved}");
+    assert_eq!(saved["header_names"], json!(["Authorization"]));
+    assert!(!saved.to_string().contains("s3cret"));
+    let (_, probe) = call("POST", "/api/admin/v1/servers/test", Some(server)).await;
+    assert_eq!(probe["ok"], false);
+    assert!(probe["error"].as_str().is_some_and(|e| !e.is_empty()), "{probe}");
+    let (status, refresh) = call("POST", "/api/admin/v1/servers/remote/refresh", None).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{refresh}");
+    let (_, servers) = call("GET", "/api/admin/v1/servers", None).await;
+    assert_eq!(servers[0]["server"]["source"]["name"], "remote");
+    let (status, _) = call("DELETE", "/api/admin/v1/servers/remote", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+
+    // Every change above is in the audit log, by this token, newest first.
+    let (_, audit) = call("GET", "/api/admin/v1/audit?entity_kind=tenant&entity_id=globex", None).await;
+    let actions: Vec<&str> =
+        audit.as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["set_override", "set_group", "update", "create"]);
+    assert!(audit.as_array().unwrap().iter().all(|e| e["actor"] == "token:tests"));
+
+    let (status, _) = call("DELETE", "/api/admin/v1/tenants/globex", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = call("GET", "/api/admin/v1/tenants/globex", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

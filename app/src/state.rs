@@ -8,6 +8,7 @@ use engine::catalog::Catalog;
 use engine::db::PgPool;
 use engine::exec::Executor;
 use engine::secret::SecretBox;
+use engine::upstream::Upstreams;
 use leptos::prelude::LeptosOptions;
 
 #[derive(Clone, FromRef)]
@@ -22,4 +23,6 @@ pub struct AppState {
     pub secrets: SecretBox,
     /// Runs tool calls (test invocations from the panel, and the gateway's).
     pub executor: Executor,
+    /// Connections to upstream MCP servers: health, refresh.
+    pub upstreams: Arc<Upstreams>,
 }

@@ -6,8 +6,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::Executor;
-pub use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+pub use sqlx::{Error as DbError, PgPool};
 
 use pgcluster::Cluster;
 

@@ -157,7 +157,7 @@ impl ClientHandler for Handler {
             && slot.discovers
         {
             tracing::info!(server = %slot.server, "upstream tool list changed; rediscovering");
-            slot.discover(&context.peer).await;
+            let _ = slot.discover(&context.peer).await;
         }
     }
 
@@ -247,7 +247,7 @@ impl Slot {
                     // Probes must reach the server, never a cached answer.
                     peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
                     if self.discovers {
-                        self.discover(&peer).await;
+                        let _ = self.discover(&peer).await;
                     }
                     let stop = service.cancellation_token();
                     let reason = tokio::select! {
@@ -301,7 +301,7 @@ impl Slot {
     }
 
     /// Lists every tool (following pagination) and records them, with pinning.
-    async fn discover(&self, peer: &Peer<RoleClient>) {
+    async fn discover(&self, peer: &Peer<RoleClient>) -> Result<servers::DiscoveryReport, String> {
         let result = async {
             let tools = peer.list_all_tools().await.map_err(|e| format!("listing tools failed: {e}"))?;
             let definitions: Vec<ToolDefinition> =
@@ -310,7 +310,7 @@ impl Slot {
             servers::record_discovery(&self.pool, &name, &definitions).await.map_err(|e| e.to_string())
         }
         .await;
-        match result {
+        match &result {
             Ok(report) => {
                 tracing::info!(server = %self.server, ?report, "upstream tools discovered");
                 self.set(|s| {
@@ -323,10 +323,11 @@ impl Slot {
                 tracing::warn!(server = %self.server, error = %err, "upstream discovery failed");
                 self.set(|s| {
                     s.status = Status::Degraded;
-                    s.last_error = Some(err);
+                    s.last_error = Some(err.clone());
                 });
             }
         }
+        result
     }
 
     /// The connection's peer: at once when ready, after a short wait while connecting, never
@@ -532,6 +533,17 @@ impl Upstreams {
             .collect();
         health.sort_by(|a, b| (&a.server, a.tenant_id).cmp(&(&b.server, b.tenant_id)));
         health
+    }
+
+    /// Discovers a server's tools now (an admin's "refresh"), through its own connection.
+    pub async fn refresh(&self, server: &str) -> Result<servers::DiscoveryReport, String> {
+        let slot = {
+            let slots = self.inner.slots.lock().expect("slots");
+            slots.values().find(|slot| slot.discovers && slot.server == server).cloned()
+        };
+        let slot = slot.ok_or_else(|| format!("server `{server}` is not connected (disabled or removed)"))?;
+        let peer = slot.peer().await.map_err(|err| err.to_string())?;
+        slot.discover(&peer).await
     }
 }
 

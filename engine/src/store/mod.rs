@@ -2,6 +2,7 @@
 //! transaction, the change, an audit event (who, what, before/after with secrets redacted) and
 //! `pg_notify('toolgate_config', ...)`, so every gateway process reloads.
 
+pub mod audit;
 pub mod groups;
 pub mod keys;
 pub mod overrides;
@@ -162,7 +163,7 @@ impl SecretInput {
     /// What a read shows of a stored secret.
     pub const SET: SecretInput = SecretInput::Keep { set: true };
 
-    fn new_value(&self) -> Option<&str> {
+    pub(crate) fn new_value(&self) -> Option<&str> {
         match self {
             SecretInput::Secret { secret: value } | SecretInput::Value(value) => Some(value),
             SecretInput::Keep { .. } => None,

@@ -89,6 +89,22 @@ async fn fetch(db: impl PgExecutor<'_>, tenant_id: Uuid, tool_id: Uuid) -> Resul
     .await?)
 }
 
+/// The tenant's overrides of tools that exist now.
+pub async fn list(db: &PgPool, slug: &TenantSlug) -> Result<Vec<Override>> {
+    let tenant = super::tenants::get(db, slug).await?;
+    let rows = sqlx::query_as!(
+        Row,
+        "select t.id as tool_id, o.enabled, o.exposed_name, o.description, o.timeout_ms, o.presets,
+                o.secret_presets
+         from tool_override o join tool t using (source_id, upstream_name)
+         where o.tenant_id = $1 order by t.upstream_name",
+        tenant.id
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(Row::into_override).collect())
+}
+
 pub async fn get(db: &PgPool, slug: &TenantSlug, tool_id: Uuid) -> Result<Option<Override>> {
     let tenant = super::tenants::get(db, slug).await?;
     Ok(fetch(db, tenant.id, tool_id).await?.map(Row::into_override))

@@ -418,6 +418,39 @@ pub(crate) async fn write(
     Ok(source_id)
 }
 
+/// How to connect to a server that is not saved yet (to test it): every secret must be given
+/// as a value.
+pub fn probe_endpoint(config: &ServerConfig) -> Result<Endpoint> {
+    config.check()?;
+    let plain = |name: &str, secret: &SecretInput| {
+        secret
+            .new_value()
+            .map(str::to_owned)
+            .ok_or_else(|| Error::Invalid(format!("secret `{name}`: give its value to test the connection")))
+    };
+    let env = config
+        .env
+        .iter()
+        .map(|(name, value)| match value {
+            EnvValue::Plain(plain) => Ok((name.clone(), plain.clone())),
+            EnvValue::Secret(secret) => Ok((name.clone(), plain(name, secret)?)),
+        })
+        .collect::<Result<_>>()?;
+    let headers = config
+        .headers
+        .iter()
+        .map(|(name, secret)| Ok((name.clone(), plain(name, secret)?)))
+        .collect::<Result<_>>()?;
+    Ok(Endpoint {
+        transport: config.transport,
+        url: config.url.clone(),
+        command: config.command.clone(),
+        args: config.args.clone(),
+        env,
+        headers,
+    })
+}
+
 /// Registers a server: its source and connection settings, in one transaction.
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), name = %config.name))]
 pub async fn create(
@@ -432,6 +465,24 @@ pub async fn create(
     let server = row(&mut *tx, source_id).await?.into_server(source);
     commit(tx, actor, Change::new("create", "server", &config.name).after(&server)).await?;
     Ok(server)
+}
+
+/// Replaces a server's settings; secrets given as `{set: true}` keep their stored values.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), name = %config.name))]
+pub async fn update(
+    pool: &PgPool,
+    secrets: &SecretBox,
+    actor: &Actor,
+    config: &ServerConfig,
+) -> Result<Server> {
+    let mut tx = pool.begin().await?;
+    let source = sources::get(&mut *tx, &config.name).await?;
+    let before = row(&mut *tx, source.id).await?.into_server(source.clone());
+    write(&mut tx, secrets, config, Some(source.id)).await?;
+    let source = sources::get(&mut *tx, &config.name).await?;
+    let after = row(&mut *tx, source.id).await?.into_server(source);
+    commit(tx, actor, Change::new("update", "server", &config.name).before(&before).after(&after)).await?;
+    Ok(after)
 }
 
 pub async fn get(pool: &PgPool, name: &Name) -> Result<Server> {

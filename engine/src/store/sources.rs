@@ -262,3 +262,56 @@ pub async fn tool_hashes(
     .await?;
     Ok(rows.into_iter().map(|r| (r.upstream_name, r.definition_hash)).collect())
 }
+
+/// A tool as the catalog lists it to administrators.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolRecord {
+    pub id: Uuid,
+    pub source: String,
+    pub source_kind: SourceKind,
+    pub source_enabled: bool,
+    pub upstream_name: String,
+    /// The name tenants see unless an override renames it.
+    pub exposed_name: String,
+    pub description: String,
+    /// The tool's own tags and its source's.
+    pub tags: Vec<String>,
+    /// Not served: a new or changed definition awaits approval.
+    pub held: bool,
+    /// A changed upstream definition awaits approval.
+    pub pending: bool,
+    pub groups: Vec<String>,
+}
+
+/// Every tool of every source, by exposed name.
+pub async fn tools(pool: &PgPool) -> Result<Vec<ToolRecord>> {
+    let rows = sqlx::query!(
+        r#"select t.id, s.name as source, s.kind, s.enabled, s.prefix, t.upstream_name, t.description,
+                  array(select distinct unnest(t.tags || s.tags) order by 1) as "tags!",
+                  t.held, exists (select from tool_pending_definition p where p.tool_id = t.id) as "pending!",
+                  array(select g.name from tool_group_member m join tool_group g on g.id = m.group_id
+                        where (m.source_id, m.upstream_name) = (t.source_id, t.upstream_name)
+                        order by g.name) as "groups!"
+           from tool t join source s on s.id = t.source_id"#
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut tools: Vec<ToolRecord> = rows
+        .into_iter()
+        .map(|r| ToolRecord {
+            exposed_name: crate::catalog::naming::exposed_name(&r.prefix, &r.upstream_name),
+            id: r.id,
+            source: r.source,
+            source_kind: SourceKind::from_db(&r.kind),
+            source_enabled: r.enabled,
+            upstream_name: r.upstream_name,
+            description: r.description,
+            tags: r.tags,
+            held: r.held,
+            pending: r.pending,
+            groups: r.groups,
+        })
+        .collect();
+    tools.sort_by(|a, b| a.exposed_name.cmp(&b.exposed_name));
+    Ok(tools)
+}

@@ -105,6 +105,30 @@ pub async fn delete(pool: &PgPool, actor: &Actor, slug: &TenantSlug) -> Result<(
     commit(tx, actor, Change::new("delete", "tenant", slug).before(&before)).await
 }
 
+/// A group as one tenant has it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupActivation {
+    pub group: String,
+    pub description: String,
+    pub active_by_default: bool,
+    /// The tenant's own choice; `None` follows the default.
+    pub active: Option<bool>,
+}
+
+/// Every group, with whether the tenant overrides its default.
+pub async fn group_activations(pool: &PgPool, slug: &TenantSlug) -> Result<Vec<GroupActivation>> {
+    let tenant = get(pool, slug).await?;
+    Ok(sqlx::query_as!(
+        GroupActivation,
+        "select g.name as group, g.description, g.active_by_default, tg.active as \"active?\"
+         from tool_group g left join tenant_group tg on tg.group_id = g.id and tg.tenant_id = $1
+         order by g.name",
+        tenant.id
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
 /// Sets whether `group` is active for the tenant; `None` returns to the group's default.
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %slug, %group))]
 pub async fn set_group(

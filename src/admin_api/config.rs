@@ -1,0 +1,104 @@
+//! Config as code over HTTP: `GET`/`PUT /api/admin/v1/config`, JSON or YAML (see
+//! docs/config.md).
+
+use app::state::AppState;
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Extension, Json, Router};
+use engine::config::Document;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{Admin, Answer, Failure};
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new().route("/api/admin/v1/config", get(export).put(apply))
+}
+use crate::gateway::{internal, problem};
+
+/// The two spellings of the configuration document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Json,
+    Yaml,
+}
+
+impl Format {
+    /// YAML when the named header (`Accept`, `Content-Type`) asks for it, else JSON.
+    fn from_header(headers: &HeaderMap, name: header::HeaderName) -> Self {
+        let value = headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        if value.contains("yaml") { Format::Yaml } else { Format::Json }
+    }
+
+    fn parse(self, body: &[u8]) -> Result<Document, String> {
+        match self {
+            Format::Json => serde_json::from_slice(body).map_err(|err| err.to_string()),
+            Format::Yaml => {
+                let text = std::str::from_utf8(body).map_err(|_| "the document is not UTF-8".to_string())?;
+                serde_saphyr::from_str(text).map_err(|err| err.to_string())
+            }
+        }
+    }
+
+    fn respond(self, document: &Document) -> Response {
+        match self {
+            Format::Json => Json(document).into_response(),
+            Format::Yaml => match serde_saphyr::to_string(document) {
+                Ok(text) => ([(header::CONTENT_TYPE, "application/yaml")], text).into_response(),
+                Err(err) => internal(&err),
+            },
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ConfigQuery {
+    #[serde(default)]
+    dry_run: bool,
+    /// `json` or `yaml`, instead of the `Accept` header.
+    format: Option<String>,
+}
+
+/// `GET /api/admin/v1/config` -> the whole configuration, JSON or (by `Accept` or
+/// `?format=yaml`) YAML; secrets as `{set: true}`.
+async fn export(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<ConfigQuery>,
+) -> Answer {
+    let format = match query.format.as_deref() {
+        Some("yaml") => Format::Yaml,
+        Some("json") => Format::Json,
+        Some(other) => {
+            let detail = format!("format `{other}` is not json or yaml");
+            return Err(Failure(problem(StatusCode::BAD_REQUEST, "unknown_format", detail)));
+        }
+        None => Format::from_header(&headers, header::ACCEPT),
+    };
+    Ok(format.respond(&engine::config::export(&state.pool).await?))
+}
+
+/// `PUT /api/admin/v1/config[?dry_run=true]` with a JSON or YAML document (by
+/// `Content-Type`) -> `{"dry_run", "applied", "changes"}`. Applied in one transaction.
+async fn apply(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Query(query): Query<ConfigQuery>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer {
+    let document = Format::from_header(&headers, header::CONTENT_TYPE)
+        .parse(&body)
+        .map_err(|message| Failure(problem(StatusCode::BAD_REQUEST, "invalid_body", message)))?;
+    let changes =
+        engine::config::apply(&state.pool, &state.secrets, &admin.actor, &document, query.dry_run).await?;
+    Ok(Json(json!({
+        "dry_run": query.dry_run,
+        "applied": !query.dry_run && !changes.is_empty(),
+        "changes": changes,
+    }))
+    .into_response())
+}

@@ -1,0 +1,234 @@
+//! The admin API under `/api/admin/v1`, for scripts and everything the panel can do:
+//! authenticated by an admin session or an admin token (`Authorization: Bearer tga_...`, from
+//! `toolgate admin token create`). Owners and tokens may use it; tenant administrators are
+//! refused until tenant assignments exist. Handlers are thin: each is one engine call.
+
+mod config;
+mod resources;
+
+use app::auth::ssr::signed_in;
+use app::state::AppState;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Extension, Json, Router};
+use engine::admin::Role;
+use engine::exec::{CallRequest, ExecError};
+use engine::model::{Name, TenantSlug};
+use engine::schema::Provider;
+use engine::schema::lint::lint_tool;
+use engine::schema::normalize::normalize;
+use engine::store::{self, Actor};
+use engine::tool::Caller;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tower_sessions::Session;
+use uuid::Uuid;
+
+use crate::gateway::{Body, internal, problem, render_tool};
+
+/// Who is calling the admin API.
+#[derive(Debug, Clone)]
+struct Admin {
+    actor: Actor,
+    /// Shown as the caller of test invocations.
+    name: String,
+}
+
+/// A failed admin request, answered as a problem document.
+struct Failure(Response);
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        self.0
+    }
+}
+
+impl From<store::Error> for Failure {
+    fn from(err: store::Error) -> Self {
+        Failure(match err {
+            store::Error::Invalid(m) => problem(StatusCode::UNPROCESSABLE_ENTITY, "invalid", m),
+            store::Error::Conflict(m) => problem(StatusCode::CONFLICT, "conflict", m),
+            store::Error::NotFound(m) => {
+                problem(StatusCode::NOT_FOUND, "not_found", format!("{m} not found"))
+            }
+            store::Error::Database(err) => internal(&err),
+        })
+    }
+}
+
+impl From<engine::db::DbError> for Failure {
+    fn from(err: engine::db::DbError) -> Self {
+        store::Error::from(err).into()
+    }
+}
+
+type Answer = Result<Response, Failure>;
+
+fn not_found(what: impl std::fmt::Display) -> Failure {
+    Failure(problem(StatusCode::NOT_FOUND, "not_found", what.to_string()))
+}
+
+/// A tenant named in a path; a malformed slug names no tenant.
+fn tenant_slug(slug: &str) -> Result<TenantSlug, Failure> {
+    TenantSlug::parse(slug).map_err(|err| not_found(err.0))
+}
+
+/// A server or group named in a path.
+fn name(name: &str) -> Result<Name, Failure> {
+    Name::parse(name).map_err(|err| not_found(err.0))
+}
+
+pub fn router(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/api/admin/v1/tenants/{slug}/keys", get(resources::list_keys).post(create_key))
+        .route("/api/admin/v1/tenants/{slug}/keys/{id}", delete(revoke_key))
+        .route("/api/admin/v1/tenants/{slug}/invoke", post(invoke))
+        .route("/api/admin/v1/tools/{id}/schema", get(schema))
+        .merge(config::router())
+        .merge(resources::router())
+        .route_layer(middleware::from_fn_with_state(state, require_admin))
+}
+
+async fn require_admin(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let bearer = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_string);
+    let admin = match bearer {
+        Some(token) => match engine::admin::token_name(&state.pool, &token).await {
+            Ok(Some(name)) => Admin { actor: Actor::token(&name), name: format!("token:{name}") },
+            Ok(None) => {
+                return problem(
+                    StatusCode::UNAUTHORIZED,
+                    "invalid_admin_token",
+                    "the admin token is unknown or revoked",
+                );
+            }
+            Err(err) => return internal(&err),
+        },
+        None => {
+            let Some(session) = request.extensions().get::<Session>().cloned() else {
+                return problem(StatusCode::UNAUTHORIZED, "not_signed_in", "sign in or send an admin token");
+            };
+            match signed_in(&session, &state.pool).await {
+                Ok(Some(user)) if user.role == Role::Owner => {
+                    Admin { actor: Actor::admin(&user.username), name: user.username }
+                }
+                Ok(Some(_)) => {
+                    return problem(
+                        StatusCode::FORBIDDEN,
+                        "forbidden",
+                        "tenant administrators cannot use the admin API yet",
+                    );
+                }
+                Ok(None) => {
+                    return problem(
+                        StatusCode::UNAUTHORIZED,
+                        "not_signed_in",
+                        "sign in or send an admin token",
+                    );
+                }
+                Err(err) => return internal(&err),
+            }
+        }
+    };
+    request.extensions_mut().insert(admin);
+    next.run(request).await
+}
+
+#[derive(Deserialize)]
+struct NewKey {
+    name: String,
+}
+
+/// `POST /api/admin/v1/tenants/{slug}/keys` `{"name"}` -> `201 {"id", "key"}`.
+async fn create_key(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path(tenant): Path<String>,
+    Body(body): Body<NewKey>,
+) -> Answer {
+    let (key, secret) =
+        store::keys::create(&state.pool, &admin.actor, &tenant_slug(&tenant)?, &body.name).await?;
+    Ok((StatusCode::CREATED, Json(json!({"id": key.id, "key": secret}))).into_response())
+}
+
+/// `DELETE /api/admin/v1/tenants/{slug}/keys/{id}` -> 204.
+async fn revoke_key(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path((tenant, id)): Path<(String, Uuid)>,
+) -> Answer {
+    store::keys::revoke(&state.pool, &admin.actor, &tenant_slug(&tenant)?, id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+struct Invoke {
+    tool: String,
+    #[serde(default)]
+    arguments: Value,
+}
+
+/// `POST /api/admin/v1/tenants/{slug}/invoke` `{"tool", "arguments"}` -> the call's result.
+async fn invoke(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path(tenant): Path<String>,
+    Body(body): Body<Invoke>,
+) -> Answer {
+    let request = CallRequest { name: body.tool, arguments: body.arguments };
+    match state.executor.call(&tenant, &Caller::Admin(admin.name), request, None).await {
+        Ok(result) => Ok(Json(result).into_response()),
+        Err(err @ (ExecError::UnknownTenant(_) | ExecError::UnknownTool(_))) => Err(not_found(err)),
+        Err(err) => Err(Failure(internal(&err))),
+    }
+}
+
+#[derive(Deserialize)]
+struct SchemaQuery {
+    tenant: String,
+    provider: String,
+}
+
+/// `GET /api/admin/v1/tools/{id}/schema?tenant=&provider=` -> the schema as the tenant's LLM
+/// gets it from that provider, and what the provider would reject in it.
+async fn schema(
+    State(state): State<AppState>,
+    Path(id): Path<Uuid>,
+    Query(query): Query<SchemaQuery>,
+) -> Answer {
+    let Some(provider) = Provider::parse(&query.provider) else {
+        return Err(Failure(problem(
+            StatusCode::BAD_REQUEST,
+            "unknown_provider",
+            "provider is one of mcp, openai, anthropic, gemini",
+        )));
+    };
+    let snapshot = state.catalog.snapshot();
+    let tool = snapshot
+        .tenant(&query.tenant)
+        .and_then(|view| view.tools().iter().find(|t| t.tool_id == id))
+        .ok_or_else(|| not_found(format!("tool {id} is not visible to tenant `{}`", query.tenant)))?;
+    let findings = lint_tool(&tool.exposed_name, &tool.input_schema, provider, tool.strict);
+    let unrenderable = |err: engine::schema::normalize::NormalizeError| {
+        Failure(problem(StatusCode::UNPROCESSABLE_ENTITY, "unrenderable", err.to_string()))
+    };
+    let rendering = render_tool(tool, provider).map_err(unrenderable)?;
+    let normalised = normalize(&tool.input_schema, provider, tool.strict).map_err(unrenderable)?;
+    Ok(Json(json!({
+        "tool": tool.exposed_name,
+        "provider": provider.as_str(),
+        "raw": *tool.raw_input_schema,
+        "llm_schema": *tool.input_schema,
+        "normalised": normalised,
+        "rendering": rendering,
+        "findings": findings,
+    }))
+    .into_response())
+}

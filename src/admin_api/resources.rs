@@ -1,0 +1,386 @@
+//! The resources the panel manages: settings, tenants (tags, groups, overrides, keys, the
+//! effective tool list), servers (health, refresh, test connection, pending definitions),
+//! the tool catalog, groups, and the audit log.
+
+use app::state::AppState;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{get, post, put};
+use axum::{Extension, Json, Router};
+use engine::model::{Tag, TenantSlug};
+use engine::schema::Provider;
+use engine::store::audit::AuditFilter;
+use engine::store::overrides::OverrideInput;
+use engine::store::servers::ServerConfig;
+use engine::store::tenants::TenantUpdate;
+use engine::store::{self, SecretInput};
+use serde::Deserialize;
+use serde_json::json;
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+use super::{Admin, Answer, Failure, name, tenant_slug};
+use crate::gateway::{Body, problem, render_tool};
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/admin/v1/settings", get(settings).put(update_settings))
+        .route("/api/admin/v1/tenants", get(tenants).post(create_tenant))
+        .route("/api/admin/v1/tenants/{slug}", get(tenant).patch(update_tenant).delete(delete_tenant))
+        .route("/api/admin/v1/tenants/{slug}/groups/{group}", put(set_group))
+        .route("/api/admin/v1/tenants/{slug}/tools/{id}", put(set_override).delete(clear_override))
+        .route("/api/admin/v1/servers", get(servers).post(create_server))
+        .route("/api/admin/v1/servers/test", post(test_server))
+        .route("/api/admin/v1/servers/{name}", get(server).put(update_server).delete(delete_server))
+        .route("/api/admin/v1/servers/{name}/refresh", post(refresh_server))
+        .route("/api/admin/v1/servers/{name}/credentials/{slug}", put(set_credentials))
+        .route("/api/admin/v1/tools", get(tools))
+        .route("/api/admin/v1/tools/{id}/approve", post(approve))
+        .route("/api/admin/v1/tools/{id}/reject", post(reject))
+        .route("/api/admin/v1/groups", get(groups))
+        .route("/api/admin/v1/groups/{name}", put(put_group).delete(delete_group))
+        .route("/api/admin/v1/groups/{name}/tools", put(set_members))
+        .route("/api/admin/v1/audit", get(audit))
+}
+
+fn ok(value: impl serde::Serialize) -> Answer {
+    Ok(Json(value).into_response())
+}
+
+fn created(value: impl serde::Serialize) -> Answer {
+    Ok((StatusCode::CREATED, Json(value)).into_response())
+}
+
+fn no_content() -> Answer {
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn settings(State(state): State<AppState>) -> Answer {
+    ok(store::settings::get(&state.pool).await?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SettingsInput {
+    tools_enabled: bool,
+    #[serde(default)]
+    default_tags: Vec<Tag>,
+}
+
+async fn update_settings(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Body(body): Body<SettingsInput>,
+) -> Answer {
+    ok(store::settings::update(&state.pool, &admin.actor, body.tools_enabled, &body.default_tags).await?)
+}
+
+async fn tenants(State(state): State<AppState>) -> Answer {
+    ok(store::tenants::list(&state.pool).await?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewTenant {
+    slug: TenantSlug,
+    name: String,
+}
+
+async fn create_tenant(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Body(body): Body<NewTenant>,
+) -> Answer {
+    created(store::tenants::create(&state.pool, &admin.actor, &body.slug, &body.name).await?)
+}
+
+/// A tenant with everything the panel shows of it, including exactly what its LLM sees.
+async fn tenant(State(state): State<AppState>, Path(slug): Path<String>) -> Answer {
+    let slug = tenant_slug(&slug)?;
+    let tenant = store::tenants::get(&state.pool, &slug).await?;
+    let groups = store::tenants::group_activations(&state.pool, &slug).await?;
+    let overrides = store::overrides::list(&state.pool, &slug).await?;
+    let keys = store::keys::list(&state.pool, &slug).await?;
+    let snapshot = state.catalog.snapshot();
+    let (tools, conflicts) = match snapshot.tenant(slug.as_str()) {
+        Some(view) => {
+            let tools: Vec<_> = view
+                .tools()
+                .iter()
+                .map(|tool| {
+                    // What a provider receives, in tokens at roughly four characters each.
+                    let size = render_tool(tool, Provider::OpenAi).map(|r| r.to_string().len()).unwrap_or(0);
+                    json!({
+                        "tool_id": tool.tool_id,
+                        "name": tool.exposed_name,
+                        "source": tool.source_name,
+                        "description": tool.description,
+                        "tags": tool.tags,
+                        "approx_tokens": size.div_ceil(4),
+                    })
+                })
+                .collect();
+            (tools, view.conflicts.clone())
+        }
+        None => (Vec::new(), Vec::new()),
+    };
+    let total: u64 = tools.iter().filter_map(|t| t["approx_tokens"].as_u64()).sum();
+    ok(json!({
+        "tenant": tenant,
+        "groups": groups,
+        "overrides": overrides,
+        "keys": keys,
+        "tools": tools,
+        "approx_tokens": total,
+        "conflicts": conflicts,
+        "snapshot_version": snapshot.version,
+    }))
+}
+
+/// A tenant edit: fields left out stay; `enabled_tags: null` returns to the default tags.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TenantEdit {
+    name: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    enabled_tags: Option<Option<Vec<Tag>>>,
+    meta_tool: Option<bool>,
+}
+
+/// Tells a key given as `null` (`Some(None)`) from a key left out (`None`).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+async fn update_tenant(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path(slug): Path<String>,
+    Body(body): Body<TenantEdit>,
+) -> Answer {
+    let update = TenantUpdate { name: body.name, enabled_tags: body.enabled_tags, meta_tool: body.meta_tool };
+    ok(store::tenants::update(&state.pool, &admin.actor, &tenant_slug(&slug)?, update).await?)
+}
+
+async fn delete_tenant(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path(slug): Path<String>,
+) -> Answer {
+    store::tenants::delete(&state.pool, &admin.actor, &tenant_slug(&slug)?).await?;
+    no_content()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Activation {
+    /// `null` returns to the group's default.
+    active: Option<bool>,
+}
+
+async fn set_group(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path((slug, group)): Path<(String, String)>,
+    Body(body): Body<Activation>,
+) -> Answer {
+    store::tenants::set_group(&state.pool, &admin.actor, &tenant_slug(&slug)?, &name(&group)?, body.active)
+        .await?;
+    no_content()
+}
+
+async fn set_override(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path((slug, id)): Path<(String, Uuid)>,
+    Body(body): Body<OverrideInput>,
+) -> Answer {
+    let slug = tenant_slug(&slug)?;
+    ok(store::overrides::set(&state.pool, &state.secrets, &admin.actor, &slug, id, &body).await?)
+}
+
+async fn clear_override(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path((slug, id)): Path<(String, Uuid)>,
+) -> Answer {
+    store::overrides::clear(&state.pool, &admin.actor, &tenant_slug(&slug)?, id).await?;
+    no_content()
+}
+
+/// `GET /api/admin/v1/tenants/{slug}/keys`: the tenant's keys (prefixes, never the keys).
+pub(super) async fn list_keys(State(state): State<AppState>, Path(slug): Path<String>) -> Answer {
+    ok(store::keys::list(&state.pool, &tenant_slug(&slug)?).await?)
+}
+
+/// Every server with the health of its connections in this process.
+async fn servers(State(state): State<AppState>) -> Answer {
+    let health = state.upstreams.health();
+    let servers: Vec<_> = store::servers::list(&state.pool)
+        .await?
+        .into_iter()
+        .map(|server| {
+            let connections: Vec<_> = health.iter().filter(|h| h.server == server.source.name).collect();
+            json!({"server": server, "connections": connections})
+        })
+        .collect();
+    ok(servers)
+}
+
+async fn create_server(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Body(body): Body<ServerConfig>,
+) -> Answer {
+    created(store::servers::create(&state.pool, &state.secrets, &admin.actor, &body).await?)
+}
+
+/// A server, its connections, its tools and the definition changes awaiting approval.
+async fn server(State(state): State<AppState>, Path(server): Path<String>) -> Answer {
+    let server = name(&server)?;
+    let stored = store::servers::get(&state.pool, &server).await?;
+    let pending = store::servers::pending_changes(&state.pool, &server).await?;
+    let tools: Vec<_> = store::sources::tools(&state.pool)
+        .await?
+        .into_iter()
+        .filter(|t| t.source == server.as_str())
+        .collect();
+    let connections: Vec<_> =
+        state.upstreams.health().into_iter().filter(|h| h.server == server.as_str()).collect();
+    ok(json!({"server": stored, "connections": connections, "tools": tools, "pending": pending}))
+}
+
+async fn update_server(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path(server): Path<String>,
+    Body(body): Body<ServerConfig>,
+) -> Answer {
+    if body.name.as_str() != server {
+        let detail = "the body's name must be the server's; rename by creating a new server";
+        return Err(Failure(problem(StatusCode::UNPROCESSABLE_ENTITY, "invalid", detail)));
+    }
+    ok(store::servers::update(&state.pool, &state.secrets, &admin.actor, &body).await?)
+}
+
+async fn delete_server(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path(server): Path<String>,
+) -> Answer {
+    store::sources::delete(&state.pool, &admin.actor, &name(&server)?).await?;
+    no_content()
+}
+
+/// Discovers the server's tools now.
+async fn refresh_server(State(state): State<AppState>, Path(server): Path<String>) -> Answer {
+    let server = name(&server)?;
+    store::servers::get(&state.pool, &server).await?;
+    match state.upstreams.refresh(server.as_str()).await {
+        Ok(report) => ok(report),
+        Err(err) => Err(Failure(problem(StatusCode::BAD_GATEWAY, "upstream_unavailable", err))),
+    }
+}
+
+/// Connects to a server that is not saved yet: its info and tool count, or what failed.
+async fn test_server(Body(body): Body<ServerConfig>) -> Answer {
+    let endpoint = store::servers::probe_endpoint(&body)?;
+    match engine::upstream::test_connection(&endpoint, &Default::default()).await {
+        Ok(probe) => {
+            ok(json!({"ok": true, "server_info": probe.server_info, "tool_count": probe.tool_count}))
+        }
+        Err(err) => ok(json!({"ok": false, "error": err})),
+    }
+}
+
+async fn set_credentials(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path((server, slug)): Path<(String, String)>,
+    Body(headers): Body<BTreeMap<String, SecretInput>>,
+) -> Answer {
+    let (server, slug) = (name(&server)?, tenant_slug(&slug)?);
+    store::servers::set_credentials(&state.pool, &state.secrets, &admin.actor, &server, &slug, &headers)
+        .await?;
+    no_content()
+}
+
+async fn tools(State(state): State<AppState>) -> Answer {
+    ok(store::sources::tools(&state.pool).await?)
+}
+
+async fn approve(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path(id): Path<Uuid>,
+) -> Answer {
+    store::servers::approve(&state.pool, &admin.actor, id).await?;
+    no_content()
+}
+
+async fn reject(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path(id): Path<Uuid>,
+) -> Answer {
+    store::servers::reject(&state.pool, &admin.actor, id).await?;
+    no_content()
+}
+
+async fn groups(State(state): State<AppState>) -> Answer {
+    ok(store::groups::list(&state.pool).await?)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupInput {
+    #[serde(default)]
+    description: String,
+    #[serde(default = "yes")]
+    active_by_default: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+async fn put_group(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path(group): Path<String>,
+    Body(body): Body<GroupInput>,
+) -> Answer {
+    let group = name(&group)?;
+    ok(store::groups::put(&state.pool, &admin.actor, &group, &body.description, body.active_by_default)
+        .await?)
+}
+
+async fn delete_group(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path(group): Path<String>,
+) -> Answer {
+    store::groups::delete(&state.pool, &admin.actor, &name(&group)?).await?;
+    no_content()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Members {
+    tools: Vec<Uuid>,
+}
+
+async fn set_members(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path(group): Path<String>,
+    Body(body): Body<Members>,
+) -> Answer {
+    store::groups::set_members(&state.pool, &admin.actor, &name(&group)?, &body.tools).await?;
+    no_content()
+}
+
+async fn audit(State(state): State<AppState>, Query(filter): Query<AuditFilter>) -> Answer {
+    ok(store::audit::list(&state.pool, &filter).await?)
+}
