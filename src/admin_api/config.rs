@@ -74,7 +74,7 @@ async fn export(
         Some("json") => Format::Json,
         Some(other) => {
             let detail = format!("format `{other}` is not json or yaml");
-            return Err(Failure(problem(StatusCode::BAD_REQUEST, "unknown_format", detail)));
+            return Err(Failure::new(problem(StatusCode::BAD_REQUEST, "unknown_format", detail)));
         }
         None => Format::from_header(&headers, header::ACCEPT),
     };
@@ -92,7 +92,7 @@ async fn apply(
 ) -> Answer {
     let document = Format::from_header(&headers, header::CONTENT_TYPE)
         .parse(&body)
-        .map_err(|message| Failure(problem(StatusCode::BAD_REQUEST, "invalid_body", message)))?;
+        .map_err(|message| Failure::new(problem(StatusCode::BAD_REQUEST, "invalid_body", message)))?;
     let changes =
         engine::config::apply(&state.pool, &state.secrets, &admin.actor, &document, query.dry_run).await?;
     Ok(Json(json!({

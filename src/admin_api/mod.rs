@@ -38,17 +38,23 @@ struct Admin {
 }
 
 /// A failed admin request, answered as a problem document.
-struct Failure(Response);
+struct Failure(Box<Response>);
+
+impl Failure {
+    fn new(response: Response) -> Self {
+        Failure(Box::new(response))
+    }
+}
 
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
-        self.0
+        *self.0
     }
 }
 
 impl From<store::Error> for Failure {
     fn from(err: store::Error) -> Self {
-        Failure(match err {
+        Failure::new(match err {
             store::Error::Invalid(m) => problem(StatusCode::UNPROCESSABLE_ENTITY, "invalid", m),
             store::Error::Conflict(m) => problem(StatusCode::CONFLICT, "conflict", m),
             store::Error::NotFound(m) => {
@@ -68,7 +74,7 @@ impl From<engine::db::DbError> for Failure {
 type Answer = Result<Response, Failure>;
 
 fn not_found(what: impl std::fmt::Display) -> Failure {
-    Failure(problem(StatusCode::NOT_FOUND, "not_found", what.to_string()))
+    Failure::new(problem(StatusCode::NOT_FOUND, "not_found", what.to_string()))
 }
 
 /// A tenant named in a path; a malformed slug names no tenant.
@@ -186,7 +192,7 @@ async fn invoke(
     match state.executor.call(&tenant, &Caller::Admin(admin.name), request, None).await {
         Ok(result) => Ok(Json(result).into_response()),
         Err(err @ (ExecError::UnknownTenant(_) | ExecError::UnknownTool(_))) => Err(not_found(err)),
-        Err(err) => Err(Failure(internal(&err))),
+        Err(err) => Err(Failure::new(internal(&err))),
     }
 }
 
@@ -204,7 +210,7 @@ async fn schema(
     Query(query): Query<SchemaQuery>,
 ) -> Answer {
     let Some(provider) = Provider::parse(&query.provider) else {
-        return Err(Failure(problem(
+        return Err(Failure::new(problem(
             StatusCode::BAD_REQUEST,
             "unknown_provider",
             "provider is one of mcp, openai, anthropic, gemini",
@@ -217,7 +223,7 @@ async fn schema(
         .ok_or_else(|| not_found(format!("tool {id} is not visible to tenant `{}`", query.tenant)))?;
     let findings = lint_tool(&tool.exposed_name, &tool.input_schema, provider, tool.strict);
     let unrenderable = |err: engine::schema::normalize::NormalizeError| {
-        Failure(problem(StatusCode::UNPROCESSABLE_ENTITY, "unrenderable", err.to_string()))
+        Failure::new(problem(StatusCode::UNPROCESSABLE_ENTITY, "unrenderable", err.to_string()))
     };
     let rendering = render_tool(tool, provider).map_err(unrenderable)?;
     let normalised = normalize(&tool.input_schema, provider, tool.strict).map_err(unrenderable)?;

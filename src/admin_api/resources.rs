@@ -259,7 +259,7 @@ async fn update_server(
 ) -> Answer {
     if body.name.as_str() != server {
         let detail = "the body's name must be the server's; rename by creating a new server";
-        return Err(Failure(problem(StatusCode::UNPROCESSABLE_ENTITY, "invalid", detail)));
+        return Err(Failure::new(problem(StatusCode::UNPROCESSABLE_ENTITY, "invalid", detail)));
     }
     ok(store::servers::update(&state.pool, &state.secrets, &admin.actor, &body).await?)
 }
@@ -279,7 +279,7 @@ async fn refresh_server(State(state): State<AppState>, Path(server): Path<String
     store::servers::get(&state.pool, &server).await?;
     match state.upstreams.refresh(server.as_str()).await {
         Ok(report) => ok(report),
-        Err(err) => Err(Failure(problem(StatusCode::BAD_GATEWAY, "upstream_unavailable", err))),
+        Err(err) => Err(Failure::new(problem(StatusCode::BAD_GATEWAY, "upstream_unavailable", err))),
     }
 }
 
