@@ -16,7 +16,7 @@ use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
-use serde_json::json;
+use serde_json::{Value, json};
 use sqlx::PgPool;
 
 /// Counts `notifications/tools/list_changed`.
@@ -142,4 +142,61 @@ async fn changing_a_tenants_tags_updates_its_sessions_live(pool: PgPool) {
         client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
     assert!(!names.contains(&"run_command".to_string()), "{names:?}");
     assert!(names.contains(&"view_text_file".to_string()));
+}
+
+async fn names(client: &RunningService<RoleClient, Client>) -> Vec<String> {
+    client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect()
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_meta_tool_equips_groups_for_one_session_only(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_with_key(&pool, "acme").await;
+    let acme = TenantSlug::parse("acme").unwrap();
+    let ops = engine::model::Name::parse("ops").unwrap();
+    store::groups::put(&pool, &Actor::system(), &ops, "Run programs", false).await.unwrap();
+    let run_command: uuid::Uuid =
+        sqlx::query_scalar("select id from tool where upstream_name = 'run_command'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    store::groups::set_members(&pool, &Actor::system(), &ops, &[run_command]).await.unwrap();
+    let meta = TenantUpdate { meta_tool: Some(true), ..Default::default() };
+    store::tenants::update(&pool, &Actor::system(), &acme, meta).await.unwrap();
+
+    let equipping = until_key_works(&app, "acme", &key).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !names(&equipping).await.contains(&"reset_equipped_tools".to_string()) {
+        assert!(Instant::now() < deadline, "the meta tool never appeared");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let other = until_key_works(&app, "acme", &key).await;
+    assert!(!names(&equipping).await.contains(&"run_command".to_string()), "ops is inactive by default");
+
+    let equip = |groups: Value| {
+        let args = json!({"groups": groups}).as_object().cloned().unwrap();
+        equipping.call_tool(CallToolRequestParams::new("reset_equipped_tools").with_arguments(args))
+    };
+    let unknown = equip(json!(["nope"])).await.unwrap();
+    assert_eq!(unknown.is_error, Some(true));
+    assert!(format!("{:?}", unknown.content).contains("unknown groups: nope; the groups are: ops"));
+
+    let equipped = equip(json!(["ops"])).await.unwrap();
+    assert_ne!(equipped.is_error, Some(true), "{equipped:?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while equipping.service().list_changed.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "no list_changed after equipping");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(names(&equipping).await.contains(&"run_command".to_string()));
+    let args = json!({"program": "sleep", "args": ["0"]}).as_object().cloned().unwrap();
+    let ran = equipping
+        .call_tool(CallToolRequestParams::new("run_command").with_arguments(args.clone()))
+        .await
+        .unwrap();
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+
+    // Another session of the same tenant keeps the tenant's groups.
+    assert!(!names(&other).await.contains(&"run_command".to_string()));
+    assert!(other.call_tool(CallToolRequestParams::new("run_command").with_arguments(args)).await.is_err());
 }

@@ -4,22 +4,26 @@
 //! `tools/list` serves the tenant's visible tools from the live snapshot, rendered for MCP
 //! (normalised, lint-clean); `tools/call` runs through the engine's executor. When the
 //! tenant's tool list changes, connected sessions get `notifications/tools/list_changed`.
+//!
+//! A tenant with the meta tool on also offers `reset_equipped_tools(groups)`: a session may
+//! choose its own active groups, which then replace the tenant's group activation for that
+//! session only (and it gets `list_changed`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use engine::catalog::Catalog;
+use engine::catalog::{Catalog, GroupInfo, TenantTools};
 use engine::exec::{CallRequest, ExecError, Executor};
 use engine::schema::Provider;
 use engine::tool::Caller;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{RenderCache, TenantAccess, log_internal};
 
@@ -31,18 +35,35 @@ pub fn service(
     public_hosts: Vec<String>,
 ) -> StreamableHttpService<Gateway, LocalSessionManager> {
     let rendered = Arc::new(RenderCache::new(Provider::Mcp, |value| serde_json::from_value(value).ok()));
-    let gateway = Gateway { catalog, executor, rendered };
+    let gateway = Gateway { catalog, executor, rendered, equipped: Arc::default() };
     let mut config = StreamableHttpServerConfig::default();
     config.allowed_hosts.extend(public_hosts);
-    StreamableHttpService::new(move || Ok(gateway.clone()), Default::default(), config)
+    // Each session gets its own handler state.
+    StreamableHttpService::new(
+        move || Ok(Gateway { equipped: Arc::default(), ..gateway.clone() }),
+        Default::default(),
+        config,
+    )
 }
 
-/// One MCP session's handler; clones share the rendering cache.
+/// The meta tool letting a session choose its active groups.
+const META_TOOL: &str = "reset_equipped_tools";
+
+/// One MCP session's handler; all sessions share the rendering cache, the clones of one
+/// session share its equipped groups.
 #[derive(Clone)]
 pub struct Gateway {
     catalog: Catalog,
     executor: Executor,
     rendered: Arc<RenderCache<Tool>>,
+    equipped: Arc<Mutex<Option<Equipped>>>,
+}
+
+/// The groups a session chose with the meta tool, and its view for one snapshot version.
+struct Equipped {
+    groups: Vec<String>,
+    version: u64,
+    view: Arc<TenantTools>,
 }
 
 fn access(extensions: &rmcp::model::Extensions) -> Option<TenantAccess> {
@@ -50,11 +71,94 @@ fn access(extensions: &rmcp::model::Extensions) -> Option<TenantAccess> {
 }
 
 impl Gateway {
-    fn tool_names(&self, tenant: &str) -> Vec<String> {
+    /// The tools this session sees, and whether they are its own choice of groups rather
+    /// than the tenant's.
+    fn view(&self, tenant: &str) -> Option<(Arc<TenantTools>, bool)> {
         let snapshot = self.catalog.snapshot();
-        let view = snapshot.tenant(tenant);
-        view.map(|v| v.tools().iter().map(|t| t.exposed_name.clone()).collect()).unwrap_or_default()
+        let tenant_view = snapshot.tenant(tenant)?.clone();
+        let mut equipped = self.equipped.lock().expect("equipped groups");
+        let Some(choice) = equipped.as_mut().filter(|_| tenant_view.meta_tool) else {
+            return Some((tenant_view, false));
+        };
+        if choice.version != snapshot.version {
+            // A group removed meanwhile leaves the choice.
+            choice.groups.retain(|name| tenant_view.groups.iter().any(|g| &g.name == name));
+            choice.view = Arc::new(tenant_view.equip(&choice.groups).expect("only known groups remain"));
+            choice.version = snapshot.version;
+        }
+        Some((choice.view.clone(), true))
     }
+
+    fn tool_names(&self, tenant: &str) -> Vec<String> {
+        let view = self.view(tenant);
+        view.map(|(v, _)| v.tools().iter().map(|t| t.exposed_name.clone()).collect()).unwrap_or_default()
+    }
+
+    /// Runs the meta tool: the session's active groups become `groups`.
+    async fn equip(
+        &self,
+        tenant: &str,
+        arguments: Option<JsonObject>,
+        peer: &Peer<RoleServer>,
+    ) -> CallToolResult {
+        let failed = |message: String| CallToolResult::error(vec![ContentBlock::text(message)]);
+        let groups: Option<Vec<String>> =
+            arguments.and_then(|mut args| serde_json::from_value(args.remove("groups")?).ok());
+        let Some(groups) = groups else {
+            return failed("`groups` must be a list of group names".into());
+        };
+        let snapshot = self.catalog.snapshot();
+        let Some(tenant_view) = snapshot.tenant(tenant) else {
+            return failed(format!("unknown tenant `{tenant}`"));
+        };
+        let view = match tenant_view.equip(&groups) {
+            Ok(view) => Arc::new(view),
+            Err(unknown) => {
+                let known: Vec<&str> = tenant_view.groups.iter().map(|g| g.name.as_str()).collect();
+                return failed(format!(
+                    "unknown groups: {}; the groups are: {}",
+                    unknown.join(", "),
+                    known.join(", ")
+                ));
+            }
+        };
+        let count = view.tools().len();
+        *self.equipped.lock().expect("equipped groups") =
+            Some(Equipped { groups: groups.clone(), version: snapshot.version, view });
+        let _ = peer.notify_tool_list_changed().await;
+        let message = format!("Equipped groups: {}. {count} tools are available now.", groups.join(", "));
+        CallToolResult::success(vec![ContentBlock::text(message)])
+    }
+}
+
+/// The meta tool's definition, offering `groups`.
+fn meta_tool(groups: &[GroupInfo]) -> Option<Tool> {
+    let listing: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            if g.description.is_empty() { g.name.clone() } else { format!("{} ({})", g.name, g.description) }
+        })
+        .collect();
+    let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+    serde_json::from_value(json!({
+        "name": META_TOOL,
+        "description": format!(
+            "Choose which tool groups are active in this session; the tool list changes to match. Groups: {}.",
+            listing.join("; ")
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "groups": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": names},
+                    "description": "The groups to activate; every other group is deactivated"
+                }
+            },
+            "required": ["groups"]
+        }
+    }))
+    .ok()
 }
 
 fn not_authenticated() -> ErrorData {
@@ -90,8 +194,18 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let access = access(&context.extensions).ok_or_else(not_authenticated)?;
-        let tools = self.rendered.tools(&self.catalog, &access.tenant);
-        Ok(ListToolsResult::with_all_items(tools.as_ref().clone()))
+        let Some((view, equipped)) = self.view(&access.tenant) else {
+            return Ok(ListToolsResult::with_all_items(Vec::new()));
+        };
+        let mut tools = if equipped {
+            self.rendered.render(view.tools())
+        } else {
+            self.rendered.tools(&self.catalog, &access.tenant).as_ref().clone()
+        };
+        if view.meta_tool && view.resolve(META_TOOL).is_none() {
+            tools.extend(meta_tool(&view.groups));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -100,6 +214,13 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let access = access(&context.extensions).ok_or_else(not_authenticated)?;
+        let (view, _) = self
+            .view(&access.tenant)
+            .ok_or_else(|| ErrorData::invalid_params(format!("unknown tenant `{}`", access.tenant), None))?;
+        if view.meta_tool && request.name == META_TOOL && view.resolve(META_TOOL).is_none() {
+            let result = self.equip(&access.tenant, request.arguments, &context.peer).await;
+            return Ok(CallToolResponse::Complete(result));
+        }
         let progress = context.meta.get_progress_token().map(|token| {
             let (sink, mut reports) = tokio::sync::mpsc::unbounded_channel::<engine::tool::Progress>();
             let peer = context.peer.clone();
@@ -117,7 +238,7 @@ impl ServerHandler for Gateway {
             name: request.name.to_string(),
             arguments: request.arguments.map(Value::Object).unwrap_or(Value::Null),
         };
-        match self.executor.call(&access.tenant, &Caller::ApiKey(access.key_id), call, progress).await {
+        match self.executor.call_in(&view, &Caller::ApiKey(access.key_id), call, progress).await {
             Ok(result) => {
                 let output = serde_json::to_value(&result.output)
                     .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;

@@ -85,17 +85,9 @@ impl<T> RenderCache<T> {
         RenderCache { provider, convert, entries: Mutex::default() }
     }
 
-    pub fn tools(&self, catalog: &Catalog, tenant: &str) -> Arc<Vec<T>> {
-        let snapshot = catalog.snapshot();
-        if let Some(cached) = self.entries.lock().expect("render cache").get(tenant)
-            && cached.version == snapshot.version
-        {
-            return cached.tools.clone();
-        }
-        let tools: Vec<T> = snapshot
-            .tenant(tenant)
-            .map(|view| view.tools())
-            .unwrap_or_default()
+    /// Renders `tools`, leaving out (with a warning) any that cannot be rendered.
+    pub fn render(&self, tools: &[Arc<CatalogTool>]) -> Vec<T> {
+        tools
             .iter()
             .filter_map(|tool| match render_tool(tool, self.provider) {
                 Ok(rendered) => (self.convert)(rendered),
@@ -104,7 +96,18 @@ impl<T> RenderCache<T> {
                     None
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    /// The tenant's tools, rendered once per snapshot version.
+    pub fn tools(&self, catalog: &Catalog, tenant: &str) -> Arc<Vec<T>> {
+        let snapshot = catalog.snapshot();
+        if let Some(cached) = self.entries.lock().expect("render cache").get(tenant)
+            && cached.version == snapshot.version
+        {
+            return cached.tools.clone();
+        }
+        let tools = self.render(snapshot.tenant(tenant).map(|view| view.tools()).unwrap_or_default());
         let tools = Arc::new(tools);
         let cached = Rendered { version: snapshot.version, tools: tools.clone() };
         self.entries.lock().expect("render cache").insert(tenant.to_string(), cached);

@@ -67,6 +67,14 @@ pub struct Conflict {
     pub tool_ids: Vec<Uuid>,
 }
 
+/// A group, as the meta tool `reset_equipped_tools` offers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupInfo {
+    pub id: Uuid,
+    pub name: String,
+    pub description: String,
+}
+
 /// One tenant's visible tools, sorted by exposed name.
 #[derive(Debug, Clone, Serialize)]
 pub struct TenantTools {
@@ -77,6 +85,13 @@ pub struct TenantTools {
     #[serde(skip)]
     by_name: HashMap<String, usize>,
     pub conflicts: Vec<Conflict>,
+    /// With the meta tool on: the tools visible under some choice of groups, from which a
+    /// session's own choice ([`TenantTools::equip`]) picks.
+    #[serde(skip)]
+    equippable: Vec<Arc<CatalogTool>>,
+    /// With the meta tool on: every group a session may equip.
+    #[serde(skip)]
+    pub groups: Arc<Vec<GroupInfo>>,
 }
 
 impl TenantTools {
@@ -87,6 +102,28 @@ impl TenantTools {
     /// The tool a call to `exposed_name` runs: the inverse of naming.
     pub fn resolve(&self, exposed_name: &str) -> Option<&Arc<CatalogTool>> {
         self.by_name.get(exposed_name).map(|&i| &self.tools[i])
+    }
+
+    /// The tenant's tools as one MCP session sees them after choosing its active groups
+    /// (`reset_equipped_tools`): `groups` replaces the tenant's group activation, every other
+    /// rule stays. Unknown group names are returned as the error.
+    pub fn equip(&self, groups: &[String]) -> Result<TenantTools, Vec<String>> {
+        let unknown: Vec<String> =
+            groups.iter().filter(|name| !self.groups.iter().any(|g| &g.name == *name)).cloned().collect();
+        if !unknown.is_empty() {
+            return Err(unknown);
+        }
+        let active: Vec<Uuid> =
+            self.groups.iter().filter(|g| groups.contains(&g.name)).map(|g| g.id).collect();
+        let visible = self
+            .equippable
+            .iter()
+            .filter(|tool| tool.groups.is_empty() || tool.groups.iter().any(|g| active.contains(g)))
+            .cloned()
+            .collect();
+        let mut equipped = tenant_tools(self.tenant_id, &self.slug, self.meta_tool, visible);
+        equipped.groups = self.groups.clone();
+        Ok(equipped)
     }
 }
 
@@ -226,11 +263,19 @@ pub(super) fn build(loaded: &Loaded, version: u64, force_tools_off: bool) -> Sna
         })
         .collect();
 
+    let groups = Arc::new(
+        loaded
+            .groups
+            .iter()
+            .map(|g| GroupInfo { id: g.id, name: g.name.clone(), description: g.description.clone() })
+            .collect::<Vec<_>>(),
+    );
     let mut tenants = HashMap::with_capacity(loaded.tenants.len());
     let mut groups_active = Vec::new();
     for tenant in &loaded.tenants {
         let whitelist = tenant.enabled_tags.as_ref().unwrap_or(&loaded.settings.default_tags);
         let mut visible = Vec::new();
+        let mut equippable = Vec::new();
         for base in bases.iter().filter(|b| tools_enabled && b.owner.is_none_or(|o| o == tenant.id)) {
             let ov = overrides.get(&(tenant.id, base.tool.tool_id)).copied();
             groups_active.clear();
@@ -249,14 +294,29 @@ pub(super) fn build(loaded: &Loaded, version: u64, force_tools_off: bool) -> Sna
                 override_enabled: ov.map(|ov| ov.enabled),
                 held: base.held,
             };
-            if visibility::is_visible(&facts) {
-                visible.push(match ov {
+            let in_active_group = visibility::admitted_by_groups(facts.groups_active);
+            // The meta tool lets a session choose its own groups: keep what passes every
+            // other rule.
+            let facts = Facts { groups_active: &[], ..facts };
+            if visibility::is_visible(&facts) && (in_active_group || tenant.meta_tool) {
+                let tool = match ov {
                     Some(ov) => Arc::new(with_override(&base.tool, ov)),
                     None => base.tool.clone(),
-                });
+                };
+                if tenant.meta_tool {
+                    equippable.push(tool.clone());
+                }
+                if in_active_group {
+                    visible.push(tool);
+                }
             }
         }
-        tenants.insert(tenant.slug.clone(), Arc::new(tenant_tools(tenant, visible)));
+        let mut view = tenant_tools(tenant.id, &tenant.slug, tenant.meta_tool, visible);
+        if tenant.meta_tool {
+            view.equippable = equippable;
+            view.groups = groups.clone();
+        }
+        tenants.insert(tenant.slug.clone(), Arc::new(view));
     }
     let slugs: HashMap<Uuid, &str> = loaded.tenants.iter().map(|t| (t.id, t.slug.as_str())).collect();
     let keys = loaded
@@ -270,7 +330,12 @@ pub(super) fn build(loaded: &Loaded, version: u64, force_tools_off: bool) -> Sna
 }
 
 /// Sorts by exposed name and withholds every tool whose name another tool also has.
-fn tenant_tools(tenant: &crate::store::tenants::Tenant, mut visible: Vec<Arc<CatalogTool>>) -> TenantTools {
+fn tenant_tools(
+    tenant_id: Uuid,
+    slug: &str,
+    meta_tool: bool,
+    mut visible: Vec<Arc<CatalogTool>>,
+) -> TenantTools {
     visible.sort_by(|a, b| a.exposed_name.cmp(&b.exposed_name).then(a.tool_id.cmp(&b.tool_id)));
     let mut tools = Vec::with_capacity(visible.len());
     let mut conflicts = Vec::new();
@@ -285,11 +350,13 @@ fn tenant_tools(tenant: &crate::store::tenants::Tenant, mut visible: Vec<Arc<Cat
     }
     let by_name = tools.iter().enumerate().map(|(i, t)| (t.exposed_name.clone(), i)).collect();
     TenantTools {
-        tenant_id: tenant.id,
-        slug: tenant.slug.clone(),
-        meta_tool: tenant.meta_tool,
+        tenant_id,
+        slug: slug.to_string(),
+        meta_tool,
         tools,
         by_name,
         conflicts,
+        equippable: Vec::new(),
+        groups: Arc::default(),
     }
 }

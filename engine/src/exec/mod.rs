@@ -17,7 +17,7 @@ use sqlx::PgPool;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use crate::catalog::{Catalog, CatalogTool};
+use crate::catalog::{Catalog, CatalogTool, TenantTools};
 use crate::model::SourceKind;
 use crate::secret::SecretBox;
 use crate::tool::{
@@ -162,7 +162,6 @@ impl Executor {
     }
 
     /// Runs one call for `tenant`. Progress reports go to `progress` when given.
-    #[tracing::instrument(skip_all, fields(tenant, tool = %request.name))]
     pub async fn call(
         &self,
         tenant: &str,
@@ -170,9 +169,23 @@ impl Executor {
         request: CallRequest,
         progress: Option<mpsc::UnboundedSender<Progress>>,
     ) -> Result<CallResult, ExecError> {
-        let started = Instant::now();
         let snapshot = self.inner.catalog.snapshot();
         let view = snapshot.tenant(tenant).ok_or_else(|| ExecError::UnknownTenant(tenant.to_string()))?;
+        self.call_in(view, caller, request, progress).await
+    }
+
+    /// Runs one call among the tools of `view`: the tenant's, or an MCP session's own
+    /// choice of groups ([`TenantTools::equip`]).
+    #[tracing::instrument(skip_all, fields(tenant = %view.slug, tool = %request.name))]
+    pub async fn call_in(
+        &self,
+        view: &TenantTools,
+        caller: &Caller,
+        request: CallRequest,
+        progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<CallResult, ExecError> {
+        let started = Instant::now();
+        let tenant = view.slug.as_str();
         let tool =
             view.resolve(&request.name).ok_or_else(|| ExecError::UnknownTool(request.name.clone()))?.clone();
         let arguments = match request.arguments {
