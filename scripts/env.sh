@@ -7,3 +7,5 @@ export CARGO_INCREMENTAL=0
 export SQLX_OFFLINE=true
 export PATH="$HOME/.cargo/bin:$PATH"
 SITE_DIR="$CARGO_TARGET_DIR/site"
+# The tests' Python tools (schemathesis, the mcp SDK).
+export TOOLGATE_VENV="${TOOLGATE_VENV:-$HOME/.cache/toolgate/venv}"

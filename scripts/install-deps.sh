@@ -17,6 +17,7 @@ command -v npm >/dev/null || apt_missing+=(nodejs npm)
 command -v cc >/dev/null || apt_missing+=(gcc libc6-dev)
 command -v gzip >/dev/null || apt_missing+=(gzip)
 $with_test && { command -v chromium >/dev/null || apt_missing+=(chromium); }
+$with_test && { python3 -c 'import ensurepip, venv' 2>/dev/null || apt_missing+=(python3 python3-venv); }
 
 # The wasm32 target: from rustup when it can be fetched, else Debian's rustc-web with its std
 # source, built with -Zbuild-std (see scripts/build-site.sh).
@@ -50,3 +51,12 @@ npm_install() {
 }
 npm_install tools
 $with_test && npm_install end2end
+
+# Python tools for the tests, in a virtualenv outside the clone: schemathesis (fuzzes the REST
+# API from its OpenAPI document) and the `mcp` SDK (an independent MCP client). Reinstalled
+# when the requirements change.
+if $with_test && [[ tools/python/requirements.txt -nt "$TOOLGATE_VENV/.installed" ]]; then
+    python3 -m venv "$TOOLGATE_VENV"
+    "$TOOLGATE_VENV/bin/pip" install --quiet --disable-pip-version-check -r tools/python/requirements.txt
+    touch "$TOOLGATE_VENV/.installed"
+fi

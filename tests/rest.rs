@@ -92,12 +92,26 @@ async fn invoke_and_errors(pool: PgPool) {
     let anonymous = reqwest::Client::new().get(app.url("/api/v1/tools")).send().await.unwrap();
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
 
+    // U+0000 cannot be stored by PostgreSQL: refused with a clear message, never a 500.
+    let (status, body) =
+        post(&app, &key, "/api/v1/tools/write_text_file/invoke", json!({"arguments": {"path": "a\u{0}b"}}))
+            .await;
+    assert_eq!((status, body["status"].as_str()), (StatusCode::OK, Some("tool_error")), "{body}");
+    let resume = format!("/api/v1/calls/{}/resume", uuid::Uuid::new_v4());
+    let (status, body) =
+        post(&app, &key, &resume, json!({"content": [{"type": "text", "text": "\u{0}"}]})).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_result")),
+        "{body}"
+    );
+
     // The call is counted, with its latency, in the Prometheus metrics.
     let metrics = app.get("/metrics").await.text().await.unwrap();
     let counted = r#"toolgate_tool_calls_total{tenant="acme",tool="write_text_file",status="ok"} 1"#;
     assert!(metrics.contains(counted), "{metrics}");
     assert!(metrics.contains(
-        r#"toolgate_tool_call_duration_seconds_bucket{tenant="acme",tool="write_text_file",le="+Inf"} 1"#
+        r#"toolgate_tool_call_duration_seconds_bucket{tenant="acme",tool="write_text_file",le="+Inf"} 2"#
     ));
 }
 

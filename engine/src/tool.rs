@@ -132,9 +132,11 @@ impl Content {
     }
 }
 
-/// A tool's result.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+/// A tool's result, in MCP's `CallToolResult` shape.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ToolOutput {
+    /// MCP content blocks: `{"type": "text", "text": ...}`, `image`, `audio`, `resource`, ...
+    #[schema(value_type = Vec<Object>)]
     pub content: Vec<Content>,
     #[serde(rename = "structuredContent", default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,

@@ -16,7 +16,6 @@ use engine::catalog::{Catalog, CatalogTool};
 use engine::db::PgPool;
 use engine::schema::Provider;
 use engine::schema::render::{ToolView, render};
-use serde_json::json;
 use uuid::Uuid;
 
 /// The tenant (and key) a request was authenticated for, put into the request by the key
@@ -158,17 +157,30 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
     }
 }
 
+/// An RFC 9457 problem document with a stable `code`.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    title: &'static str,
+    status: u16,
+    /// Stable, for programs: `invalid_api_key`, `unknown_tool`, `invalid_body`, ...
+    code: String,
+    /// For people: what was wrong.
+    detail: String,
+}
+
 /// An RFC 9457 problem response with a stable `code`.
 pub fn problem(status: StatusCode, code: &str, detail: impl Into<String>) -> Response {
-    let body = json!({
-        "type": "about:blank",
-        "title": status.canonical_reason().unwrap_or("Error"),
-        "status": status.as_u16(),
-        "code": code,
-        "detail": detail.into(),
-    });
-    let mut response =
-        (status, [(header::CONTENT_TYPE, "application/problem+json")], body.to_string()).into_response();
+    let body = Problem {
+        kind: "about:blank",
+        title: status.canonical_reason().unwrap_or("Error"),
+        status: status.as_u16(),
+        code: code.to_string(),
+        detail: detail.into(),
+    };
+    let body = serde_json::to_string(&body).expect("problems serialise");
+    let mut response = (status, [(header::CONTENT_TYPE, "application/problem+json")], body).into_response();
     if status == StatusCode::UNAUTHORIZED {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
     }

@@ -17,11 +17,37 @@ use engine::catalog::Catalog;
 use engine::exec::{CallRequest, CallResult, ExecError, Executor};
 use engine::schema::Provider;
 use engine::tool::{Caller, Content, ToolOutput};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
 use uuid::Uuid;
 
-use super::{Body, KeyCheck, RenderCache, TenantAccess, internal, problem, require_key};
+use super::{Body, KeyCheck, Problem, RenderCache, TenantAccess, internal, problem, require_key};
+
+/// The OpenAPI 3.1 document of this API, served at `/api/v1/openapi.json`.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Toolgate REST API", description = "Tools of one tenant (chosen by the API key) for LLM applications."),
+    paths(list_tools, invoke, tool_calls, resume),
+    components(schemas(Problem, engine::exec::CallResult, engine::tool::ToolOutput)),
+    modifiers(&ApiKeyAuth),
+    security(("api_key" = []))
+)]
+struct ApiDoc;
+
+struct ApiKeyAuth;
+
+impl Modify for ApiKeyAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        let scheme = HttpBuilder::new()
+            .scheme(HttpAuthScheme::Bearer)
+            .description(Some("A tenant API key, `tg_...`"))
+            .build();
+        components.add_security_scheme("api_key", SecurityScheme::Http(scheme));
+    }
+}
 
 #[derive(Clone)]
 struct Rest {
@@ -33,6 +59,7 @@ struct Rest {
 
 pub fn router(catalog: Catalog, executor: Executor, keys: KeyCheck) -> Router {
     let caches = Provider::ALL.into_iter().map(|p| (p, RenderCache::new(p, Some))).collect();
+    let document = Arc::new(ApiDoc::openapi().to_json().expect("the OpenAPI document serialises"));
     Router::new()
         .route("/api/v1/tools", get(list_tools))
         .route("/api/v1/tools/{name}/invoke", post(invoke))
@@ -40,6 +67,12 @@ pub fn router(catalog: Catalog, executor: Executor, keys: KeyCheck) -> Router {
         .route("/api/v1/calls/{id}/resume", post(resume))
         .route_layer(middleware::from_fn_with_state(keys, require_key))
         .with_state(Rest { catalog, executor, rendered: Arc::new(caches) })
+        .route(
+            "/api/v1/openapi.json",
+            get(move || async move {
+                ([(axum::http::header::CONTENT_TYPE, "application/json")], (*document).clone())
+            }),
+        )
 }
 
 fn caller(access: &TenantAccess) -> Caller {
@@ -53,16 +86,33 @@ fn exec_error(err: ExecError) -> Response {
             problem(StatusCode::NOT_FOUND, "unknown_pending_call", err.to_string())
         }
         ExecError::UnknownTenant(_) => problem(StatusCode::NOT_FOUND, "unknown_tenant", err.to_string()),
+        ExecError::InvalidResult(_) => {
+            problem(StatusCode::UNPROCESSABLE_ENTITY, "invalid_result", err.to_string())
+        }
         ExecError::Database(_) => internal(&err),
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
 struct ListQuery {
+    /// `openai` (default), `anthropic`, `gemini` or `mcp`.
     format: Option<String>,
 }
 
-/// `GET /api/v1/tools?format=openai|anthropic|gemini|mcp` (default openai).
+/// The tenant's tools in one provider's format.
+#[derive(Serialize, ToSchema)]
+struct ToolList {
+    format: &'static str,
+    /// Each tool exactly as the provider takes it (normalised, lint-clean).
+    tools: Vec<Value>,
+}
+
+/// List the tenant's tools in a provider's format.
+#[utoipa::path(get, path = "/api/v1/tools", params(ListQuery), responses(
+    (status = 200, body = ToolList),
+    (status = 400, description = "Unknown format", body = Problem),
+    (status = 401, description = "No valid API key", body = Problem),
+))]
 async fn list_tools(
     State(rest): State<Rest>,
     Extension(access): Extension<TenantAccess>,
@@ -74,16 +124,24 @@ async fn list_tools(
         return problem(StatusCode::BAD_REQUEST, "unknown_format", detail);
     };
     let tools = rest.rendered[&provider].tools(&rest.catalog, &access.tenant);
-    Json(json!({"format": provider.as_str(), "tools": *tools})).into_response()
+    Json(ToolList { format: provider.as_str(), tools: tools.as_ref().clone() }).into_response()
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct Invoke {
+    /// The tool's arguments (an object).
     #[serde(default)]
     arguments: Value,
 }
 
-/// `POST /api/v1/tools/{name}/invoke` `{"arguments": {...}}`.
+/// Call one tool.
+#[utoipa::path(post, path = "/api/v1/tools/{name}/invoke", params(("name" = String, Path, description = "The tool's exposed name")),
+    request_body = Invoke, responses(
+    (status = 200, description = "The call's result; a tool error is `status: tool_error`", body = engine::exec::CallResult),
+    (status = 400, description = "The body is not valid JSON of this shape", body = Problem),
+    (status = 401, description = "No valid API key", body = Problem),
+    (status = 404, description = "The tenant has no such tool", body = Problem),
+))]
 async fn invoke(
     State(rest): State<Rest>,
     Extension(access): Extension<TenantAccess>,
@@ -97,23 +155,45 @@ async fn invoke(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct ToolCalls {
     tool_calls: Vec<ToolCall>,
 }
 
 /// One entry of an OpenAI `tool_calls` array; `arguments` is a JSON string.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct ToolCall {
     id: String,
     function: FunctionCall,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 struct FunctionCall {
     name: String,
+    /// The arguments as a JSON string, as the LLM wrote them.
     #[serde(default)]
     arguments: String,
+}
+
+/// The results of a batch, one per call id in call order.
+#[derive(Serialize, ToSchema)]
+struct ToolMessages {
+    results: Vec<ToolMessage>,
+}
+
+/// One result, ready to append to the conversation as a `tool` message.
+#[derive(Serialize, ToSchema)]
+struct ToolMessage {
+    tool_call_id: String,
+    role: &'static str,
+    /// The result's text.
+    content: String,
+    status: engine::exec::Status,
+    output: ToolOutput,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    correlation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pending: Option<engine::exec::PendingCall>,
 }
 
 fn text_of(output: &ToolOutput) -> String {
@@ -126,29 +206,36 @@ fn text_of(output: &ToolOutput) -> String {
 }
 
 /// A batch result, shaped to be appended as an OpenAI `tool` message as it is.
-fn tool_message(id: &str, result: Result<CallResult, String>) -> Value {
+fn tool_message(id: &str, result: Result<CallResult, String>) -> ToolMessage {
+    let tool_call_id = id.to_string();
     match result {
-        Ok(result) => json!({
-            "tool_call_id": id,
-            "role": "tool",
-            "content": text_of(&result.output),
-            "status": result.status,
-            "output": result.output,
-            "correlation_id": result.correlation_id,
-            "pending": result.pending,
-        }),
-        Err(message) => json!({
-            "tool_call_id": id,
-            "role": "tool",
-            "content": message,
-            "status": "tool_error",
-            "output": ToolOutput::error(message),
-        }),
+        Ok(result) => ToolMessage {
+            tool_call_id,
+            role: "tool",
+            content: text_of(&result.output),
+            status: result.status,
+            output: result.output,
+            correlation_id: result.correlation_id,
+            pending: result.pending,
+        },
+        Err(message) => ToolMessage {
+            tool_call_id,
+            role: "tool",
+            status: engine::exec::Status::ToolError,
+            output: ToolOutput::error(message.clone()),
+            content: message,
+            correlation_id: None,
+            pending: None,
+        },
     }
 }
 
-/// `POST /api/v1/tool_calls` `{"tool_calls": [{id, type: "function", function: {name,
-/// arguments}}]}`: runs them concurrently and answers one result per call id, in order.
+/// Run a batch of OpenAI-style `tool_calls` concurrently; one result per call id, in order.
+#[utoipa::path(post, path = "/api/v1/tool_calls", request_body = ToolCalls, responses(
+    (status = 200, body = ToolMessages),
+    (status = 400, description = "The body is not valid JSON of this shape", body = Problem),
+    (status = 401, description = "No valid API key", body = Problem),
+))]
 async fn tool_calls(
     State(rest): State<Rest>,
     Extension(access): Extension<TenantAccess>,
@@ -170,7 +257,7 @@ async fn tool_calls(
         .collect();
     let runnable: Vec<CallRequest> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
     let mut results = rest.executor.call_batch(&access.tenant, &caller(&access), runnable).await.into_iter();
-    let messages: Vec<Value> = body
+    let messages: Vec<ToolMessage> = body
         .tool_calls
         .iter()
         .zip(parsed)
@@ -182,10 +269,18 @@ async fn tool_calls(
             tool_message(&call.id, result)
         })
         .collect();
-    Json(json!({"results": messages})).into_response()
+    Json(ToolMessages { results: messages }).into_response()
 }
 
-/// `POST /api/v1/calls/{id}/resume` with the tool's result (MCP result shape).
+/// Resume a suspended (external) call with the result the caller computed.
+#[utoipa::path(post, path = "/api/v1/calls/{id}/resume", params(("id" = Uuid, Path, description = "The pending call's id")),
+    request_body = ToolOutput, responses(
+    (status = 200, body = engine::exec::CallResult),
+    (status = 400, description = "The body is not a tool result", body = Problem),
+    (status = 401, description = "No valid API key", body = Problem),
+    (status = 404, description = "No such pending call for this tenant", body = Problem),
+    (status = 422, description = "The result cannot be stored (it contains U+0000)", body = Problem),
+))]
 async fn resume(
     State(rest): State<Rest>,
     Extension(access): Extension<TenantAccess>,

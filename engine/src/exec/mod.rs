@@ -54,7 +54,7 @@ pub struct CallRequest {
     pub arguments: Value,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Ok,
@@ -80,14 +80,15 @@ impl Status {
 }
 
 /// A call of an external tool waiting for the caller's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PendingCall {
     pub id: Uuid,
     pub tool: String,
     pub arguments: Value,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// The result of one call.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct CallResult {
     pub status: Status,
     pub output: ToolOutput,
@@ -109,9 +110,25 @@ pub enum ExecError {
     /// Resuming a call that is not pending for this tenant (HTTP 404).
     #[error("no pending call {0} for this tenant (unknown, or already resumed)")]
     UnknownPendingCall(Uuid),
+    /// A resumed call's result cannot be accepted; the message says why (HTTP 422).
+    #[error("{0}")]
+    InvalidResult(String),
     /// Internal; logged, never shown (HTTP 500).
     #[error("database error")]
     Database(#[from] sqlx::Error),
+}
+
+/// PostgreSQL's JSON cannot hold U+0000, so values that reach the database may not.
+const NUL_REFUSED: &str = "may not contain the NUL character (\\u0000)";
+
+/// Whether any string or key in `value` contains U+0000.
+pub(crate) fn has_nul(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(has_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        _ => false,
+    }
 }
 
 /// Executes calls. Clones share everything.
@@ -196,9 +213,13 @@ impl Executor {
         if let Some(sink) = progress {
             ctx = ctx.with_progress(sink);
         }
-        let outcome = match tool.validator().check(&arguments) {
-            Err(problems) => Outcome::ToolError(problems),
-            Ok(()) => self.dispatch(view.tenant_id, &tool, arguments.clone(), ctx).await,
+        let outcome = if has_nul(&arguments) {
+            Outcome::ToolError(format!("arguments {NUL_REFUSED}"))
+        } else {
+            match tool.validator().check(&arguments) {
+                Err(problems) => Outcome::ToolError(problems),
+                Ok(()) => self.dispatch(view.tenant_id, &tool, arguments.clone(), ctx).await,
+            }
         };
         let result = self.finish(outcome, started);
         self.inner.recorder.record(Record {
@@ -247,9 +268,12 @@ impl Executor {
     /// Completes a suspended call with the result the caller computed.
     pub async fn resume(&self, tenant: &str, id: Uuid, output: ToolOutput) -> Result<CallResult, ExecError> {
         let started = Instant::now();
+        let stored = serde_json::to_value(&output).expect("tool output serialises");
+        if has_nul(&stored) {
+            return Err(ExecError::InvalidResult(format!("the result {NUL_REFUSED}")));
+        }
         let snapshot = self.inner.catalog.snapshot();
         let view = snapshot.tenant(tenant).ok_or_else(|| ExecError::UnknownTenant(tenant.to_string()))?;
-        let stored = serde_json::to_value(&output).expect("tool output serialises");
         let resumed = sqlx::query!(
             "update pending_call set resolved_at = now(), result = $3
              where id = $1 and tenant_id = $2 and resolved_at is null

@@ -42,7 +42,11 @@ impl Recorder {
     }
 
     /// Counts the call in the process's metrics and queues its invocation row.
-    pub fn record(&self, record: Record) {
+    pub fn record(&self, mut record: Record) {
+        if super::has_nul(&record.arguments) {
+            // PostgreSQL would refuse the row, and with it the whole batch.
+            record.arguments = serde_json::json!({"unrecorded": "the arguments contained U+0000"});
+        }
         let labels = [("tenant", record.tenant.clone()), ("tool", record.tool_name.clone())];
         metrics::histogram!(CALL_SECONDS, &labels).record(record.latency.as_secs_f64());
         let [tenant, tool] = labels;

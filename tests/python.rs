@@ -1,0 +1,96 @@
+//! Toolgate against independent Python tools, installed by `make test` into a virtualenv
+//! (`TOOLGATE_VENV`): the official MCP Python SDK as a client of `/mcp/{tenant}`, and
+//! schemathesis fuzzing the REST API from its own OpenAPI document (no answer may be a 5xx).
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::TestApp;
+use engine::model::TenantSlug;
+use engine::store::{self, Actor};
+use serde_json::Value;
+use sqlx::PgPool;
+
+fn venv_program(name: &str) -> PathBuf {
+    let venv = std::env::var("TOOLGATE_VENV")
+        .unwrap_or_else(|_| format!("{}/.cache/toolgate/venv", std::env::var("HOME").unwrap()));
+    let program = PathBuf::from(venv).join("bin").join(name);
+    assert!(
+        program.exists(),
+        "{} is missing: `make test` installs it (scripts/install-deps.sh --test)",
+        program.display()
+    );
+    program
+}
+
+/// A tenant and its key, once the gateway accepts the key.
+async fn tenant_key(app: &TestApp, pool: &PgPool) -> String {
+    let slug = TenantSlug::parse("acme").unwrap();
+    store::tenants::create(pool, &Actor::system(), &slug, "Acme").await.unwrap();
+    let key = store::keys::create(pool, &Actor::system(), &slug, "python").await.unwrap().1;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while reqwest::Client::new()
+        .get(app.url("/api/v1/tools"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        != 200
+    {
+        assert!(Instant::now() < deadline, "key not accepted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    key
+}
+
+/// Runs a program to its end off the async threads (the server under test runs on them).
+async fn run(mut command: Command) -> std::process::Output {
+    tokio::task::spawn_blocking(move || command.output().unwrap()).await.unwrap()
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_python_mcp_sdk_lists_and_calls_tools(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    let mut command = Command::new(venv_program("python"));
+    command
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/mcp_client.py"))
+        .arg(app.url("/mcp/acme"))
+        .arg(&key);
+    let output = run(command).await;
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "the Python client failed:\n{stdout}\n{stderr}");
+    assert!(stdout.starts_with("ok: "), "{stdout}");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_openapi_document_holds_and_fuzzing_finds_no_server_error(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    let document: Value = reqwest::get(app.url("/api/v1/openapi.json")).await.unwrap().json().await.unwrap();
+    assert_eq!(document["openapi"], "3.1.0");
+    let paths: Vec<&String> = document["paths"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        paths,
+        ["/api/v1/calls/{id}/resume", "/api/v1/tool_calls", "/api/v1/tools", "/api/v1/tools/{name}/invoke"]
+    );
+
+    let mut command = Command::new(venv_program("schemathesis"));
+    command
+        .args(["run", &app.url("/api/v1/openapi.json"), "--url", &app.url("")])
+        .args(["--header", &format!("Authorization: Bearer {key}")])
+        .args(["--checks", "not_a_server_error", "--max-examples", "40", "--workers", "1"])
+        .env("SCHEMATHESIS_HOOKS", "")
+        .env("NO_COLOR", "1");
+    let output = run(command).await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "schemathesis found problems:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
