@@ -44,6 +44,9 @@ enum AdminCommand {
         /// Read the password from standard input instead of generating one.
         #[arg(long)]
         password_stdin: bool,
+        /// A tenant a tenant administrator manages (repeatable).
+        #[arg(long = "tenant")]
+        tenants: Vec<String>,
     },
     /// Give an administrator a new password and print it (generated unless --password-stdin).
     ResetPassword {
@@ -112,7 +115,7 @@ async fn run(command: Command) -> anyhow::Result<()> {
 
 async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
     match action {
-        AdminCommand::Create { username, role, password_stdin } => {
+        AdminCommand::Create { username, role, password_stdin, tenants } => {
             let username = Username::parse(&username)?;
             let password = password(password_stdin)?;
             let role = match role {
@@ -120,6 +123,9 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
                 RoleArg::TenantAdmin => Role::TenantAdmin,
             };
             admin::create(db.pool(), &username, role, &password).await?;
+            for tenant in &tenants {
+                admin::assign_tenant(db.pool(), &username, tenant).await?;
+            }
             eprintln!("created {role} `{}`", username.as_str());
             if !password_stdin {
                 println!("{}", password.expose());

@@ -7,6 +7,8 @@ pub mod auth;
 pub mod error;
 mod pages;
 #[cfg(feature = "ssr")]
+mod server;
+#[cfg(feature = "ssr")]
 pub mod state;
 
 use leptos::prelude::*;
@@ -14,7 +16,10 @@ use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::path;
 
-use pages::{Dashboard, LoginPage, NotFound, Section, Shell, planned};
+use pages::{
+    AuditPage, Dashboard, LoginPage, NotFound, PlaygroundPage, ServerPage, ServersPage, Shell, TenantPage,
+    TenantsPage, ToolPage, ToolsPage,
+};
 
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -47,11 +52,14 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/login") view=LoginPage />
                 <ParentRoute path=path!("") view=Shell>
                     <Route path=path!("") view=Dashboard />
-                    <Route path=path!("servers") view=|| planned(Section::SERVERS) />
-                    <Route path=path!("tools") view=|| planned(Section::TOOLS) />
-                    <Route path=path!("tenants") view=|| planned(Section::TENANTS) />
-                    <Route path=path!("playground") view=|| planned(Section::PLAYGROUND) />
-                    <Route path=path!("audit") view=|| planned(Section::AUDIT) />
+                    <Route path=path!("servers") view=ServersPage />
+                    <Route path=path!("servers/:name") view=ServerPage />
+                    <Route path=path!("tools") view=ToolsPage />
+                    <Route path=path!("tools/:id") view=ToolPage />
+                    <Route path=path!("tenants") view=TenantsPage />
+                    <Route path=path!("tenants/:slug") view=TenantPage />
+                    <Route path=path!("playground") view=PlaygroundPage />
+                    <Route path=path!("audit") view=AuditPage />
                 </ParentRoute>
             </Routes>
         </Router>

@@ -1,6 +1,6 @@
 // Starts a real `toolgate serve` on its own embedded PostgreSQL (a fresh data folder), as a
 // user would on first start, and launches Debian's Chromium headless.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,6 +48,12 @@ export async function startToolgate() {
   return {
     url,
     password,
+    /** Runs a `toolgate` command against this instance's database; returns its stdout. */
+    cli(args, input = '') {
+      const run = spawnSync(bin, args, { env, input, encoding: 'utf8' });
+      if (run.status !== 0) throw new Error(`toolgate ${args.join(' ')} failed: ${run.stderr}`);
+      return run.stdout;
+    },
     async stop() {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
@@ -65,4 +71,21 @@ export function launchChromium() {
       '--disable-component-update', '--disable-sync',
     ],
   });
+}
+
+/** Signs in through the login form and waits for the dashboard. */
+export async function signIn(page, toolgate, username = 'admin', password = toolgate.password) {
+  await page.goto(`${toolgate.url}/login`);
+  await page.waitForSelector('html[data-hydrated="true"]');
+  await page.locator('input[name=username]').fill(username);
+  await page.locator('input[name=password]').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${toolgate.url}/`);
+  await page.waitForSelector('html[data-hydrated="true"]');
+}
+
+/** Goes to a panel page and waits until the client has taken over. */
+export async function open(page, toolgate, path) {
+  await page.goto(`${toolgate.url}${path}`);
+  await page.waitForSelector('html[data-hydrated="true"]');
 }

@@ -34,6 +34,9 @@ pub enum Error {
     /// A token name is empty or too long.
     #[error("a token name is 1 to 100 characters")]
     InvalidTokenName,
+    /// Assigning a tenant that does not exist.
+    #[error("no tenant is named `{0}`")]
+    UnknownTenant(String),
     /// Internal; logged, never shown to a client.
     #[error(transparent)]
     Database(#[from] sqlx::Error),
@@ -213,6 +216,59 @@ pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<AdminUser>
         .fetch_optional(db)
         .await?;
     Ok(row.map(|r| AdminUser { id: r.id, username: r.username, role: Role::from_db(&r.role) }))
+}
+
+/// Which tenants an administrator may see and manage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Owners: every tenant, and the global configuration.
+    Everything,
+    /// Tenant administrators: these tenants (slugs) only.
+    Tenants(Vec<String>),
+}
+
+impl Scope {
+    pub fn allows(&self, tenant: &str) -> bool {
+        match self {
+            Scope::Everything => true,
+            Scope::Tenants(slugs) => slugs.iter().any(|s| s == tenant),
+        }
+    }
+}
+
+/// The scope of `admin`.
+pub async fn scope(db: impl PgExecutor<'_>, admin: &AdminUser) -> Result<Scope> {
+    if admin.role == Role::Owner {
+        return Ok(Scope::Everything);
+    }
+    let slugs = sqlx::query_scalar!(
+        "select t.slug from admin_tenant a join tenant t on t.id = a.tenant_id where a.admin_id = $1 order by 1",
+        admin.id
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(Scope::Tenants(slugs))
+}
+
+/// Lets the administrator `username` manage `tenant` (meaningful for tenant administrators).
+#[tracing::instrument(skip_all, err, fields(username = username.as_str(), tenant))]
+pub async fn assign_tenant(pool: &PgPool, username: &Username, tenant: &str) -> Result<()> {
+    let admin_id = sqlx::query_scalar!("select id from admin_user where username = $1", username.as_str())
+        .fetch_optional(pool)
+        .await?
+        .ok_or_else(|| Error::UnknownUser(username.as_str().to_string()))?;
+    let tenant_id = sqlx::query_scalar!("select id from tenant where slug = $1", tenant)
+        .fetch_optional(pool)
+        .await?
+        .ok_or_else(|| Error::UnknownTenant(tenant.to_string()))?;
+    sqlx::query!(
+        "insert into admin_tenant (admin_id, tenant_id) values ($1, $2) on conflict do nothing",
+        admin_id,
+        tenant_id
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
 }
 
 /// On first start: when no owner exists, creates `admin` as owner with a random password and

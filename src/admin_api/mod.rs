@@ -18,8 +18,6 @@ use engine::admin::Role;
 use engine::exec::{CallRequest, ExecError};
 use engine::model::{Name, TenantSlug};
 use engine::schema::Provider;
-use engine::schema::lint::lint_tool;
-use engine::schema::normalize::normalize;
 use engine::store::{self, Actor};
 use engine::tool::Caller;
 use serde::Deserialize;
@@ -27,7 +25,7 @@ use serde_json::{Value, json};
 use tower_sessions::Session;
 use uuid::Uuid;
 
-use crate::gateway::{Body, internal, problem, render_tool};
+use crate::gateway::{Body, internal, problem};
 
 /// Who is calling the admin API.
 #[derive(Debug, Clone)]
@@ -221,20 +219,8 @@ async fn schema(
         .tenant(&query.tenant)
         .and_then(|view| view.tools().iter().find(|t| t.tool_id == id))
         .ok_or_else(|| not_found(format!("tool {id} is not visible to tenant `{}`", query.tenant)))?;
-    let findings = lint_tool(&tool.exposed_name, &tool.input_schema, provider, tool.strict);
-    let unrenderable = |err: engine::schema::normalize::NormalizeError| {
+    let inspection = tool.inspect(provider).map_err(|err| {
         Failure::new(problem(StatusCode::UNPROCESSABLE_ENTITY, "unrenderable", err.to_string()))
-    };
-    let rendering = render_tool(tool, provider).map_err(unrenderable)?;
-    let normalised = normalize(&tool.input_schema, provider, tool.strict).map_err(unrenderable)?;
-    Ok(Json(json!({
-        "tool": tool.exposed_name,
-        "provider": provider.as_str(),
-        "raw": *tool.raw_input_schema,
-        "llm_schema": *tool.input_schema,
-        "normalised": normalised,
-        "rendering": rendering,
-        "findings": findings,
-    }))
-    .into_response())
+    })?;
+    Ok(Json(inspection).into_response())
 }

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::{Admin, Answer, Failure, name, tenant_slug};
-use crate::gateway::{Body, problem, render_tool};
+use crate::gateway::{Body, problem};
 
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -110,7 +110,7 @@ async fn tenant(State(state): State<AppState>, Path(slug): Path<String>) -> Answ
                 .iter()
                 .map(|tool| {
                     // What a provider receives, in tokens at roughly four characters each.
-                    let size = render_tool(tool, Provider::OpenAi).map(|r| r.to_string().len()).unwrap_or(0);
+                    let size = tool.render(Provider::OpenAi).map(|r| r.to_string().len()).unwrap_or(0);
                     json!({
                         "tool_id": tool.tool_id,
                         "name": tool.exposed_name,

@@ -15,7 +15,6 @@ use axum::response::{IntoResponse, Response};
 use engine::catalog::{Catalog, CatalogTool};
 use engine::db::PgPool;
 use engine::schema::Provider;
-use engine::schema::render::{ToolView, render};
 use uuid::Uuid;
 
 /// The tenant (and key) a request was authenticated for, put into the request by the key
@@ -88,7 +87,7 @@ impl<T> RenderCache<T> {
     pub fn render(&self, tools: &[Arc<CatalogTool>]) -> Vec<T> {
         tools
             .iter()
-            .filter_map(|tool| match render_tool(tool, self.provider) {
+            .filter_map(|tool| match tool.render(self.provider) {
                 Ok(rendered) => (self.convert)(rendered),
                 Err(err) => {
                     tracing::warn!(tool = %tool.exposed_name, provider = self.provider.as_str(), error = %err, "tool not served");
@@ -112,22 +111,6 @@ impl<T> RenderCache<T> {
         self.entries.lock().expect("render cache").insert(tenant.to_string(), cached);
         tools
     }
-}
-
-/// A tool as `provider` receives it: always the normalised, lint-clean rendering.
-pub fn render_tool(
-    tool: &CatalogTool,
-    provider: Provider,
-) -> Result<serde_json::Value, engine::schema::normalize::NormalizeError> {
-    let view = ToolView {
-        name: &tool.exposed_name,
-        description: &tool.description,
-        input_schema: &tool.input_schema,
-        output_schema: tool.output_schema.as_deref(),
-        annotations: &tool.annotations,
-        strict: tool.strict,
-    };
-    render(&view, provider)
 }
 
 /// Logs `err` under a fresh correlation id; returns the only part a client sees.

@@ -1,32 +1,172 @@
-//! The landing page after sign-in.
+//! The landing page: servers by status, the last hour's calls and error rate per tenant, and
+//! the slowest tools.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
+use serde::{Deserialize, Serialize};
 
 use super::shell::MeResource;
+use super::ui::{StatusBadge, loaded};
+use crate::error::PanelError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Overview {
+    /// (status, number of servers)
+    pub servers: Vec<(String, usize)>,
+    pub tenants: Vec<TenantCalls>,
+    pub slowest: Vec<SlowTool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TenantCalls {
+    pub tenant: String,
+    pub calls: i64,
+    pub errors: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlowTool {
+    pub tool: String,
+    pub calls: i64,
+    pub p95_ms: f64,
+    pub mean_ms: f64,
+}
+
+#[server]
+pub async fn load_overview() -> Result<Overview, PanelError> {
+    use crate::server::{caller, state, store_error};
+    let caller = caller().await?;
+    let state = state();
+    let traffic = engine::store::invocations::traffic(&state.pool, 60).await.map_err(store_error)?;
+    let mut servers: Vec<(String, usize)> = Vec::new();
+    if caller.scope == engine::admin::Scope::Everything {
+        for summary in super::servers::list_servers().await? {
+            match servers.iter_mut().find(|(status, _)| *status == summary.status) {
+                Some((_, count)) => *count += 1,
+                None => servers.push((summary.status, 1)),
+            }
+        }
+    }
+    Ok(Overview {
+        servers,
+        tenants: traffic
+            .tenants
+            .into_iter()
+            .filter(|t| caller.scope.allows(&t.tenant))
+            .map(|t| TenantCalls { tenant: t.tenant, calls: t.calls, errors: t.errors })
+            .collect(),
+        slowest: if caller.scope == engine::admin::Scope::Everything {
+            traffic
+                .slowest
+                .into_iter()
+                .map(|t| SlowTool { tool: t.tool, calls: t.calls, p95_ms: t.p95_ms, mean_ms: t.mean_ms })
+                .collect()
+        } else {
+            Vec::new()
+        },
+    })
+}
 
 #[component]
 pub fn Dashboard() -> impl IntoView {
+    let overview = Resource::new(|| (), |_| load_overview());
     let me = expect_context::<MeResource>();
     view! {
         <Title text="Dashboard" />
         <h1>"Dashboard"</h1>
-        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+        <Transition fallback=|| ()>
             {move || {
                 me.get()
-                    .map(|me| match me {
-                        Ok(me) => {
-                            view! {
-                                <p class="signed-in">
-                                    "Signed in as " <strong>{me.username}</strong> " (" {me.role}
-                                    ")."
-                                </p>
-                            }
-                                .into_any()
+                    .and_then(Result::ok)
+                    .map(|me| {
+                        view! {
+                            <p class="signed-in muted">
+                                "Signed in as " <strong>{me.username}</strong> " (" {me.role} ")."
+                            </p>
                         }
-                        Err(err) => view! { <p class="error">{err.to_string()}</p> }.into_any(),
                     })
             }}
         </Transition>
+        {loaded(
+            overview,
+            |o| {
+                view! {
+                    <div class="cards">
+                        <section class="card">
+                            <h2>"Servers"</h2>
+                            {if o.servers.is_empty() {
+                                view! { <p class="muted">"No server registered. " <a href="/servers">"Register one"</a></p> }.into_any()
+                            } else {
+                                view! {
+                                    <ul class="plain">
+                                        {o.servers
+                                            .into_iter()
+                                            .map(|(status, count)| view! { <li><StatusBadge status /> " " {count}</li> })
+                                            .collect_view()}
+                                    </ul>
+                                }
+                                    .into_any()
+                            }}
+                        </section>
+                        <section class="card">
+                            <h2>"Calls in the last hour"</h2>
+                            {if o.tenants.is_empty() {
+                                view! { <p class="muted">"No calls."</p> }.into_any()
+                            } else {
+                                view! {
+                                    <table class="grid">
+                                        <thead><tr><th>"Tenant"</th><th>"Calls"</th><th>"Error rate"</th></tr></thead>
+                                        <tbody>
+                                            {o.tenants
+                                                .into_iter()
+                                                .map(|t| {
+                                                    let rate = 100.0 * t.errors as f64 / t.calls.max(1) as f64;
+                                                    view! {
+                                                        <tr>
+                                                            <td><a href=format!("/tenants/{}", t.tenant)>{t.tenant.clone()}</a></td>
+                                                            <td>{t.calls}</td>
+                                                            <td>{format!("{rate:.1} %")}</td>
+                                                        </tr>
+                                                    }
+                                                })
+                                                .collect_view()}
+                                        </tbody>
+                                    </table>
+                                }
+                                    .into_any()
+                            }}
+                        </section>
+                    </div>
+                    <section class="card">
+                        <h2>"Slowest tools (last hour)"</h2>
+                        {if o.slowest.is_empty() {
+                            view! { <p class="muted">"No calls."</p> }.into_any()
+                        } else {
+                            view! {
+                                <table class="grid">
+                                    <thead><tr><th>"Tool"</th><th>"Calls"</th><th>"p95"</th><th>"Mean"</th></tr></thead>
+                                    <tbody>
+                                        {o.slowest
+                                            .into_iter()
+                                            .map(|t| {
+                                                view! {
+                                                    <tr>
+                                                        <td>{t.tool}</td>
+                                                        <td>{t.calls}</td>
+                                                        <td>{format!("{:.1} ms", t.p95_ms)}</td>
+                                                        <td>{format!("{:.1} ms", t.mean_ms)}</td>
+                                                    </tr>
+                                                }
+                                            })
+                                            .collect_view()}
+                                    </tbody>
+                                </table>
+                            }
+                                .into_any()
+                        }}
+                    </section>
+                }
+            },
+        )}
     }
 }

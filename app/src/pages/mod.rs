@@ -1,9 +1,20 @@
 //! The panel's pages, one module each.
 
+mod audit;
 mod dashboard;
 mod login;
+mod playground;
+mod servers;
 mod shell;
+mod tenants;
+mod tools;
+pub(crate) mod ui;
 
+pub use audit::AuditPage;
 pub use dashboard::Dashboard;
 pub use login::LoginPage;
-pub use shell::{NotFound, Section, Shell, planned};
+pub use playground::PlaygroundPage;
+pub use servers::{ServerPage, ServersPage};
+pub use shell::{NotFound, Shell};
+pub use tenants::{TenantPage, TenantsPage};
+pub use tools::{ToolPage, ToolsPage};

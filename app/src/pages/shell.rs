@@ -71,40 +71,6 @@ pub fn Shell() -> impl IntoView {
     }
 }
 
-/// A panel section whose page has not landed yet.
-pub struct Section {
-    title: &'static str,
-    summary: &'static str,
-}
-
-impl Section {
-    pub const SERVERS: Section = Section {
-        title: "Servers",
-        summary: "Register MCP servers, test their connection and watch their health.",
-    };
-    pub const TOOLS: Section = Section {
-        title: "Tools",
-        summary: "Browse every tool and inspect the schema each LLM provider receives.",
-    };
-    pub const TENANTS: Section = Section {
-        title: "Tenants",
-        summary: "Choose per tenant which tags, groups and tools an LLM may see.",
-    };
-    pub const PLAYGROUND: Section =
-        Section { title: "Playground", summary: "Run test invocations of a tenant's tools." };
-    pub const AUDIT: Section = Section { title: "Audit", summary: "See who changed what, and when." };
-}
-
-/// Says what a section will do, and that it is not here yet.
-pub fn planned(section: Section) -> impl IntoView {
-    view! {
-        <Title text=section.title />
-        <h1>{section.title}</h1>
-        <p>{section.summary}</p>
-        <p class="muted">"Not available yet in this version of Toolgate."</p>
-    }
-}
-
 #[component]
 pub fn NotFound() -> impl IntoView {
     #[cfg(feature = "ssr")]

@@ -21,7 +21,9 @@ use sqlx::postgres::PgListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use snapshot::{CatalogTool, Conflict, DEFAULT_TIMEOUT, GroupInfo, KeyIdentity, Snapshot, TenantTools};
+pub use snapshot::{
+    CatalogTool, Conflict, DEFAULT_TIMEOUT, GroupInfo, Inspection, KeyIdentity, Snapshot, TenantTools,
+};
 
 use crate::store::CHANNEL;
 

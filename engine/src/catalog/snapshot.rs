@@ -59,6 +59,51 @@ impl CatalogTool {
     }
 }
 
+impl CatalogTool {
+    /// The tool as `provider` receives it: always the normalised, lint-clean rendering.
+    pub fn render(&self, provider: schema::Provider) -> Result<Value, schema::normalize::NormalizeError> {
+        let view = schema::render::ToolView {
+            name: &self.exposed_name,
+            description: &self.description,
+            input_schema: &self.input_schema,
+            output_schema: self.output_schema.as_deref(),
+            annotations: &self.annotations,
+            strict: self.strict,
+        };
+        schema::render::render(&view, provider)
+    }
+
+    /// Everything the schema inspector shows for `provider`: the raw schema, the one the
+    /// tenant's LLM sees (presets removed), the normalised one, the rendering, and what the
+    /// provider would reject in the unnormalised schema.
+    pub fn inspect(
+        &self,
+        provider: schema::Provider,
+    ) -> Result<Inspection, schema::normalize::NormalizeError> {
+        Ok(Inspection {
+            tool: self.exposed_name.clone(),
+            provider: provider.as_str(),
+            raw: (*self.raw_input_schema).clone(),
+            llm_schema: (*self.input_schema).clone(),
+            normalised: schema::normalize::normalize(&self.input_schema, provider, self.strict)?,
+            rendering: self.render(provider)?,
+            findings: schema::lint::lint_tool(&self.exposed_name, &self.input_schema, provider, self.strict),
+        })
+    }
+}
+
+/// A tool's schema for one provider, as the inspector shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Inspection {
+    pub tool: String,
+    pub provider: &'static str,
+    pub raw: Value,
+    pub llm_schema: Value,
+    pub normalised: Value,
+    pub rendering: Value,
+    pub findings: Vec<schema::lint::Finding>,
+}
+
 /// Two or more visible tools that would share an exposed name for a tenant. None of them is
 /// served until an override renames one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod groups;
+pub mod invocations;
 pub mod keys;
 pub mod overrides;
 pub mod servers;

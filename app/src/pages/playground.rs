@@ -1,0 +1,537 @@
+//! The playground: pick a tenant and one of its tools, fill in a form generated from the
+//! schema its LLM sees (or raw JSON), and run it through the same execution path as real
+//! calls. Recent runs can be replayed.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::ui::{ErrorNote, JsonBlock, StatusBadge, action_error};
+use crate::error::PanelError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlayTool {
+    pub name: String,
+    pub description: String,
+    /// The input schema the tenant's LLM sees.
+    pub schema: Value,
+}
+
+#[server]
+pub async fn playground_tenants() -> Result<Vec<String>, PanelError> {
+    use crate::server::{caller, db_error, state};
+    let caller = caller().await?;
+    let tenants = engine::store::tenants::list(&state().pool).await.map_err(db_error)?;
+    Ok(tenants.into_iter().map(|t| t.slug).filter(|slug| caller.scope.allows(slug)).collect())
+}
+
+#[server]
+pub async fn playground_tools(tenant: String) -> Result<Vec<PlayTool>, PanelError> {
+    use crate::server::{caller, state};
+    if tenant.is_empty() {
+        return Ok(Vec::new());
+    }
+    let caller = caller().await?;
+    let slug = caller.tenant(&tenant)?;
+    let snapshot = state().catalog.snapshot();
+    Ok(snapshot
+        .tenant(slug.as_str())
+        .map(|view| view.tools())
+        .unwrap_or_default()
+        .iter()
+        .map(|t| PlayTool {
+            name: t.exposed_name.clone(),
+            description: t.description.clone(),
+            schema: (*t.input_schema).clone(),
+        })
+        .collect())
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunOutcome {
+    pub status: String,
+    pub output: Value,
+    pub latency_ms: f64,
+    pub correlation_id: Option<String>,
+}
+
+#[server]
+pub async fn run_tool(tenant: String, tool: String, arguments: String) -> Result<RunOutcome, PanelError> {
+    use axum::http::StatusCode;
+    use engine::exec::{CallRequest, ExecError};
+    use engine::tool::Caller as ToolCaller;
+
+    use crate::server::{caller, state};
+    let caller = caller().await?;
+    let slug = caller.tenant(&tenant)?;
+    let arguments: Value = serde_json::from_str(&arguments).map_err(|e| {
+        PanelError::rejected(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("the arguments are not valid JSON: {e}"),
+        )
+    })?;
+    let request = CallRequest { name: tool, arguments };
+    let result = state()
+        .executor
+        .call(slug.as_str(), &ToolCaller::Admin(caller.admin.username.clone()), request, None)
+        .await
+        .map_err(|err| match err {
+            ExecError::UnknownTool(_) | ExecError::UnknownTenant(_) => {
+                PanelError::rejected(StatusCode::NOT_FOUND, err)
+            }
+            other => PanelError::internal(&other),
+        })?;
+    Ok(RunOutcome {
+        status: serde_json::to_value(result.status)
+            .ok()
+            .and_then(|s| s.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        output: serde_json::to_value(&result.output).map_err(|e| PanelError::internal(&e))?,
+        latency_ms: result.latency_ms,
+        correlation_id: result.correlation_id,
+    })
+}
+
+/// A value a schema proposes before the user types: its default, else an empty shape.
+fn initial(schema: &Value) -> Value {
+    if let Some(default) = schema.get("default") {
+        return default.clone();
+    }
+    if let Some(first) = schema.get("anyOf").and_then(Value::as_array).and_then(|v| v.first()) {
+        return initial(first);
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            let mut object = Map::new();
+            for (name, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten()
+            {
+                let required = schema["required"].as_array().is_some_and(|r| r.iter().any(|n| n == name));
+                if required || property.get("default").is_some() {
+                    object.insert(name.clone(), initial(property));
+                }
+            }
+            Value::Object(object)
+        }
+        Some("array") => json!([]),
+        Some("boolean") => json!(false),
+        Some("integer" | "number") => Value::Null,
+        _ => json!(""),
+    }
+}
+
+/// One step into a JSON value.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+fn get_at<'a>(value: &'a Value, path: &[Step]) -> Option<&'a Value> {
+    path.iter().try_fold(value, |v, step| match step {
+        Step::Key(k) => v.get(k),
+        Step::Index(i) => v.get(i),
+    })
+}
+
+/// Sets (or with `None` removes) the value at `path`, creating objects on the way.
+fn set_at(value: &mut Value, path: &[Step], new: Option<Value>) {
+    let Some((last, parents)) = path.split_last() else {
+        if let Some(new) = new {
+            *value = new;
+        }
+        return;
+    };
+    let mut target = value;
+    for step in parents {
+        target = match step {
+            Step::Key(k) => {
+                if !target.is_object() {
+                    *target = json!({});
+                }
+                target.as_object_mut().expect("an object").entry(k.clone()).or_insert(json!({}))
+            }
+            Step::Index(i) => match target.get_mut(*i) {
+                Some(item) => item,
+                None => return,
+            },
+        };
+    }
+    match (last, new) {
+        (Step::Key(k), Some(new)) => {
+            if !target.is_object() {
+                *target = json!({});
+            }
+            target.as_object_mut().expect("an object").insert(k.clone(), new);
+        }
+        (Step::Key(k), None) => {
+            if let Some(object) = target.as_object_mut() {
+                object.remove(k);
+            }
+        }
+        (Step::Index(i), Some(new)) => {
+            if let Some(item) = target.get_mut(*i) {
+                *item = new;
+            }
+        }
+        (Step::Index(i), None) => {
+            if let Some(items) = target.as_array_mut()
+                && *i < items.len()
+            {
+                items.remove(*i);
+            }
+        }
+    }
+}
+
+/// The form for `schema` at `path` of `root`: inputs for scalars and enums, nested fieldsets
+/// for objects, add/remove lists for arrays, and a variant picker for `anyOf`.
+fn field(path: Vec<Step>, label: String, schema: Value, required: bool, root: RwSignal<Value>) -> AnyView {
+    let description = schema.get("description").and_then(Value::as_str).map(str::to_string);
+    let title = view! {
+        <span class="field-name">
+            {label.clone()} {required.then(|| view! { <abbr class="required" title="required">"*"</abbr> })}
+        </span>
+    };
+    let hint = description.map(|d| view! { <span class="muted small">{d}</span> });
+    if let Some(variants) = schema.get("anyOf").and_then(Value::as_array).cloned() {
+        let chosen = RwSignal::new(0usize);
+        let names: Vec<String> = variants
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.get("title")
+                    .or(v.get("type"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or(format!("variant {}", i + 1))
+            })
+            .collect();
+        let set_path = path.clone();
+        let pick_variants = variants.clone();
+        return view! {
+            <fieldset class="variant">
+                <legend>{title}</legend>
+                {hint}
+                <select on:change=move |ev| {
+                    let index: usize = event_target_value(&ev).parse().unwrap_or(0);
+                    chosen.set(index);
+                    root.update(|r| set_at(r, &set_path, Some(initial(&pick_variants[index]))));
+                }>
+                    {names.into_iter().enumerate().map(|(i, n)| view! { <option value=i.to_string()>{n}</option> }).collect_view()}
+                </select>
+                {move || field(path.clone(), String::new(), variants[chosen.get()].clone(), false, root)}
+            </fieldset>
+        }
+        .into_any();
+    }
+    let kind = schema.get("type").and_then(Value::as_str).unwrap_or("string").to_string();
+    let read_path = path.clone();
+    let current = move || root.with(|r| get_at(r, &read_path).cloned());
+    match kind.as_str() {
+        "object" => {
+            let required_names: Vec<String> = schema["required"]
+                .as_array()
+                .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default();
+            let properties = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+            let inner = properties
+                .into_iter()
+                .map(|(name, property)| {
+                    let mut child = path.clone();
+                    child.push(Step::Key(name.clone()));
+                    let required = required_names.contains(&name);
+                    field(child, name, property, required, root)
+                })
+                .collect_view();
+            if path.is_empty() {
+                view! { <div class="schema-form">{inner}</div> }.into_any()
+            } else {
+                view! { <fieldset><legend>{title}</legend>{hint}{inner}</fieldset> }.into_any()
+            }
+        }
+        "array" => {
+            let items = schema.get("items").cloned().unwrap_or(json!({"type": "string"}));
+            let count = move || current().and_then(|v| v.as_array().map(Vec::len)).unwrap_or(0);
+            let (add_path, add_items) = (path.clone(), items.clone());
+            view! {
+                <fieldset>
+                    <legend>{title}</legend>
+                    {hint}
+                    {move || {
+                        (0..count())
+                            .map(|i| {
+                                let mut child = path.clone();
+                                child.push(Step::Index(i));
+                                let remove = child.clone();
+                                view! {
+                                    <div class="array-item">
+                                        {field(child, format!("#{}", i + 1), items.clone(), false, root)}
+                                        <button type="button" class="link" on:click=move |_| root.update(|r| set_at(r, &remove, None))>
+                                            "Remove"
+                                        </button>
+                                    </div>
+                                }
+                            })
+                            .collect_view()
+                    }}
+                    <button
+                        type="button"
+                        on:click=move |_| {
+                            root.update(|r| {
+                                let mut list = get_at(r, &add_path).and_then(Value::as_array).cloned().unwrap_or_default();
+                                list.push(initial(&add_items));
+                                set_at(r, &add_path, Some(Value::Array(list)));
+                            })
+                        }
+                    >
+                        "Add an item"
+                    </button>
+                </fieldset>
+            }
+            .into_any()
+        }
+        "boolean" => view! {
+            <label class="check">
+                <input
+                    type="checkbox"
+                    prop:checked=move || current().and_then(|v| v.as_bool()).unwrap_or(false)
+                    on:change=move |ev| root.update(|r| set_at(r, &path, Some(json!(event_target_checked(&ev)))))
+                />
+                {title}
+                {hint}
+            </label>
+        }
+        .into_any(),
+        _ => {
+            let options: Option<Vec<Value>> = schema.get("enum").and_then(Value::as_array).cloned();
+            let numeric = matches!(kind.as_str(), "integer" | "number");
+            let text = move || match current() {
+                Some(Value::String(s)) => s,
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            let write = move |raw: String| {
+                let value = if raw.is_empty() && !required {
+                    None
+                } else if numeric {
+                    // Kept as typed when it is not a number yet; validation says so on run.
+                    Some(serde_json::from_str::<Value>(&raw).ok().filter(Value::is_number).unwrap_or(Value::String(raw)))
+                } else {
+                    Some(Value::String(raw))
+                };
+                root.update(|r| set_at(r, &path, value));
+            };
+            let input = match options {
+                Some(options) => view! {
+                    <select prop:value=text on:change=move |ev| write(event_target_value(&ev))>
+                        <option value="">"—"</option>
+                        {options
+                            .into_iter()
+                            .map(|o| {
+                                let label = o.as_str().map(str::to_string).unwrap_or_else(|| o.to_string());
+                                view! { <option value=label.clone()>{label.clone()}</option> }
+                            })
+                            .collect_view()}
+                    </select>
+                }
+                .into_any(),
+                None => view! {
+                    <input
+                        type=if numeric { "number" } else { "text" }
+                        step="any"
+                        required=required
+                        prop:value=text
+                        on:input=move |ev| write(event_target_value(&ev))
+                    />
+                }
+                .into_any(),
+            };
+            view! { <label>{title}{hint}{input}</label> }.into_any()
+        }
+    }
+}
+
+/// A past run, to look at again or replay.
+#[derive(Debug, Clone, PartialEq)]
+struct Run {
+    tenant: String,
+    tool: String,
+    arguments: Value,
+    status: String,
+    latency_ms: f64,
+}
+
+#[component]
+pub fn PlaygroundPage() -> impl IntoView {
+    let tenants = Resource::new(|| (), |_| playground_tenants());
+    let tenant = RwSignal::new(String::new());
+    let tools = Resource::new(move || tenant.get(), playground_tools);
+    let tool = RwSignal::new(None::<PlayTool>);
+    let arguments = RwSignal::new(json!({}));
+    let raw_tab = RwSignal::new(false);
+    let raw_error = RwSignal::new(None::<String>);
+    let run = ServerAction::<RunTool>::new();
+    let history = RwSignal::new(Vec::<Run>::new());
+    let pending_run = StoredValue::new(None::<Run>);
+
+    let start = move || {
+        let Some(chosen) = tool.get() else { return };
+        let run_args = arguments.get();
+        pending_run.set_value(Some(Run {
+            tenant: tenant.get(),
+            tool: chosen.name.clone(),
+            arguments: run_args.clone(),
+            status: String::new(),
+            latency_ms: 0.0,
+        }));
+        run.dispatch(RunTool { tenant: tenant.get(), tool: chosen.name, arguments: run_args.to_string() });
+    };
+    // Each finished run goes to the history, newest first.
+    Effect::new(move |_| {
+        if let Some(Ok(outcome)) = run.value().get()
+            && let Some(mut entry) = pending_run.get_value()
+        {
+            entry.status = outcome.status;
+            entry.latency_ms = outcome.latency_ms;
+            history.update(|h| {
+                h.insert(0, entry);
+                h.truncate(20);
+            });
+            pending_run.set_value(None);
+        }
+    });
+    // Raw JSON replaces the arguments once it parses; until then the form keeps its values.
+    let parse_raw = move |text: String| match serde_json::from_str::<Value>(&text) {
+        Ok(value) => {
+            raw_error.set(None);
+            arguments.set(value);
+        }
+        Err(err) => raw_error.set(Some(format!("not valid JSON: {err}"))),
+    };
+    let choose_tool = move |name: String| {
+        let found =
+            tools.get().and_then(Result::ok).and_then(|list| list.into_iter().find(|t| t.name == name));
+        if let Some(found) = &found {
+            arguments.set(initial(&found.schema));
+        }
+        tool.set(found);
+    };
+
+    view! {
+        <Title text="Playground" />
+        <h1>"Playground"</h1>
+        <div class="filters">
+            <label>
+                "Tenant "
+                <select name="tenant" prop:value=move || tenant.get() on:change=move |ev| { tenant.set(event_target_value(&ev)); tool.set(None); }>
+                    <option value="">"Choose…"</option>
+                    <Transition fallback=|| ()>
+                        {move || {
+                            tenants.get().and_then(Result::ok).unwrap_or_default().into_iter()
+                                .map(|t| view! { <option value=t.clone()>{t.clone()}</option> })
+                                .collect_view()
+                        }}
+                    </Transition>
+                </select>
+            </label>
+            <label>
+                "Tool "
+                <select name="tool" prop:value=move || tool.get().map(|t| t.name).unwrap_or_default() on:change=move |ev| choose_tool(event_target_value(&ev))>
+                    <option value="">"Choose…"</option>
+                    <Transition fallback=|| ()>
+                        {move || {
+                            tools.get().and_then(Result::ok).unwrap_or_default().into_iter()
+                                .map(|t| view! { <option value=t.name.clone()>{t.name.clone()}</option> })
+                                .collect_view()
+                        }}
+                    </Transition>
+                </select>
+            </label>
+        </div>
+        {move || {
+            tool.get()
+                .map(|chosen| {
+                    let schema = chosen.schema.clone();
+                    view! {
+                        <section class="card">
+                            <p class="description">{chosen.description.clone()}</p>
+                            <div class="tabs" role="tablist">
+                                <button type="button" role="tab" class:active=move || !raw_tab.get() on:click=move |_| raw_tab.set(false)>"Form"</button>
+                                <button type="button" role="tab" class:active=move || raw_tab.get() on:click=move |_| raw_tab.set(true)>"Raw JSON"</button>
+                            </div>
+                            <Show
+                                when=move || raw_tab.get()
+                                fallback=move || field(Vec::new(), String::new(), schema.clone(), false, arguments)
+                            >
+                                <textarea
+                                    class="raw-json"
+                                    rows="10"
+                                    prop:value=move || serde_json::to_string_pretty(&arguments.get()).unwrap_or_default()
+                                    on:change=move |ev| parse_raw(event_target_value(&ev))
+                                ></textarea>
+                                <ErrorNote error=move || raw_error.get() />
+                            </Show>
+                            <div class="actions">
+                                <button type="button" class="primary" disabled=move || run.pending().get() on:click=move |_| start()>
+                                    {move || if run.pending().get() { "Running…" } else { "Run" }}
+                                </button>
+                            </div>
+                        </section>
+                    }
+                })
+        }}
+        <ErrorNote error=action_error(run) />
+        {move || {
+            run.value().get().and_then(Result::ok).map(|outcome| {
+                let texts: Vec<String> = outcome.output["content"].as_array().into_iter().flatten()
+                    .filter_map(|c| c["text"].as_str().map(str::to_string)).collect();
+                let images: Vec<String> = outcome.output["content"].as_array().into_iter().flatten()
+                    .filter(|c| c["type"] == "image")
+                    .filter_map(|c| Some(format!("data:{};base64,{}", c["mimeType"].as_str()?, c["data"].as_str()?)))
+                    .collect();
+                view! {
+                    <section class="card result">
+                        <h2>"Result " <StatusBadge status=outcome.status.clone() /> <span class="muted small">{format!(" {:.1} ms", outcome.latency_ms)}</span></h2>
+                        {outcome.correlation_id.map(|id| view! { <p class="error">"Failed; correlation id " <code>{id}</code> " (details in the server log)."</p> })}
+                        {texts.into_iter().map(|t| {
+                            let pretty = serde_json::from_str::<Value>(&t).ok().and_then(|v| serde_json::to_string_pretty(&v).ok()).unwrap_or(t);
+                            view! { <pre class="output">{pretty}</pre> }
+                        }).collect_view()}
+                        {images.into_iter().map(|src| view! { <img class="output" src=src alt="tool output" /> }).collect_view()}
+                        <JsonBlock label="Full result" value=outcome.output />
+                    </section>
+                }
+            })
+        }}
+        <Show when=move || !history.read().is_empty()>
+            <section class="card">
+                <h2>"Recent runs"</h2>
+                <table class="grid">
+                    <tbody>
+                        {move || history.get().into_iter().map(|entry| {
+                            let replay = entry.clone();
+                            view! {
+                                <tr>
+                                    <td>{entry.tenant.clone()}</td>
+                                    <td><code>{entry.tool.clone()}</code></td>
+                                    <td class="small"><code>{entry.arguments.to_string()}</code></td>
+                                    <td><StatusBadge status=entry.status.clone() /></td>
+                                    <td>{format!("{:.1} ms", entry.latency_ms)}</td>
+                                    <td>
+                                        <button type="button" class="link" on:click=move |_| {
+                                            tenant.set(replay.tenant.clone());
+                                            pending_run.set_value(Some(replay.clone()));
+                                            arguments.set(replay.arguments.clone());
+                                            run.dispatch(RunTool { tenant: replay.tenant.clone(), tool: replay.tool.clone(), arguments: replay.arguments.to_string() });
+                                        }>"Replay"</button>
+                                    </td>
+                                </tr>
+                            }
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </section>
+        </Show>
+    }
+}

@@ -1,0 +1,705 @@
+//! MCP servers: the list with health, registering one (after testing its connection), and a
+//! server's page with its tools and the definition changes awaiting approval.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::ui::{ErrorNote, JsonBlock, StatusBadge, action_error, loaded};
+use crate::error::PanelError;
+
+/// A server as the list shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerSummary {
+    pub name: String,
+    pub transport: String,
+    /// The URL, or the command line of a stdio server.
+    pub target: String,
+    pub tags: Vec<String>,
+    /// "shared", or the owning tenant.
+    pub scope: String,
+    pub enabled: bool,
+    /// The connection's status in this process, or "disabled".
+    pub status: String,
+    pub last_error: Option<String>,
+    pub tool_count: usize,
+    /// Tools held back or with a definition change awaiting approval.
+    pub awaiting: usize,
+}
+
+/// The registration form, as typed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerForm {
+    pub name: String,
+    pub prefix: String,
+    pub transport: String,
+    pub url: String,
+    pub command: String,
+    /// One argument per line.
+    pub args: String,
+    /// `Name: value` per line; stored encrypted.
+    pub headers: String,
+    pub tags: String,
+    pub tenant: String,
+    pub on_definition_change: String,
+    pub new_tools_enabled: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestOutcome {
+    pub ok: bool,
+    pub message: String,
+}
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use std::collections::BTreeMap;
+
+    use axum::http::StatusCode;
+    use engine::model::{Name, Tag, TenantSlug};
+    use engine::store::SecretInput;
+    use engine::store::servers::{OnDefinitionChange, ServerConfig, Transport};
+
+    use super::ServerForm;
+    use crate::error::PanelError;
+    use crate::server::comma_list;
+
+    fn invalid(message: impl ToString) -> PanelError {
+        PanelError::rejected(StatusCode::UNPROCESSABLE_ENTITY, message)
+    }
+
+    /// The form as a server configuration, or what is wrong with it.
+    pub fn config(form: &ServerForm) -> Result<ServerConfig, PanelError> {
+        let name = Name::parse(form.name.trim()).map_err(invalid)?;
+        let transport = match form.transport.as_str() {
+            "streamable_http" => Transport::StreamableHttp,
+            "sse" => Transport::Sse,
+            "stdio" => Transport::Stdio,
+            other => return Err(invalid(format!("unknown transport `{other}`"))),
+        };
+        let mut headers = BTreeMap::new();
+        for line in form.headers.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (key, value) = line
+                .split_once(':')
+                .ok_or_else(|| invalid(format!("header line `{line}` is not `Name: value`")))?;
+            headers.insert(key.trim().to_string(), SecretInput::Value(value.trim().to_string()));
+        }
+        let tags = comma_list(&form.tags)
+            .iter()
+            .map(|t| Tag::parse(t))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(invalid)?;
+        let tenant = match form.tenant.trim() {
+            "" => None,
+            slug => Some(TenantSlug::parse(slug).map_err(invalid)?),
+        };
+        let text = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
+        Ok(ServerConfig {
+            transport,
+            prefix: text(&form.prefix),
+            url: if transport == Transport::Stdio { None } else { text(&form.url) },
+            command: if transport == Transport::Stdio { text(&form.command) } else { None },
+            args: form.args.lines().map(str::trim).filter(|a| !a.is_empty()).map(str::to_string).collect(),
+            headers,
+            tags,
+            tenant,
+            on_definition_change: if form.on_definition_change == "keep_pinned" {
+                OnDefinitionChange::KeepPinned
+            } else {
+                OnDefinitionChange::Hold
+            },
+            new_tools_enabled: form.new_tools_enabled,
+            ..ServerConfig::http(name, "")
+        })
+    }
+}
+
+#[server]
+pub async fn list_servers() -> Result<Vec<ServerSummary>, PanelError> {
+    use crate::server::{owner, state, store_error};
+    owner().await?;
+    let state = state();
+    let health = state.upstreams.health();
+    let tools = engine::store::sources::tools(&state.pool).await.map_err(store_error)?;
+    let tenants = engine::store::tenants::list(&state.pool).await.map_err(crate::server::db_error)?;
+    let servers = engine::store::servers::list(&state.pool).await.map_err(store_error)?;
+    Ok(servers
+        .into_iter()
+        .map(|server| {
+            let name = server.source.name.clone();
+            let connection = health.iter().find(|h| h.server == name && h.tenant_id.is_none());
+            let own_tools: Vec<_> = tools.iter().filter(|t| t.source == name).collect();
+            ServerSummary {
+                transport: serde_json::to_value(server.transport)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                target: match &server.url {
+                    Some(url) => url.clone(),
+                    None => std::iter::once(server.command.clone().unwrap_or_default())
+                        .chain(server.args.iter().cloned())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                },
+                tags: server.source.tags.clone(),
+                scope: server
+                    .source
+                    .tenant_id
+                    .and_then(|id| tenants.iter().find(|t| t.id == id).map(|t| t.slug.clone()))
+                    .unwrap_or_else(|| "shared".into()),
+                enabled: server.source.enabled,
+                status: match (server.source.enabled, connection) {
+                    (false, _) => "disabled".into(),
+                    (true, Some(c)) => c.status.as_str().into(),
+                    (true, None) => "connecting".into(),
+                },
+                last_error: connection.and_then(|c| c.last_error.clone()),
+                tool_count: own_tools.len(),
+                awaiting: own_tools.iter().filter(|t| t.held || t.pending).count(),
+                name,
+            }
+        })
+        .collect())
+}
+
+#[server]
+pub async fn register_server(form: ServerForm) -> Result<String, PanelError> {
+    use crate::server::{owner, state, store_error};
+    let caller = owner().await?;
+    let config = ssr::config(&form)?;
+    let state = state();
+    engine::store::servers::create(&state.pool, &state.secrets, &caller.actor, &config)
+        .await
+        .map_err(store_error)?;
+    Ok(config.name.to_string())
+}
+
+#[server]
+pub async fn test_server(form: ServerForm) -> Result<TestOutcome, PanelError> {
+    use crate::server::{owner, store_error};
+    owner().await?;
+    let config = ssr::config(&form)?;
+    let endpoint = engine::store::servers::probe_endpoint(&config).map_err(store_error)?;
+    Ok(match engine::upstream::test_connection(&endpoint, &Default::default()).await {
+        Ok(probe) => {
+            let name =
+                probe.server_info.pointer("/serverInfo/name").and_then(Value::as_str).unwrap_or("the server");
+            TestOutcome { ok: true, message: format!("Connected to {name}: {} tools.", probe.tool_count) }
+        }
+        Err(err) => TestOutcome { ok: false, message: err },
+    })
+}
+
+/// A server's page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerView {
+    pub summary: ServerSummary,
+    pub tools: Vec<ServerTool>,
+    pub pending: Vec<PendingDefinition>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerTool {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub held: bool,
+    pub pending: bool,
+}
+
+/// A definition change: what is pinned and what the upstream publishes now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingDefinition {
+    pub tool_id: String,
+    pub tool: String,
+    pub pinned: Value,
+    pub pending: Value,
+}
+
+#[server]
+pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
+    use crate::server::{state, store_error};
+    let summary = list_servers().await?.into_iter().find(|s| s.name == name).ok_or_else(|| {
+        PanelError::rejected(axum::http::StatusCode::NOT_FOUND, format!("no server `{name}`"))
+    })?;
+    let state = state();
+    let tools = engine::store::sources::tools(&state.pool)
+        .await
+        .map_err(store_error)?
+        .into_iter()
+        .filter(|t| t.source == name)
+        .map(|t| ServerTool {
+            id: t.id.to_string(),
+            name: t.exposed_name,
+            description: t.description,
+            held: t.held,
+            pending: t.pending,
+        })
+        .collect();
+    let server = engine::model::Name::parse(&name).map_err(|e| store_error(e.into()))?;
+    let pending = engine::store::servers::pending_changes(&state.pool, &server)
+        .await
+        .map_err(store_error)?
+        .into_iter()
+        .map(|p| PendingDefinition {
+            tool_id: p.tool_id.to_string(),
+            tool: p.upstream_name,
+            pinned: serde_json::to_value(p.pinned).unwrap_or_default(),
+            pending: serde_json::to_value(p.pending).unwrap_or_default(),
+        })
+        .collect();
+    Ok(ServerView { summary, tools, pending })
+}
+
+/// What an admin does to a server or one of its tools.
+#[server]
+pub async fn server_command(
+    name: String,
+    command: String,
+    tool_id: Option<String>,
+) -> Result<String, PanelError> {
+    use axum::http::StatusCode;
+    use engine::store;
+
+    use crate::server::{owner, state, store_error};
+    let caller = owner().await?;
+    let state = state();
+    let server = engine::model::Name::parse(&name).map_err(|e| store_error(e.into()))?;
+    let tool = || {
+        tool_id
+            .as_deref()
+            .and_then(|id| id.parse::<uuid::Uuid>().ok())
+            .ok_or_else(|| PanelError::rejected(StatusCode::BAD_REQUEST, "which tool?"))
+    };
+    let done = match command.as_str() {
+        "enable" | "disable" => {
+            store::sources::set_enabled(&state.pool, &caller.actor, &server, command == "enable")
+                .await
+                .map_err(store_error)?;
+            format!("{name} {command}d")
+        }
+        "delete" => {
+            store::sources::delete(&state.pool, &caller.actor, &server).await.map_err(store_error)?;
+            format!("{name} deleted")
+        }
+        "refresh" => {
+            let report = state
+                .upstreams
+                .refresh(&name)
+                .await
+                .map_err(|err| PanelError::rejected(StatusCode::BAD_GATEWAY, err))?;
+            format!(
+                "Discovered: {} added, {} changed, {} removed, {} unchanged",
+                report.added.len(),
+                report.changed.len(),
+                report.removed.len(),
+                report.unchanged
+            )
+        }
+        "approve" => {
+            store::servers::approve(&state.pool, &caller.actor, tool()?).await.map_err(store_error)?;
+            "Approved".into()
+        }
+        "reject" => {
+            store::servers::reject(&state.pool, &caller.actor, tool()?).await.map_err(store_error)?;
+            "Rejected: the tool stays held".into()
+        }
+        other => {
+            return Err(PanelError::rejected(StatusCode::BAD_REQUEST, format!("unknown command `{other}`")));
+        }
+    };
+    Ok(done)
+}
+
+#[component]
+pub fn ServersPage() -> impl IntoView {
+    let register = ServerAction::<RegisterServer>::new();
+    let servers = Resource::new(move || register.version().get(), |_| list_servers());
+    view! {
+        <Title text="Servers" />
+        <h1>"Servers"</h1>
+        {loaded(servers, |servers| view! { <ServerTable servers /> })}
+        <RegisterForm register />
+    }
+}
+
+#[component]
+fn ServerTable(servers: Vec<ServerSummary>) -> impl IntoView {
+    if servers.is_empty() {
+        return view! { <p class="muted">"No MCP server is registered yet."</p> }.into_any();
+    }
+    view! {
+        <table class="grid">
+            <thead>
+                <tr>
+                    <th>"Server"</th>
+                    <th>"Status"</th>
+                    <th>"Tools"</th>
+                    <th>"Tags"</th>
+                    <th>"Scope"</th>
+                    <th>"Last error"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {servers
+                    .into_iter()
+                    .map(|s| {
+                        view! {
+                            <tr>
+                                <td>
+                                    <a href=format!("/servers/{}", s.name)>{s.name.clone()}</a>
+                                    <div class="muted small">{s.transport} " · " {s.target}</div>
+                                </td>
+                                <td>
+                                    <StatusBadge status=s.status />
+                                </td>
+                                <td>
+                                    {s.tool_count}
+                                    {(s.awaiting > 0)
+                                        .then(|| {
+                                            view! {
+                                                <span class="status status-pending">
+                                                    {s.awaiting} " awaiting approval"
+                                                </span>
+                                            }
+                                        })}
+                                </td>
+                                <td>{s.tags.join(", ")}</td>
+                                <td>{s.scope}</td>
+                                <td class="small">{s.last_error.unwrap_or_default()}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+/// A text input bound to a signal.
+#[component]
+fn Field(
+    label: &'static str,
+    value: RwSignal<String>,
+    #[prop(optional)] placeholder: &'static str,
+    #[prop(optional)] name: &'static str,
+) -> impl IntoView {
+    view! {
+        <label>
+            {label}
+            <input
+                type="text"
+                name=name
+                placeholder=placeholder
+                prop:value=move || value.get()
+                on:input=move |ev| value.set(event_target_value(&ev))
+            />
+        </label>
+    }
+}
+
+#[component]
+fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
+    let test = ServerAction::<TestServer>::new();
+    let (name, prefix, url, command) = (
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+    );
+    let (args, headers, tags, tenant) = (
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+    );
+    let transport = RwSignal::new("streamable_http".to_string());
+    let on_change = RwSignal::new("hold".to_string());
+    let new_tools = RwSignal::new(false);
+    let form = move || ServerForm {
+        name: name.get(),
+        prefix: prefix.get(),
+        transport: transport.get(),
+        url: url.get(),
+        command: command.get(),
+        args: args.get(),
+        headers: headers.get(),
+        tags: tags.get(),
+        tenant: tenant.get(),
+        on_definition_change: on_change.get(),
+        new_tools_enabled: new_tools.get(),
+    };
+    let busy = move || register.pending().get() || test.pending().get();
+    let stdio = move || transport.get() == "stdio";
+    // A registered server clears the form; a refused one keeps what was typed.
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = register.value().get() {
+            for field in [name, prefix, url, command, args, headers, tags, tenant] {
+                field.set(String::new());
+            }
+        }
+    });
+    view! {
+        <section class="card form-card">
+            <h2>"Register a server"</h2>
+            <div class="form-grid">
+                <Field label="Name" value=name placeholder="everything" name="name" />
+                <Field label="Prefix (default: the name)" value=prefix name="prefix" />
+                <label>
+                    "Transport"
+                    <select
+                        name="transport"
+                        prop:value=move || transport.get()
+                        on:change=move |ev| transport.set(event_target_value(&ev))
+                    >
+                        <option value="streamable_http">"Streamable HTTP"</option>
+                        <option value="sse">"SSE (legacy)"</option>
+                        <option value="stdio">"stdio (child process)"</option>
+                    </select>
+                </label>
+                <Show
+                    when=stdio
+                    fallback=move || {
+                        view! { <Field label="URL" value=url placeholder="http://127.0.0.1:3001/mcp" name="url" /> }
+                    }
+                >
+                    <Field label="Command" value=command placeholder="npx" name="command" />
+                    <label>
+                        "Arguments (one per line)"
+                        <textarea
+                            name="args"
+                            rows="3"
+                            prop:value=move || args.get()
+                            on:input=move |ev| args.set(event_target_value(&ev))
+                        ></textarea>
+                    </label>
+                </Show>
+                <label>
+                    "Headers (Name: value per line; stored encrypted, never shown again)"
+                    <textarea
+                        name="headers"
+                        rows="2"
+                        placeholder="Authorization: Bearer ..."
+                        prop:value=move || headers.get()
+                        on:input=move |ev| headers.set(event_target_value(&ev))
+                    ></textarea>
+                </label>
+                <Field label="Tags (comma-separated)" value=tags name="tags" />
+                <Field label="Tenant (empty = shared by all tenants)" value=tenant name="tenant" />
+                <label>
+                    "When a pinned tool's definition changes"
+                    <select
+                        name="on_definition_change"
+                        prop:value=move || on_change.get()
+                        on:change=move |ev| on_change.set(event_target_value(&ev))
+                    >
+                        <option value="hold">"Hold the tool until approved"</option>
+                        <option value="keep_pinned">"Keep serving the pinned definition"</option>
+                    </select>
+                </label>
+                <label class="check">
+                    <input
+                        type="checkbox"
+                        prop:checked=move || new_tools.get()
+                        on:change=move |ev| new_tools.set(event_target_checked(&ev))
+                    />
+                    "Serve tools that appear later without approval"
+                </label>
+            </div>
+            <div class="actions">
+                <button type="button" disabled=busy on:click=move |_| { test.dispatch(TestServer { form: form() }); }>
+                    {move || if test.pending().get() { "Testing…" } else { "Test connection" }}
+                </button>
+                <button
+                    type="button"
+                    class="primary"
+                    disabled=busy
+                    on:click=move |_| { register.dispatch(RegisterServer { form: form() }); }
+                >
+                    {move || if register.pending().get() { "Registering…" } else { "Register" }}
+                </button>
+            </div>
+            {move || {
+                test.value()
+                    .get()
+                    .and_then(Result::ok)
+                    .map(|outcome| {
+                        let class = if outcome.ok { "notice ok" } else { "notice error" };
+                        view! { <p class=class role="status">{outcome.message}</p> }
+                    })
+            }}
+            <ErrorNote error=action_error(test) />
+            <ErrorNote error=action_error(register) />
+            {move || {
+                register.value()
+                    .get()
+                    .and_then(Result::ok)
+                    .map(|name| view! { <p class="notice ok" role="status">"Registered " {name} "."</p> })
+            }}
+        </section>
+    }
+}
+
+#[component]
+pub fn ServerPage() -> impl IntoView {
+    let params = use_params_map();
+    let name = move || params.read().get("name").unwrap_or_default();
+    let command = ServerAction::<ServerCommand>::new();
+    let detail = Resource::new(move || (name(), command.version().get()), |(name, _)| server_detail(name));
+    let deleted = move || matches!(command.value().get(), Some(Ok(ref done)) if done.ends_with("deleted"));
+    let confirm_delete = RwSignal::new(false);
+    let run = move |what: &'static str, tool: Option<String>| {
+        command.dispatch(ServerCommand { name: name(), command: what.into(), tool_id: tool });
+    };
+    view! {
+        <Title text=move || format!("Server {}", name()) />
+        <p>
+            <a href="/servers">"← Servers"</a>
+        </p>
+        <h1>{name}</h1>
+        <Show when=deleted fallback=move || ()>
+            <p class="notice ok">"The server was deleted."</p>
+        </Show>
+        {move || {
+            command.value()
+                .get()
+                .and_then(Result::ok)
+                .map(|done| view! { <p class="notice ok" role="status">{done}</p> })
+        }}
+        <ErrorNote error=action_error(command) />
+        {loaded(
+            detail,
+            move |d| {
+                let enabled = d.summary.enabled;
+                view! {
+                    <div class="actions">
+                        <StatusBadge status=d.summary.status.clone() />
+                        <button type="button" disabled=move || command.pending().get() on:click=move |_| run("refresh", None)>
+                            {move || if command.pending().get() { "Working…" } else { "Refresh tools" }}
+                        </button>
+                        <button
+                            type="button"
+                            disabled=move || command.pending().get()
+                            on:click=move |_| run(if enabled { "disable" } else { "enable" }, None)
+                        >
+                            {if enabled { "Disable" } else { "Enable" }}
+                        </button>
+                        <Show
+                            when=move || confirm_delete.get()
+                            fallback=move || {
+                                view! {
+                                    <button type="button" class="danger" on:click=move |_| confirm_delete.set(true)>
+                                        "Delete…"
+                                    </button>
+                                }
+                            }
+                        >
+                            <button type="button" class="danger" on:click=move |_| run("delete", None)>
+                                "Delete the server and its tools"
+                            </button>
+                            <button type="button" on:click=move |_| confirm_delete.set(false)>
+                                "Keep it"
+                            </button>
+                        </Show>
+                    </div>
+                    <p class="muted">
+                        {d.summary.transport.clone()} " · " {d.summary.target.clone()} " · scope: "
+                        {d.summary.scope.clone()}
+                    </p>
+                    {d.summary.last_error.clone().map(|e| view! { <p class="error">"Last error: " {e}</p> })}
+                    <PendingChanges pending=d.pending.clone() run />
+                    <h2>"Tools"</h2>
+                    <table class="grid">
+                        <thead>
+                            <tr>
+                                <th>"Name"</th>
+                                <th>"Description"</th>
+                                <th>"State"</th>
+                                <th></th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {d.tools
+                                .into_iter()
+                                .map(|t| {
+                                    let id = t.id.clone();
+                                    let held = t.held && !t.pending;
+                                    view! {
+                                        <tr>
+                                            <td>
+                                                <a href=format!("/tools/{}", t.id)>{t.name}</a>
+                                            </td>
+                                            <td class="description">{t.description}</td>
+                                            <td>
+                                                {if t.pending {
+                                                    view! { <StatusBadge status="pending" /> }.into_any()
+                                                } else if t.held {
+                                                    view! { <StatusBadge status="held" /> }.into_any()
+                                                } else {
+                                                    view! { <StatusBadge status="served" /> }.into_any()
+                                                }}
+                                            </td>
+                                            <td>
+                                                {held
+                                                    .then(|| {
+                                                        view! {
+                                                            <button type="button" on:click=move |_| run("approve", Some(id.clone()))>
+                                                                "Approve"
+                                                            </button>
+                                                        }
+                                                    })}
+                                            </td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                }
+            },
+        )}
+    }
+}
+
+#[component]
+fn PendingChanges(
+    pending: Vec<PendingDefinition>,
+    run: impl Fn(&'static str, Option<String>) + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    if pending.is_empty() {
+        return ().into_any();
+    }
+    view! {
+        <h2>"Definition changes awaiting approval"</h2>
+        <p class="muted">
+            "The upstream now describes these tools differently. Until you decide, the pinned definition is served or the tool is held back."
+        </p>
+        {pending
+            .into_iter()
+            .map(|p| {
+                let (approve_id, reject_id) = (p.tool_id.clone(), p.tool_id.clone());
+                view! {
+                    <section class="card diff">
+                        <h3>{p.tool.clone()}</h3>
+                        <div class="side-by-side">
+                            <JsonBlock label="Pinned (served)" value=p.pinned />
+                            <JsonBlock label="Published now" value=p.pending />
+                        </div>
+                        <div class="actions">
+                            <button type="button" class="primary" on:click=move |_| run("approve", Some(approve_id.clone()))>
+                                "Approve the new definition"
+                            </button>
+                            <button type="button" on:click=move |_| run("reject", Some(reject_id.clone()))>
+                                "Reject (hold the tool)"
+                            </button>
+                        </div>
+                    </section>
+                }
+            })
+            .collect_view()}
+    }
+    .into_any()
+}

@@ -1,0 +1,924 @@
+//! Tenants: the list, and a tenant's page — tag and group toggles, per-tool overrides,
+//! exactly what its LLM sees (with its size in tokens), name conflicts, and API keys.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+use serde::{Deserialize, Serialize};
+
+use super::ui::{ErrorNote, action_error, loaded};
+use crate::error::PanelError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TenantRow {
+    pub slug: String,
+    pub name: String,
+    pub tools: usize,
+    pub keys: usize,
+}
+
+#[server]
+pub async fn list_tenants() -> Result<Vec<TenantRow>, PanelError> {
+    use crate::server::{caller, db_error, state, store_error};
+    let caller = caller().await?;
+    let state = state();
+    let snapshot = state.catalog.snapshot();
+    let mut rows = Vec::new();
+    for tenant in engine::store::tenants::list(&state.pool).await.map_err(db_error)? {
+        if !caller.scope.allows(&tenant.slug) {
+            continue;
+        }
+        let slug = caller.tenant(&tenant.slug)?;
+        let keys = engine::store::keys::list(&state.pool, &slug).await.map_err(store_error)?;
+        rows.push(TenantRow {
+            tools: snapshot.tenant(&tenant.slug).map(|v| v.tools().len()).unwrap_or(0),
+            keys: keys.iter().filter(|k| k.revoked_at.is_none()).count(),
+            slug: tenant.slug,
+            name: tenant.name,
+        });
+    }
+    Ok(rows)
+}
+
+#[server]
+pub async fn create_tenant(slug: String, name: String) -> Result<String, PanelError> {
+    use crate::server::{owner, state, store_error};
+    let caller = owner().await?;
+    let slug = engine::model::TenantSlug::parse(slug.trim()).map_err(|e| store_error(e.into()))?;
+    engine::store::tenants::create(&state().pool, &caller.actor, &slug, name.trim())
+        .await
+        .map_err(store_error)?;
+    Ok(slug.to_string())
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TenantView {
+    pub slug: String,
+    pub name: String,
+    /// `None` = the default tags; `Some([])` = every tag.
+    pub enabled_tags: Option<Vec<String>>,
+    pub default_tags: Vec<String>,
+    /// Every tag any tool or source carries.
+    pub known_tags: Vec<String>,
+    pub meta_tool: bool,
+    pub groups: Vec<GroupState>,
+    pub tools: Vec<EffectiveTool>,
+    pub approx_tokens: usize,
+    pub conflicts: Vec<ConflictView>,
+    pub keys: Vec<KeyView>,
+    /// Every tool the tenant could be given, for the override editor.
+    pub catalog: Vec<CatalogEntry>,
+    pub overrides: Vec<OverrideView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupState {
+    pub name: String,
+    pub description: String,
+    pub active_by_default: bool,
+    pub active: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EffectiveTool {
+    pub id: String,
+    pub name: String,
+    pub source: String,
+    pub description: String,
+    pub approx_tokens: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConflictView {
+    pub name: String,
+    pub tool_ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeyView {
+    pub id: String,
+    pub name: String,
+    pub prefix: String,
+    pub created: String,
+    pub last_used: Option<String>,
+    pub revoked: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CatalogEntry {
+    pub id: String,
+    pub name: String,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverrideView {
+    pub tool_id: String,
+    pub tool: String,
+    pub enabled: bool,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub timeout_ms: Option<i32>,
+    pub presets: String,
+    /// Names of the secret presets that are set (their values are never shown).
+    pub secret_presets: Vec<String>,
+}
+
+#[server]
+pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
+    use engine::schema::Provider;
+    use engine::store;
+
+    use crate::server::{caller, db_error, state, store_error};
+    let caller = caller().await?;
+    let slug = caller.tenant(&slug)?;
+    let state = state();
+    let tenant = store::tenants::get(&state.pool, &slug).await.map_err(store_error)?;
+    let settings = store::settings::get(&state.pool).await.map_err(db_error)?;
+    let all_tools = store::sources::tools(&state.pool).await.map_err(store_error)?;
+    let snapshot = state.catalog.snapshot();
+    let view = snapshot.tenant(slug.as_str());
+    let tools: Vec<EffectiveTool> = view
+        .map(|v| v.tools())
+        .unwrap_or_default()
+        .iter()
+        .map(|t| EffectiveTool {
+            id: t.tool_id.to_string(),
+            name: t.exposed_name.clone(),
+            source: t.source_name.clone(),
+            description: t.description.clone(),
+            // What a provider receives, at roughly four characters a token.
+            approx_tokens: t.render(Provider::OpenAi).map(|r| r.to_string().len().div_ceil(4)).unwrap_or(0),
+        })
+        .collect();
+    let mut known_tags: Vec<String> = all_tools.iter().flat_map(|t| t.tags.iter().cloned()).collect();
+    known_tags.extend(settings.default_tags.iter().cloned());
+    known_tags.extend(tenant.enabled_tags.iter().flatten().cloned());
+    known_tags.sort();
+    known_tags.dedup();
+    let name_of = |id: uuid::Uuid| {
+        all_tools
+            .iter()
+            .find(|t| t.id == id)
+            .map(|t| t.exposed_name.clone())
+            .unwrap_or_else(|| id.to_string())
+    };
+    Ok(TenantView {
+        approx_tokens: tools.iter().map(|t| t.approx_tokens).sum(),
+        tools,
+        conflicts: view
+            .map(|v| v.conflicts.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| ConflictView {
+                name: c.exposed_name,
+                tool_ids: c.tool_ids.iter().map(|id| name_of(*id)).collect(),
+            })
+            .collect(),
+        groups: store::tenants::group_activations(&state.pool, &slug)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .map(|g| GroupState {
+                name: g.group,
+                description: g.description,
+                active_by_default: g.active_by_default,
+                active: g.active,
+            })
+            .collect(),
+        keys: store::keys::list(&state.pool, &slug)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .map(|k| KeyView {
+                id: k.id.to_string(),
+                name: k.name,
+                prefix: k.prefix,
+                created: k.created_at.date().to_string(),
+                last_used: k.last_used_at.map(|t| format!("{} {:02}:{:02}", t.date(), t.hour(), t.minute())),
+                revoked: k.revoked_at.is_some(),
+            })
+            .collect(),
+        overrides: store::overrides::list(&state.pool, &slug)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .map(|o| OverrideView {
+                tool: name_of(o.tool_id),
+                tool_id: o.tool_id.to_string(),
+                enabled: o.enabled,
+                name: o.name,
+                description: o.description,
+                timeout_ms: o.timeout_ms,
+                presets: serde_json::to_string(&o.presets).unwrap_or_default(),
+                secret_presets: o.secret_presets,
+            })
+            .collect(),
+        catalog: all_tools
+            .iter()
+            .map(|t| CatalogEntry {
+                id: t.id.to_string(),
+                name: t.exposed_name.clone(),
+                source: t.source.clone(),
+            })
+            .collect(),
+        known_tags,
+        default_tags: settings.default_tags,
+        enabled_tags: tenant.enabled_tags,
+        meta_tool: tenant.meta_tool,
+        name: tenant.name,
+        slug: tenant.slug,
+    })
+}
+
+/// Saves the tag whitelist: `mode` is `default` (the configured default tags), `all`, or
+/// `list` (the tags in `tags`, comma-separated).
+#[server]
+pub async fn save_tags(slug: String, mode: String, tags: String) -> Result<(), PanelError> {
+    use engine::model::Tag;
+    use engine::store::tenants::TenantUpdate;
+
+    use crate::server::{caller, state, store_error};
+    let caller = caller().await?;
+    let slug = caller.tenant(&slug)?;
+    let enabled_tags = match mode.as_str() {
+        "default" => None,
+        "all" => Some(Vec::new()),
+        _ => Some(
+            crate::server::comma_list(&tags)
+                .iter()
+                .map(|t| Tag::parse(t))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| store_error(e.into()))?,
+        ),
+    };
+    let update = TenantUpdate { enabled_tags: Some(enabled_tags), ..Default::default() };
+    engine::store::tenants::update(&state().pool, &caller.actor, &slug, update).await.map_err(store_error)?;
+    Ok(())
+}
+
+/// Sets a group for the tenant: `on`, `off`, or `default`.
+#[server]
+pub async fn set_group(slug: String, group: String, state: String) -> Result<(), PanelError> {
+    use crate::server::{caller, store_error};
+    let caller = caller().await?;
+    let slug = caller.tenant(&slug)?;
+    let group = engine::model::Name::parse(&group).map_err(|e| store_error(e.into()))?;
+    let active = match state.as_str() {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => None,
+    };
+    engine::store::tenants::set_group(&crate::server::state().pool, &caller.actor, &slug, &group, active)
+        .await
+        .map_err(store_error)
+}
+
+#[server]
+pub async fn set_meta_tool(slug: String, on: bool) -> Result<(), PanelError> {
+    use engine::store::tenants::TenantUpdate;
+
+    use crate::server::{caller, state, store_error};
+    let caller = caller().await?;
+    let slug = caller.tenant(&slug)?;
+    let update = TenantUpdate { meta_tool: Some(on), ..Default::default() };
+    engine::store::tenants::update(&state().pool, &caller.actor, &slug, update).await.map_err(store_error)?;
+    Ok(())
+}
+
+/// The override editor's fields, as typed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OverrideForm {
+    pub tool_id: String,
+    pub enabled: bool,
+    pub name: String,
+    pub description: String,
+    pub timeout_ms: String,
+    /// A JSON object.
+    pub presets: String,
+    /// `name=value` per line for new values; names of stored secrets to keep, comma-separated.
+    pub new_secrets: String,
+    pub keep_secrets: String,
+}
+
+#[server]
+pub async fn save_override(slug: String, form: OverrideForm) -> Result<(), PanelError> {
+    use axum::http::StatusCode;
+    use engine::store::SecretInput;
+    use engine::store::overrides::OverrideInput;
+
+    use crate::server::{caller, state, store_error};
+    let caller = caller().await?;
+    let slug = caller.tenant(&slug)?;
+    let invalid = |message: String| PanelError::rejected(StatusCode::UNPROCESSABLE_ENTITY, message);
+    let tool_id = form.tool_id.parse::<uuid::Uuid>().map_err(|_| invalid("choose a tool".into()))?;
+    let text = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
+    let presets = match form.presets.trim() {
+        "" => serde_json::Map::new(),
+        json => {
+            serde_json::from_str(json).map_err(|e| invalid(format!("presets must be a JSON object: {e}")))?
+        }
+    };
+    let mut secret_presets: std::collections::BTreeMap<String, SecretInput> =
+        crate::server::comma_list(&form.keep_secrets)
+            .into_iter()
+            .map(|name| (name, SecretInput::SET))
+            .collect();
+    for line in form.new_secrets.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (name, value) =
+            line.split_once('=').ok_or_else(|| invalid(format!("`{line}` is not name=value")))?;
+        secret_presets.insert(name.trim().to_string(), SecretInput::Value(value.to_string()));
+    }
+    let input = OverrideInput {
+        enabled: Some(form.enabled),
+        name: text(&form.name),
+        description: text(&form.description),
+        timeout_ms: match form.timeout_ms.trim() {
+            "" => None,
+            ms => Some(
+                ms.parse().map_err(|_| invalid(format!("timeout `{ms}` is not a number of milliseconds")))?,
+            ),
+        },
+        presets,
+        secret_presets,
+    };
+    let state = state();
+    engine::store::overrides::set(&state.pool, &state.secrets, &caller.actor, &slug, tool_id, &input)
+        .await
+        .map_err(store_error)?;
+    Ok(())
+}
+
+#[server]
+pub async fn clear_override(slug: String, tool_id: String) -> Result<(), PanelError> {
+    use crate::server::{caller, state, store_error};
+    let caller = caller().await?;
+    let slug = caller.tenant(&slug)?;
+    let tool_id = tool_id.parse().map_err(|_| PanelError::Rejected("which tool?".into()))?;
+    engine::store::overrides::clear(&state().pool, &caller.actor, &slug, tool_id).await.map_err(store_error)
+}
+
+/// Creates an API key and returns it: the only time it is shown.
+#[server]
+pub async fn create_key(slug: String, name: String) -> Result<String, PanelError> {
+    use crate::server::{caller, state, store_error};
+    let caller = caller().await?;
+    let slug = caller.tenant(&slug)?;
+    let (_, key) = engine::store::keys::create(&state().pool, &caller.actor, &slug, name.trim())
+        .await
+        .map_err(store_error)?;
+    Ok(key)
+}
+
+#[server]
+pub async fn revoke_key(slug: String, id: String) -> Result<(), PanelError> {
+    use crate::server::{caller, state, store_error};
+    let caller = caller().await?;
+    let slug = caller.tenant(&slug)?;
+    let id = id.parse().map_err(|_| PanelError::Rejected("which key?".into()))?;
+    engine::store::keys::revoke(&state().pool, &caller.actor, &slug, id).await.map_err(store_error)
+}
+
+#[component]
+pub fn TenantsPage() -> impl IntoView {
+    let create = ServerAction::<CreateTenant>::new();
+    let tenants = Resource::new(move || create.version().get(), |_| list_tenants());
+    view! {
+        <Title text="Tenants" />
+        <h1>"Tenants"</h1>
+        {loaded(
+            tenants,
+            |tenants| {
+                if tenants.is_empty() {
+                    return view! { <p class="muted">"No tenant yet."</p> }.into_any();
+                }
+                view! {
+                    <table class="grid">
+                        <thead>
+                            <tr>
+                                <th>"Tenant"</th>
+                                <th>"Name"</th>
+                                <th>"Visible tools"</th>
+                                <th>"Active keys"</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {tenants
+                                .into_iter()
+                                .map(|t| {
+                                    view! {
+                                        <tr>
+                                            <td>
+                                                <a href=format!("/tenants/{}", t.slug)>{t.slug.clone()}</a>
+                                            </td>
+                                            <td>{t.name}</td>
+                                            <td>{t.tools}</td>
+                                            <td>{t.keys}</td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                }
+                    .into_any()
+            },
+        )}
+        <section class="card form-card">
+            <h2>"New tenant"</h2>
+            <ActionForm action=create attr:class="inline-form">
+                <label>
+                    "Slug"
+                    <input type="text" name="slug" placeholder="acme" required />
+                </label>
+                <label>
+                    "Name"
+                    <input type="text" name="name" placeholder="Acme Corp" required />
+                </label>
+                <button type="submit" class="primary" disabled=move || create.pending().get()>
+                    "Create"
+                </button>
+            </ActionForm>
+            <ErrorNote error=action_error(create) />
+        </section>
+    }
+}
+
+#[component]
+pub fn TenantPage() -> impl IntoView {
+    let params = use_params_map();
+    let slug = move || params.read().get("slug").unwrap_or_default();
+    let save_tags = ServerAction::<SaveTags>::new();
+    let set_group = ServerAction::<SetGroup>::new();
+    let set_meta = ServerAction::<SetMetaTool>::new();
+    let save_override = ServerAction::<SaveOverride>::new();
+    let clear_override = ServerAction::<ClearOverride>::new();
+    let create_key = ServerAction::<CreateKey>::new();
+    let revoke_key = ServerAction::<RevokeKey>::new();
+    let changes = move || {
+        (
+            save_tags.version().get(),
+            set_group.version().get(),
+            set_meta.version().get(),
+            save_override.version().get(),
+            clear_override.version().get(),
+            create_key.version().get(),
+            revoke_key.version().get(),
+        )
+    };
+    let tenant = Resource::new(move || (slug(), changes()), |(slug, _)| tenant_detail(slug));
+    view! {
+        <Title text=move || format!("Tenant {}", slug()) />
+        <p>
+            <a href="/tenants">"← Tenants"</a>
+        </p>
+        {loaded(
+            tenant,
+            move |t| {
+                view! {
+                    <h1>{t.name.clone()} " " <span class="muted small">{t.slug.clone()}</span></h1>
+                    <TagToggles tenant=t.clone() action=save_tags />
+                    <GroupToggles tenant=t.clone() action=set_group meta=set_meta />
+                    <EffectiveTools tenant=t.clone() />
+                    <Overrides tenant=t.clone() save=save_override clear=clear_override />
+                    <Keys tenant=t create=create_key revoke=revoke_key />
+                }
+            },
+        )}
+    }
+}
+
+#[component]
+fn TagToggles(tenant: TenantView, action: ServerAction<SaveTags>) -> impl IntoView {
+    let mode = RwSignal::new(match &tenant.enabled_tags {
+        None => "default",
+        Some(tags) if tags.is_empty() => "all",
+        Some(_) => "list",
+    });
+    let chosen = RwSignal::new(tenant.enabled_tags.clone().unwrap_or_default());
+    let slug = tenant.slug.clone();
+    let defaults =
+        if tenant.default_tags.is_empty() { "every tag".to_string() } else { tenant.default_tags.join(", ") };
+    view! {
+        <section class="card">
+            <h2>"Tags"</h2>
+            <p class="muted">
+                "A tool is visible when one of its tags is enabled; a tool without tags is always visible; enabling no tag at all admits every tool."
+            </p>
+            <div class="radio-row">
+                <label class="check">
+                    <input type="radio" name="tag-mode" prop:checked=move || mode.get() == "default" on:change=move |_| mode.set("default") />
+                    "Use the default tags (" {defaults} ")"
+                </label>
+                <label class="check">
+                    <input type="radio" name="tag-mode" prop:checked=move || mode.get() == "all" on:change=move |_| mode.set("all") />
+                    "Every tag"
+                </label>
+                <label class="check">
+                    <input type="radio" name="tag-mode" prop:checked=move || mode.get() == "list" on:change=move |_| mode.set("list") />
+                    "Only these:"
+                </label>
+            </div>
+            <div class="switches" class:disabled=move || mode.get() != "list">
+                {tenant
+                    .known_tags
+                    .into_iter()
+                    .map(|tag| {
+                        let (t1, t2) = (tag.clone(), tag.clone());
+                        view! {
+                            <label class="switch">
+                                <input
+                                    type="checkbox"
+                                    data-tag=tag.clone()
+                                    prop:disabled=move || mode.get() != "list"
+                                    prop:checked=move || chosen.read().contains(&t1)
+                                    on:change=move |ev| {
+                                        let on = event_target_checked(&ev);
+                                        chosen.update(|c| {
+                                            c.retain(|x| x != &t2);
+                                            if on {
+                                                c.push(t2.clone());
+                                            }
+                                        });
+                                    }
+                                />
+                                <span>{tag}</span>
+                            </label>
+                        }
+                    })
+                    .collect_view()}
+            </div>
+            <div class="actions">
+                <button
+                    type="button"
+                    class="primary"
+                    disabled=move || action.pending().get()
+                    on:click=move |_| {
+                        action.dispatch(SaveTags { slug: slug.clone(), mode: mode.get().into(), tags: chosen.get().join(",") });
+                    }
+                >
+                    "Save tags"
+                </button>
+            </div>
+            <ErrorNote error=action_error(action) />
+        </section>
+    }
+}
+
+#[component]
+fn GroupToggles(
+    tenant: TenantView,
+    action: ServerAction<SetGroup>,
+    meta: ServerAction<SetMetaTool>,
+) -> impl IntoView {
+    let (slug, meta_slug) = (tenant.slug.clone(), tenant.slug.clone());
+    let meta_on = tenant.meta_tool;
+    view! {
+        <section class="card">
+            <h2>"Groups"</h2>
+            <p class="muted">"A tool in groups is visible when at least one of its groups is active; a tool in no group is unaffected."</p>
+            {if tenant.groups.is_empty() {
+                view! { <p class="muted">"No group is defined."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="grid">
+                        <tbody>
+                            {tenant
+                                .groups
+                                .into_iter()
+                                .map(|g| {
+                                    let (slug, group) = (slug.clone(), g.name.clone());
+                                    let current = match g.active {
+                                        None => "default",
+                                        Some(true) => "on",
+                                        Some(false) => "off",
+                                    };
+                                    let default = if g.active_by_default { "active" } else { "inactive" };
+                                    view! {
+                                        <tr>
+                                            <td>
+                                                <strong>{g.name.clone()}</strong>
+                                                <div class="muted small">{g.description}</div>
+                                            </td>
+                                            <td>
+                                                <select
+                                                    data-group=g.name.clone()
+                                                    prop:value=current
+                                                    on:change=move |ev| {
+                                                        action.dispatch(SetGroup { slug: slug.clone(), group: group.clone(), state: event_target_value(&ev) });
+                                                    }
+                                                >
+                                                    <option value="default">{format!("Default ({default})")}</option>
+                                                    <option value="on">"Active"</option>
+                                                    <option value="off">"Inactive"</option>
+                                                </select>
+                                            </td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                }
+                    .into_any()
+            }}
+            <label class="check">
+                <input
+                    type="checkbox"
+                    prop:checked=meta_on
+                    on:change=move |ev| {
+                        meta.dispatch(SetMetaTool { slug: meta_slug.clone(), on: event_target_checked(&ev) });
+                    }
+                />
+                "Offer the meta tool " <code>"reset_equipped_tools"</code> " (an agent switches its own groups per session)"
+            </label>
+            <ErrorNote error=action_error(action) />
+            <ErrorNote error=action_error(meta) />
+        </section>
+    }
+}
+
+#[component]
+fn EffectiveTools(tenant: TenantView) -> impl IntoView {
+    view! {
+        <section class="card">
+            <h2>"What the LLM sees"</h2>
+            <p class="muted">
+                {tenant.tools.len()} " tools, about " <strong class="token-total">{tenant.approx_tokens}</strong>
+                " tokens of tool definitions per request."
+            </p>
+            {tenant
+                .conflicts
+                .into_iter()
+                .map(|c| {
+                    view! {
+                        <p class="notice error">
+                            "Name conflict: " <code>{c.name}</code> " is the name of " {c.tool_ids.join(" and ")}
+                            ". Neither is served until an override below gives one of them another name."
+                        </p>
+                    }
+                })
+                .collect_view()}
+            <table class="grid effective-tools">
+                <thead>
+                    <tr>
+                        <th>"Name"</th>
+                        <th>"Source"</th>
+                        <th>"Description"</th>
+                        <th>"≈ tokens"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {tenant
+                        .tools
+                        .into_iter()
+                        .map(|t| {
+                            view! {
+                                <tr>
+                                    <td>
+                                        <a href=format!("/tools/{}?tenant={}", t.id, tenant.slug)>{t.name}</a>
+                                    </td>
+                                    <td>{t.source}</td>
+                                    <td class="description">{t.description}</td>
+                                    <td>{t.approx_tokens}</td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+#[component]
+fn Overrides(
+    tenant: TenantView,
+    save: ServerAction<SaveOverride>,
+    clear: ServerAction<ClearOverride>,
+) -> impl IntoView {
+    let form = RwSignal::new(OverrideForm { enabled: true, ..Default::default() });
+    let overrides = StoredValue::new(tenant.overrides.clone());
+    // Choosing a tool loads its override, if it has one, into the editor.
+    let choose = move |tool_id: String| {
+        let existing = overrides.with_value(|o| o.iter().find(|o| o.tool_id == tool_id).cloned());
+        form.set(match existing {
+            Some(o) => OverrideForm {
+                tool_id,
+                enabled: o.enabled,
+                name: o.name.unwrap_or_default(),
+                description: o.description.unwrap_or_default(),
+                timeout_ms: o.timeout_ms.map(|t| t.to_string()).unwrap_or_default(),
+                presets: if o.presets == "{}" { String::new() } else { o.presets },
+                new_secrets: String::new(),
+                keep_secrets: o.secret_presets.join(", "),
+            },
+            None => OverrideForm { tool_id, enabled: true, ..Default::default() },
+        });
+    };
+    let slug = StoredValue::new(tenant.slug.clone());
+    let edit = move |f: fn(&mut OverrideForm, String)| {
+        move |ev| form.update(|form| f(form, event_target_value(&ev)))
+    };
+    view! {
+        <section class="card">
+            <h2>"Per-tool overrides"</h2>
+            {(!tenant.overrides.is_empty())
+                .then(|| {
+                    view! {
+                        <ul class="plain">
+                            {tenant
+                                .overrides
+                                .iter()
+                                .map(|o| {
+                                    let (id, clear_id) = (o.tool_id.clone(), o.tool_id.clone());
+                                    let summary = [
+                                        (!o.enabled).then(|| "hidden".to_string()),
+                                        o.name.clone().map(|n| format!("named {n}")),
+                                        o.timeout_ms.map(|t| format!("timeout {t} ms")),
+                                        (o.presets != "{}").then(|| format!("presets {}", o.presets)),
+                                        (!o.secret_presets.is_empty()).then(|| format!("secret presets {} (set)", o.secret_presets.join(", "))),
+                                    ]
+                                    .into_iter()
+                                    .flatten()
+                                    .collect::<Vec<_>>()
+                                    .join("; ");
+                                    view! {
+                                        <li>
+                                            <code>{o.tool.clone()}</code> ": " {summary} " "
+                                            <button type="button" class="link" on:click=move |_| choose(id.clone())>"Edit"</button>
+                                            <button
+                                                type="button"
+                                                class="link"
+                                                on:click=move |_| {
+                                                    clear.dispatch(ClearOverride { slug: slug.get_value(), tool_id: clear_id.clone() });
+                                                }
+                                            >
+                                                "Remove"
+                                            </button>
+                                        </li>
+                                    }
+                                })
+                                .collect_view()}
+                        </ul>
+                    }
+                })}
+            <div class="form-grid">
+                <label>
+                    "Tool"
+                    <select prop:value=move || form.read().tool_id.clone() on:change=move |ev| choose(event_target_value(&ev))>
+                        <option value="">"Choose a tool…"</option>
+                        {tenant
+                            .catalog
+                            .into_iter()
+                            .map(|t| view! { <option value=t.id>{format!("{} ({})", t.name, t.source)}</option> })
+                            .collect_view()}
+                    </select>
+                </label>
+                <label class="check">
+                    <input
+                        type="checkbox"
+                        prop:checked=move || form.read().enabled
+                        on:change=move |ev| form.update(|f| f.enabled = event_target_checked(&ev))
+                    />
+                    "Enabled for this tenant"
+                </label>
+                <label>
+                    "Exposed name (empty = the default)"
+                    <input type="text" prop:value=move || form.read().name.clone() on:input=edit(|f, v| f.name = v) />
+                </label>
+                <label>
+                    "Timeout in ms (empty = the tool's)"
+                    <input type="text" prop:value=move || form.read().timeout_ms.clone() on:input=edit(|f, v| f.timeout_ms = v) />
+                </label>
+                <label class="wide">
+                    "Description (empty = the tool's)"
+                    <textarea rows="2" prop:value=move || form.read().description.clone() on:input=edit(|f, v| f.description = v)></textarea>
+                </label>
+                <label>
+                    "Presets (a JSON object; removed from the schema, injected at execution)"
+                    <textarea rows="2" placeholder="{\"region\": \"eu\"}" prop:value=move || form.read().presets.clone() on:input=edit(|f, v| f.presets = v)></textarea>
+                </label>
+                <label>
+                    "New secret presets (name=value per line; encrypted, never shown again)"
+                    <textarea rows="2" prop:value=move || form.read().new_secrets.clone() on:input=edit(|f, v| f.new_secrets = v)></textarea>
+                </label>
+                <label>
+                    "Stored secret presets to keep (comma-separated)"
+                    <input type="text" prop:value=move || form.read().keep_secrets.clone() on:input=edit(|f, v| f.keep_secrets = v) />
+                </label>
+            </div>
+            <div class="actions">
+                <button
+                    type="button"
+                    class="primary"
+                    disabled=move || save.pending().get() || form.read().tool_id.is_empty()
+                    on:click=move |_| {
+                        save.dispatch(SaveOverride { slug: slug.get_value(), form: form.get() });
+                    }
+                >
+                    "Save override"
+                </button>
+            </div>
+            <ErrorNote error=action_error(save) />
+            <ErrorNote error=action_error(clear) />
+        </section>
+    }
+}
+
+#[component]
+fn Keys(
+    tenant: TenantView,
+    create: ServerAction<CreateKey>,
+    revoke: ServerAction<RevokeKey>,
+) -> impl IntoView {
+    let slug = StoredValue::new(tenant.slug.clone());
+    let name = RwSignal::new(String::new());
+    view! {
+        <section class="card">
+            <h2>"API keys"</h2>
+            <p class="muted">"LLM applications send " <code>"Authorization: Bearer <key>"</code> " to " <code>{format!("/mcp/{}", tenant.slug)}</code> " and " <code>"/api/v1"</code> "."</p>
+            {move || {
+                create
+                    .value()
+                    .get()
+                    .and_then(Result::ok)
+                    .map(|key| {
+                        view! {
+                            <figure class="json new-key">
+                                <figcaption>
+                                    <span>"The new key — copy it now, it is not shown again"</span>
+                                    <button type="button" class="link copy" onclick="navigator.clipboard && navigator.clipboard.writeText(this.closest('figure').querySelector('pre').textContent)">
+                                        "Copy"
+                                    </button>
+                                </figcaption>
+                                <pre>{key}</pre>
+                            </figure>
+                        }
+                    })
+            }}
+            <table class="grid">
+                <thead>
+                    <tr>
+                        <th>"Name"</th>
+                        <th>"Key"</th>
+                        <th>"Created"</th>
+                        <th>"Last used"</th>
+                        <th></th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {tenant
+                        .keys
+                        .into_iter()
+                        .map(|k| {
+                            let id = k.id.clone();
+                            view! {
+                                <tr class:revoked=k.revoked>
+                                    <td>{k.name}</td>
+                                    <td>
+                                        <code>{k.prefix} "…"</code>
+                                    </td>
+                                    <td>{k.created}</td>
+                                    <td>{k.last_used.unwrap_or_else(|| "never".into())}</td>
+                                    <td>
+                                        {if k.revoked {
+                                            view! { <span class="muted">"revoked"</span> }.into_any()
+                                        } else {
+                                            view! {
+                                                <button type="button" class="danger" on:click=move |_| {
+                                                    revoke.dispatch(RevokeKey { slug: slug.get_value(), id: id.clone() });
+                                                }>
+                                                    "Revoke"
+                                                </button>
+                                            }
+                                                .into_any()
+                                        }}
+                                    </td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+            <div class="inline-form">
+                <label>
+                    "Key name"
+                    <input type="text" name="key-name" placeholder="production" prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) />
+                </label>
+                <button
+                    type="button"
+                    class="primary"
+                    disabled=move || create.pending().get()
+                    on:click=move |_| {
+                        create.dispatch(CreateKey { slug: slug.get_value(), name: name.get() });
+                    }
+                >
+                    "Create key"
+                </button>
+            </div>
+            <ErrorNote error=action_error(create) />
+            <ErrorNote error=action_error(revoke) />
+        </section>
+    }
+}

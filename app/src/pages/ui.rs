@@ -1,0 +1,76 @@
+//! Small pieces every page uses. Everything here renders text through Leptos, which escapes
+//! it: names and descriptions from upstream servers are untrusted.
+
+use leptos::prelude::*;
+use serde_json::Value;
+
+use crate::error::PanelError;
+
+/// A connection or tool status as a coloured badge.
+#[component]
+pub fn StatusBadge(#[prop(into)] status: String) -> impl IntoView {
+    let class = format!("status status-{}", status.replace(' ', "-"));
+    view! { <span class=class>{status}</span> }
+}
+
+/// A JSON value, pretty-printed, with a copy button.
+#[component]
+pub fn JsonBlock(value: Value, #[prop(optional, into)] label: Option<String>) -> impl IntoView {
+    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    view! {
+        <figure class="json">
+            <figcaption>
+                <span>{label}</span>
+                // A fixed script (no data in it) copying the block below it.
+                <button
+                    type="button"
+                    class="link copy"
+                    onclick="navigator.clipboard && navigator.clipboard.writeText(this.closest('figure').querySelector('pre').textContent)"
+                >
+                    "Copy"
+                </button>
+            </figcaption>
+            <pre>{text}</pre>
+        </figure>
+    }
+}
+
+/// The error of the last run of an action, if it failed.
+pub fn action_error<I, O>(action: ServerAction<I>) -> impl Fn() -> Option<String> + Copy
+where
+    I: leptos::server_fn::ServerFn<Output = O, Error = PanelError> + Clone + Send + Sync + 'static,
+    O: Clone + Send + Sync + 'static,
+{
+    move || action.value().get().and_then(Result::err).map(|err| err.to_string())
+}
+
+/// Shows `error()` as an alert when there is one.
+#[component]
+pub fn ErrorNote(error: impl Fn() -> Option<String> + Send + Sync + Copy + 'static) -> impl IntoView {
+    view! {
+        <Show when=move || error().is_some()>
+            <p class="error" role="alert">
+                {error}
+            </p>
+        </Show>
+    }
+}
+
+/// A loaded resource, or its error, or a loading note.
+pub fn loaded<T: Clone + Send + Sync + 'static, V: IntoView + 'static>(
+    resource: Resource<Result<T, PanelError>>,
+    show: impl Fn(T) -> V + Send + Sync + Copy + 'static,
+) -> impl IntoView {
+    view! {
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || {
+                resource
+                    .get()
+                    .map(|result| match result {
+                        Ok(value) => show(value).into_any(),
+                        Err(err) => view! { <p class="error" role="alert">{err.to_string()}</p> }.into_any(),
+                    })
+            }}
+        </Transition>
+    }
+}

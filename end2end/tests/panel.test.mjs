@@ -1,0 +1,193 @@
+// The panel's pages in headless Chromium against a real `toolgate serve`, with a real
+// upstream MCP server (stdio) whose tool description is hostile HTML and later changes.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launchChromium, open, screenshots, signIn, startToolgate } from '../support/toolgate.mjs';
+
+const HOSTILE = 'Says it back. <img src=x onerror="window.__xss = 1"> <script>window.__xss = 2</script>';
+const upstream = new URL('../support/untrusted-server.mjs', import.meta.url).pathname;
+const descriptionFile = join(mkdtempSync(join(tmpdir(), 'toolgate-upstream-')), 'description.txt');
+
+let toolgate;
+let browser;
+let page;
+let dialogs = 0;
+
+before(async () => {
+  writeFileSync(descriptionFile, HOSTILE);
+  toolgate = await startToolgate();
+  browser = await launchChromium();
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('dialog', async (dialog) => {
+    dialogs += 1;
+    await dialog.dismiss();
+  });
+  await signIn(page, toolgate);
+});
+
+after(async () => {
+  await browser?.close();
+  await toolgate?.stop();
+});
+
+/** Waits until `check` passes, reloading the page between tries (live state changes). */
+async function eventually(check, what, timeout = 15_000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`${what}: ${err.message}`);
+      await page.waitForTimeout(300);
+      await page.reload();
+      await page.waitForSelector('html[data-hydrated="true"]');
+    }
+  }
+}
+
+test('register a server after testing its connection, and see its tools, escaped', async () => {
+  await open(page, toolgate, '/servers');
+  await page.locator('input[name=name]').fill('untrusted');
+  await page.locator('select[name=transport]').selectOption('stdio');
+  await page.locator('input[name=command]').fill('node');
+  await page.locator('textarea[name=args]').fill(`${upstream}\n${descriptionFile}`);
+  await page.locator('input[name=tags]').fill('demo');
+
+  await page.getByRole('button', { name: 'Test connection' }).click();
+  const tested = page.locator('p.notice.ok');
+  await tested.waitFor();
+  assert.match(await tested.innerText(), /Connected to untrusted: 1 tools/);
+
+  await page.getByRole('button', { name: 'Register' }).click();
+  await page.getByText('Registered untrusted.').waitFor();
+  assert.equal(await page.locator('input[name=name]').inputValue(), '', 'a registered server clears the form');
+  await page.getByRole('link', { name: 'untrusted' }).click();
+  await page.waitForURL(/\/servers\/untrusted$/);
+  await eventually(async () => {
+    await page.getByRole('cell', { name: /Says it back/ }).waitFor({ timeout: 1000 });
+  }, 'the tool was never discovered');
+  await page.screenshot({ path: `${screenshots}/server.png`, fullPage: true });
+
+  // The hostile description is text on the page, and nothing in it ran.
+  const description = await page.getByRole('cell', { name: /Says it back/ }).innerText();
+  assert.ok(description.includes('<img src=x onerror='), description);
+  assert.ok(description.includes('<script>'), description);
+  assert.equal(await page.evaluate(() => window.__xss), undefined);
+  assert.equal(await page.locator('img[src="x"]').count(), 0);
+  assert.equal(dialogs, 0);
+
+  await open(page, toolgate, '/servers');
+  await page.screenshot({ path: `${screenshots}/servers.png`, fullPage: true });
+});
+
+test('a tenant: tag toggles change the effective tool list; keys are shown once and revoked', async () => {
+  await open(page, toolgate, '/tenants');
+  for (const [slug, name] of [['acme', 'Acme Corp'], ['globex', 'Globex']]) {
+    await page.locator('input[name=slug]').fill(slug);
+    await page.locator('input[name=name]').fill(name);
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.getByRole('link', { name: slug }).waitFor();
+  }
+  await page.getByRole('link', { name: 'acme' }).click();
+  await page.waitForURL(/\/tenants\/acme$/);
+  const effective = page.locator('table.effective-tools');
+  await eventually(async () => {
+    await effective.getByRole('link', { name: 'untrusted_echo' }).waitFor({ timeout: 1000 });
+  }, 'the upstream tool never reached the tenant');
+
+  // Only `files`: the demo-tagged upstream tool leaves what the LLM sees.
+  await page.getByLabel('Only these:').check();
+  await page.locator('input[data-tag="files"]').check();
+  await page.getByRole('button', { name: 'Save tags' }).click();
+  await eventually(async () => {
+    assert.equal(await effective.getByRole('link', { name: 'untrusted_echo' }).count(), 0);
+    await effective.getByRole('link', { name: 'view_text_file' }).waitFor({ timeout: 1000 });
+  }, 'the tag change never showed');
+  await page.screenshot({ path: `${screenshots}/tenant-files-only.png`, fullPage: true });
+
+  await page.getByLabel('Every tag', { exact: true }).check();
+  await page.getByRole('button', { name: 'Save tags' }).click();
+  await eventually(async () => {
+    await effective.getByRole('link', { name: 'untrusted_echo' }).waitFor({ timeout: 1000 });
+  }, 'the tool never came back');
+  assert.match(await page.locator('.token-total').innerText(), /^\d+$/);
+
+  await page.locator('input[name="key-name"]').fill('ci');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  const key = page.locator('figure.new-key pre');
+  await key.waitFor();
+  assert.match(await key.innerText(), /^tg_[A-Za-z0-9]{40}$/);
+  await page.screenshot({ path: `${screenshots}/tenant.png`, fullPage: true });
+  await page.getByRole('button', { name: 'Revoke' }).click();
+  await page.locator('tr.revoked').waitFor();
+  await page.reload();
+  assert.equal(await page.locator('figure.new-key').count(), 0, 'a key is never shown again');
+});
+
+test('the playground runs a tool through a form generated from its schema', async () => {
+  await open(page, toolgate, '/playground');
+  await page.locator('select[name=tenant]').selectOption('acme');
+  await page.locator('select[name=tool] option[value="untrusted_echo"]').waitFor({ state: 'attached' });
+  await page.locator('select[name=tool]').selectOption('untrusted_echo');
+  await page.getByLabel(/^message/).fill('hello from the panel');
+  await page.getByLabel(/^loud/).check();
+  await page.getByRole('button', { name: 'Run' }).click();
+  const output = page.locator('section.result pre.output');
+  await output.waitFor();
+  assert.equal(await output.innerText(), 'HELLO FROM THE PANEL');
+  await page.getByRole('button', { name: 'Replay' }).waitFor();
+  await page.screenshot({ path: `${screenshots}/playground.png`, fullPage: true });
+});
+
+test('a changed upstream definition waits for approval, shown side by side', async () => {
+  writeFileSync(descriptionFile, 'Says it back, now politely.');
+  await open(page, toolgate, '/servers/untrusted');
+  await page.getByRole('button', { name: 'Refresh tools' }).click();
+  await page.getByText(/1 changed/).waitFor();
+  await page.getByRole('heading', { name: 'Definition changes awaiting approval' }).waitFor();
+  await page.screenshot({ path: `${screenshots}/pending-change.png`, fullPage: true });
+  await page.getByRole('button', { name: 'Approve the new definition' }).click();
+  await page.getByText('Approved').waitFor();
+  await eventually(async () => {
+    assert.equal(await page.getByRole('heading', { name: 'Definition changes awaiting approval' }).count(), 0);
+    await page.getByRole('cell', { name: 'Says it back, now politely.' }).waitFor({ timeout: 1000 });
+  }, 'the approved definition is not the one shown');
+});
+
+test('the other pages: tools, schema inspector, audit, dashboard', async () => {
+  await open(page, toolgate, '/tools');
+  await page.getByPlaceholder('Search names and descriptions').fill('politely');
+  await page.getByRole('link', { name: 'untrusted_echo' }).click();
+  await page.waitForURL(/\/tools\//);
+  await page.getByRole('heading', { name: 'untrusted_echo' }).waitFor();
+  await page.getByRole('tab', { name: 'OpenAI' }).click();
+  await page.getByText('Findings for openai').waitFor();
+  await page.screenshot({ path: `${screenshots}/inspector.png`, fullPage: true });
+
+  await open(page, toolgate, '/audit');
+  await page.getByRole('cell', { name: 'approve_definition' }).waitFor();
+  await page.screenshot({ path: `${screenshots}/audit.png`, fullPage: true });
+
+  await open(page, toolgate, '/');
+  await page.getByRole('heading', { name: 'Calls in the last hour' }).waitFor();
+  await page.screenshot({ path: `${screenshots}/dashboard-full.png`, fullPage: true });
+});
+
+test('a tenant administrator sees and edits only its tenants', async () => {
+  toolgate.cli(['admin', 'create', 'jane', '--role', 'tenant-admin', '--tenant', 'acme', '--password-stdin'], 'jane-s-long-password');
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const jane = await context.newPage();
+  await signIn(jane, toolgate, 'jane', 'jane-s-long-password');
+  await open(jane, toolgate, '/tenants');
+  await jane.getByRole('link', { name: 'acme' }).waitFor();
+  assert.equal(await jane.getByRole('link', { name: 'globex' }).count(), 0);
+  await open(jane, toolgate, '/tenants/globex');
+  await jane.getByRole('alert').filter({ hasText: 'no tenant `globex`' }).waitFor();
+  await open(jane, toolgate, '/servers');
+  await jane.getByRole('alert').filter({ hasText: 'only owners may do this' }).waitFor();
+  await jane.screenshot({ path: `${screenshots}/tenant-admin-servers.png` });
+  await context.close();
+});
