@@ -200,3 +200,132 @@ async fn the_meta_tool_equips_groups_for_one_session_only(pool: PgPool) {
     assert!(!names(&other).await.contains(&"run_command".to_string()));
     assert!(other.call_tool(CallToolRequestParams::new("run_command").with_arguments(args)).await.is_err());
 }
+
+/// An upstream whose `ask` tool, mid-call, asks the caller a question (elicitation) and logs.
+#[derive(Clone)]
+struct Asking;
+
+impl rmcp::ServerHandler for Asking {
+    #[allow(deprecated)] // logging: deprecated by SEP-2577, still sent by servers
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder().enable_tools().enable_logging().build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<rmcp::model::PaginatedRequestParams>,
+        _: rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let schema = json!({"type": "object"}).as_object().cloned().unwrap();
+        Ok(rmcp::model::ListToolsResult::with_all_items(vec![rmcp::model::Tool::new(
+            "ask",
+            "Asks the caller before answering",
+            std::sync::Arc::new(schema),
+        )]))
+    }
+
+    async fn call_tool(
+        &self,
+        _: CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let log =
+            json!({"method": "notifications/message", "params": {"level": "info", "data": "about to ask"}});
+        let _ = context.peer.send_notification(serde_json::from_value(log).unwrap()).await;
+        let question = json!({"method": "elicitation/create", "params": {
+            "mode": "form",
+            "message": "Proceed?",
+            "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+        }});
+        let answer = context
+            .peer
+            .send_request(serde_json::from_value(question).unwrap())
+            .await
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))?;
+        let text = serde_json::to_string(&answer).unwrap();
+        Ok(rmcp::model::CallToolResponse::Complete(rmcp::model::CallToolResult::success(vec![
+            rmcp::model::ContentBlock::text(text),
+        ])))
+    }
+}
+
+/// A downstream client that answers elicitations and records log messages.
+#[derive(Clone, Default)]
+struct Answering {
+    questions: Arc<std::sync::Mutex<Vec<String>>>,
+    logs: Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl ClientHandler for Answering {
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.capabilities = rmcp::model::ClientCapabilities::builder().enable_elicitation().build();
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let request = serde_json::to_value(&request).unwrap();
+        self.questions.lock().unwrap().push(request["message"].as_str().unwrap_or_default().to_string());
+        Ok(serde_json::from_value(json!({"action": "accept", "content": {"ok": true}})).unwrap())
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().unwrap().push(serde_json::to_value(params).unwrap());
+    }
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn an_upstreams_questions_and_logs_reach_the_caller_and_the_answer_goes_back(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_with_key(&pool, "acme").await;
+    let service: rmcp::transport::streamable_http_server::StreamableHttpService<Asking, _> =
+        rmcp::transport::streamable_http_server::StreamableHttpService::new(
+            || Ok(Asking),
+            rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default().into(),
+            Default::default(),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(
+        async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await },
+    );
+    let server = engine::store::servers::ServerConfig::http(engine::model::Name::parse("up").unwrap(), url);
+    let secrets = engine::secret::SecretBox::from_key(&[0; 32]).unwrap();
+    store::servers::create(&pool, &secrets, &Actor::system(), &server).await.unwrap();
+
+    let until = Instant::now() + Duration::from_secs(10);
+    let client = loop {
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.clone());
+        if let Ok(client) =
+            Answering::default().serve(StreamableHttpClientTransport::from_config(config)).await
+            && client.list_all_tools().await.unwrap().iter().any(|t| t.name == "up_ask")
+        {
+            break client;
+        }
+        assert!(Instant::now() < until, "the upstream tool never appeared");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let result = client.call_tool(CallToolRequestParams::new("up_ask")).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let text = format!("{:?}", result.content);
+    assert!(text.contains("accept") && text.contains("ok"), "the answer went back upstream: {text}");
+    assert_eq!(*client.service().questions.lock().unwrap(), ["Proceed?"]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while client.service().logs.lock().unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "the upstream's log message never arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(client.service().logs.lock().unwrap()[0]["data"], "about to ask");
+}

@@ -17,8 +17,8 @@ use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::path;
 
 use pages::{
-    AuditPage, Dashboard, LoginPage, NotFound, PlaygroundPage, ServerPage, ServersPage, Shell, TenantPage,
-    TenantsPage, ToolPage, ToolsPage,
+    AuditPage, Dashboard, GroupsPage, LoginPage, NotFound, PlaygroundPage, ServerPage, ServersPage, Shell,
+    TenantPage, TenantsPage, ToolPage, ToolsPage,
 };
 
 /// The HTML document around the app, rendered on the server.
@@ -58,6 +58,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("tools/:id") view=ToolPage />
                     <Route path=path!("tenants") view=TenantsPage />
                     <Route path=path!("tenants/:slug") view=TenantPage />
+                    <Route path=path!("groups") view=GroupsPage />
                     <Route path=path!("playground") view=PlaygroundPage />
                     <Route path=path!("audit") view=AuditPage />
                 </ParentRoute>

@@ -167,6 +167,14 @@ test('the other pages: tools, schema inspector, audit, dashboard', async () => {
   await page.getByText('Findings for openai').waitFor();
   await page.screenshot({ path: `${screenshots}/inspector.png`, fullPage: true });
 
+  await open(page, toolgate, '/groups');
+  await page.locator('input[name="group-name"]').fill('talk');
+  await page.getByLabel('Active by default').uncheck();
+  await page.getByLabel('untrusted_echo').check();
+  await page.getByRole('button', { name: 'Save group' }).click();
+  await page.getByRole('cell', { name: 'untrusted_echo' }).waitFor();
+  await page.screenshot({ path: `${screenshots}/groups.png`, fullPage: true });
+
   await open(page, toolgate, '/audit');
   await page.getByRole('cell', { name: 'approve_definition' }).waitFor();
   await page.screenshot({ path: `${screenshots}/audit.png`, fullPage: true });

@@ -44,8 +44,22 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
+/// The answer to a relayed request.
+pub type RelayFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<serde_json::Value, String>> + Send>>;
+
+/// The MCP client a call came from, for what an upstream server asks of it while the call
+/// runs (sampling, elicitation) and the log messages it sends. Messages are JSON-RPC shaped:
+/// `{"method": ..., "params": ...}`.
+pub trait ClientRelay: Send + Sync {
+    /// Relays a request to the client; resolves to the client's result.
+    fn request(&self, request: serde_json::Value) -> RelayFuture;
+    /// Relays a notification to the client.
+    fn notify(&self, notification: serde_json::Value);
+}
+
 /// What a running tool knows about its call.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     pub tenant_id: uuid::Uuid,
     /// The tenant's slug.
@@ -53,6 +67,19 @@ pub struct ToolContext {
     pub caller: Caller,
     pub request_id: String,
     progress: Option<mpsc::UnboundedSender<Progress>>,
+    client: Option<std::sync::Arc<dyn ClientRelay>>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("tenant", &self.tenant)
+            .field("caller", &self.caller)
+            .field("request_id", &self.request_id)
+            .field("progress", &self.progress.is_some())
+            .field("client", &self.client.is_some())
+            .finish()
+    }
 }
 
 impl ToolContext {
@@ -68,7 +95,19 @@ impl ToolContext {
             caller,
             request_id: request_id.into(),
             progress: None,
+            client: None,
         }
+    }
+
+    /// Relays what an upstream asks of the caller during this call to `client`.
+    pub fn with_client(mut self, client: std::sync::Arc<dyn ClientRelay>) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// The caller's MCP client, when the call came over MCP.
+    pub fn client(&self) -> Option<std::sync::Arc<dyn ClientRelay>> {
+        self.client.clone()
     }
 
     /// Sends this call's progress reports to `sink`.

@@ -13,11 +13,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+// Sampling and logging are deprecated by SEP-2577, but servers still send them: relayed while
+// they do.
+#[allow(deprecated)]
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientConfig, ClientRequest,
-    ProgressNotificationParam, ProgressToken, RequestId, ServerResult,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientConfig,
+    ClientRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, RequestId, ServerResult,
 };
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, ServiceError};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, ServiceError,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientCacheConfig, ClientHandler, ServiceExt};
@@ -34,7 +40,7 @@ use crate::model::Name;
 use crate::secret::SecretBox;
 use crate::store::servers::{self, Endpoint, Transport};
 use crate::store::sources::ToolDefinition;
-use crate::tool::{Progress, ToolContext, ToolError, ToolFuture, ToolOutput};
+use crate::tool::{ClientRelay, Progress, ToolContext, ToolError, ToolFuture, ToolOutput};
 
 #[derive(Debug, Clone)]
 pub struct UpstreamConfig {
@@ -141,15 +147,81 @@ async fn connect(
     }
 }
 
-/// Receives what an upstream sends on its own: tool list changes and progress.
+/// Receives what an upstream sends on its own: tool list changes, progress, log messages, and
+/// requests for the caller (sampling, elicitation), which go to the MCP client whose call is
+/// running on this connection.
 #[derive(Clone)]
 struct Handler {
     slot: Weak<Slot>,
 }
 
+impl Handler {
+    /// The client of the one call in flight on this connection. With several calls in flight
+    /// a request cannot be attributed to one of them (MCP does not say which call it belongs
+    /// to), so it is refused rather than risk sending it to another caller.
+    fn caller(&self) -> Option<Arc<dyn ClientRelay>> {
+        let slot = self.slot.upgrade()?;
+        let relays = slot.relays.lock().expect("relay map");
+        match relays.len() {
+            1 => relays.values().next().cloned(),
+            _ => None,
+        }
+    }
+
+    async fn relay<P: Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: P,
+    ) -> Result<R, rmcp::ErrorData> {
+        let caller = self.caller().ok_or_else(|| {
+            rmcp::ErrorData::invalid_request(
+                format!("{method}: Toolgate cannot tell which caller this is for (not exactly one MCP call in flight on this connection)"),
+                None,
+            )
+        })?;
+        let answer = caller.request(json!({"method": method, "params": params})).await.map_err(|err| {
+            rmcp::ErrorData::internal_error(format!("the caller could not answer {method}: {err}"), None)
+        })?;
+        serde_json::from_value(answer).map_err(|err| rmcp::ErrorData::internal_error(err.to_string(), None))
+    }
+}
+
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::default()
+        let mut info = ClientConfig::default();
+        #[allow(deprecated)]
+        let capabilities = ClientCapabilities::builder().enable_sampling().enable_elicitation().build();
+        info.capabilities = capabilities;
+        info
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        self.relay("sampling/createMessage", params).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        self.relay("elicitation/create", params).await
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        match self.caller() {
+            Some(caller) => caller.notify(json!({"method": "notifications/message", "params": params})),
+            None => tracing::info!(message = ?params, "upstream log message"),
+        }
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
@@ -201,6 +273,8 @@ struct Slot {
     state: watch::Sender<SlotState>,
     /// Progress sinks of calls in flight, by progress token.
     progress: Mutex<HashMap<String, mpsc::UnboundedSender<Progress>>>,
+    /// The MCP clients of calls in flight, by progress token.
+    relays: Mutex<HashMap<String, Arc<dyn ClientRelay>>>,
     /// A call saw the transport fail: reconnect now rather than at the next probe.
     broken: tokio::sync::Notify,
     cancel: CancellationToken,
@@ -369,6 +443,11 @@ impl Slot {
                 if let Some(sink) = ctx.progress_sink() {
                     self.progress.lock().expect("progress map").insert(key.clone(), sink);
                 }
+                // Registered for as long as the call runs, timed out or not.
+                let _relay = ctx.client().map(|client| {
+                    self.relays.lock().expect("relay map").insert(key.clone(), client);
+                    RelayRegistration { slot: self.me.clone(), key: key.clone() }
+                });
                 // If this future is dropped (the call timed out), tell the server to stop.
                 let guard = CancelOnDrop { peer: Some(peer.clone()), request: handle.id.clone() };
                 let response = handle.await_response().await;
@@ -410,6 +489,20 @@ impl Slot {
                 tokio::time::sleep(PROGRESS_DRAIN).await;
                 slot.progress.lock().expect("progress map").remove(&key);
             });
+        }
+    }
+}
+
+/// Unregisters a call's MCP client when the call ends, however it ends.
+struct RelayRegistration {
+    slot: Weak<Slot>,
+    key: String,
+}
+
+impl Drop for RelayRegistration {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.upgrade() {
+            slot.relays.lock().expect("relay map").remove(&self.key);
         }
     }
 }
@@ -572,6 +665,7 @@ impl Inner {
             config: self.config.clone(),
             state,
             progress: Mutex::default(),
+            relays: Mutex::default(),
             broken: tokio::sync::Notify::new(),
             cancel: CancellationToken::new(),
         });

@@ -5,6 +5,9 @@
 //! (normalised, lint-clean); `tools/call` runs through the engine's executor. When the
 //! tenant's tool list changes, connected sessions get `notifications/tools/list_changed`.
 //!
+//! What an upstream server asks of the caller during a call (sampling, elicitation) and the log
+//! messages it sends are relayed to the session that made the call, and the answers back.
+//!
 //! A tenant with the meta tool on also offers `reset_equipped_tools(groups)`: a session may
 //! choose its own active groups, which then replace the tenant's group activation for that
 //! session only (and it gets `list_changed`).
@@ -12,12 +15,13 @@
 use std::sync::{Arc, Mutex};
 
 use engine::catalog::{Catalog, GroupInfo, TenantTools};
-use engine::exec::{CallRequest, ExecError, Executor};
+use engine::exec::{CallHooks, CallRequest, ExecError, Executor};
 use engine::schema::Provider;
-use engine::tool::Caller;
+use engine::tool::{Caller, ClientRelay, RelayFuture};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, ServerNotification,
+    ServerRequest, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -131,6 +135,33 @@ impl Gateway {
     }
 }
 
+/// A session's client as the engine relays to it what an upstream server asks during a call
+/// (sampling, elicitation) and the log messages it sends.
+struct SessionRelay(Peer<RoleServer>);
+
+impl ClientRelay for SessionRelay {
+    fn request(&self, request: Value) -> RelayFuture {
+        let peer = self.0.clone();
+        Box::pin(async move {
+            let request: ServerRequest = serde_json::from_value(request).map_err(|e| e.to_string())?;
+            let answer = peer.send_request(request).await.map_err(|e| e.to_string())?;
+            serde_json::to_value(answer).map_err(|e| e.to_string())
+        })
+    }
+
+    fn notify(&self, notification: Value) {
+        match serde_json::from_value::<ServerNotification>(notification) {
+            Ok(notification) => {
+                let peer = self.0.clone();
+                tokio::spawn(async move {
+                    let _ = peer.send_notification(notification).await;
+                });
+            }
+            Err(err) => tracing::warn!(error = %err, "upstream notification not relayed"),
+        }
+    }
+}
+
 /// The meta tool's definition, offering `groups`.
 fn meta_tool(groups: &[GroupInfo]) -> Option<Tool> {
     let listing: Vec<String> = groups
@@ -238,7 +269,8 @@ impl ServerHandler for Gateway {
             name: request.name.to_string(),
             arguments: request.arguments.map(Value::Object).unwrap_or(Value::Null),
         };
-        match self.executor.call_in(&view, &Caller::ApiKey(access.key_id), call, progress).await {
+        let hooks = CallHooks { progress, client: Some(Arc::new(SessionRelay(context.peer.clone()))) };
+        match self.executor.call_with(&view, &Caller::ApiKey(access.key_id), call, hooks).await {
             Ok(result) => {
                 let output = serde_json::to_value(&result.output)
                     .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;

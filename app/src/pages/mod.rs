@@ -2,6 +2,7 @@
 
 mod audit;
 mod dashboard;
+mod groups;
 mod login;
 mod playground;
 mod servers;
@@ -12,6 +13,7 @@ pub(crate) mod ui;
 
 pub use audit::AuditPage;
 pub use dashboard::Dashboard;
+pub use groups::GroupsPage;
 pub use login::LoginPage;
 pub use playground::PlaygroundPage;
 pub use servers::{ServerPage, ServersPage};

@@ -37,6 +37,7 @@ pub fn Shell() -> impl IntoView {
                     <A href="/servers">"Servers"</A>
                     <A href="/tools">"Tools"</A>
                     <A href="/tenants">"Tenants"</A>
+                    <A href="/groups">"Groups"</A>
                     <A href="/playground">"Playground"</A>
                     <A href="/audit">"Audit"</A>
                 </nav>

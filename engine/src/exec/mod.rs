@@ -21,7 +21,8 @@ use crate::catalog::{Catalog, CatalogTool, TenantTools};
 use crate::model::SourceKind;
 use crate::secret::SecretBox;
 use crate::tool::{
-    Caller, Content, Progress, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, ToolProvider,
+    Caller, ClientRelay, Content, Progress, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
+    ToolProvider,
 };
 pub use record::{CALL_SECONDS, CALLS_TOTAL};
 use record::{Record, Recorder};
@@ -77,6 +78,15 @@ impl Status {
             Status::Suspended => "suspended",
         }
     }
+}
+
+/// What the caller of one call receives while it runs.
+#[derive(Default)]
+pub struct CallHooks {
+    /// Progress reports.
+    pub progress: Option<mpsc::UnboundedSender<Progress>>,
+    /// Requests and log messages an upstream server sends the caller.
+    pub client: Option<Arc<dyn ClientRelay>>,
 }
 
 /// A call of an external tool waiting for the caller's result.
@@ -193,13 +203,24 @@ impl Executor {
 
     /// Runs one call among the tools of `view`: the tenant's, or an MCP session's own
     /// choice of groups ([`TenantTools::equip`]).
-    #[tracing::instrument(skip_all, fields(tenant = %view.slug, tool = %request.name))]
     pub async fn call_in(
         &self,
         view: &TenantTools,
         caller: &Caller,
         request: CallRequest,
         progress: Option<mpsc::UnboundedSender<Progress>>,
+    ) -> Result<CallResult, ExecError> {
+        self.call_with(view, caller, request, CallHooks { progress, client: None }).await
+    }
+
+    /// [`Executor::call_in`] with everything an MCP caller can receive during the call.
+    #[tracing::instrument(skip_all, fields(tenant = %view.slug, tool = %request.name))]
+    pub async fn call_with(
+        &self,
+        view: &TenantTools,
+        caller: &Caller,
+        request: CallRequest,
+        hooks: CallHooks,
     ) -> Result<CallResult, ExecError> {
         let started = Instant::now();
         let tenant = view.slug.as_str();
@@ -210,8 +231,11 @@ impl Executor {
             other => other,
         };
         let mut ctx = ToolContext::new(view.tenant_id, tenant, caller.clone(), correlation_id());
-        if let Some(sink) = progress {
+        if let Some(sink) = hooks.progress {
             ctx = ctx.with_progress(sink);
+        }
+        if let Some(client) = hooks.client {
+            ctx = ctx.with_client(client);
         }
         let outcome = if has_nul(&arguments) {
             Outcome::ToolError(format!("arguments {NUL_REFUSED}"))

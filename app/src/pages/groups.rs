@@ -1,0 +1,182 @@
+//! Tool groups: named sets of tools, active by default or not, switched per tenant on the
+//! tenant's page.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use serde::{Deserialize, Serialize};
+
+use super::ui::{ErrorNote, action_error, loaded};
+use crate::error::PanelError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupRow {
+    pub name: String,
+    pub description: String,
+    pub active_by_default: bool,
+    /// Member tool ids.
+    pub tools: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupsView {
+    pub groups: Vec<GroupRow>,
+    /// Every tool: (id, exposed name).
+    pub tools: Vec<(String, String)>,
+}
+
+#[server]
+pub async fn load_groups() -> Result<GroupsView, PanelError> {
+    use crate::server::{db_error, owner, state, store_error};
+    owner().await?;
+    let state = state();
+    let tools = engine::store::sources::tools(&state.pool).await.map_err(store_error)?;
+    let groups = engine::store::groups::list(&state.pool).await.map_err(db_error)?;
+    Ok(GroupsView {
+        groups: groups
+            .into_iter()
+            .map(|g| GroupRow {
+                tools: tools
+                    .iter()
+                    .filter(|t| t.groups.contains(&g.name))
+                    .map(|t| t.id.to_string())
+                    .collect(),
+                name: g.name,
+                description: g.description,
+                active_by_default: g.active_by_default,
+            })
+            .collect(),
+        tools: tools.into_iter().map(|t| (t.id.to_string(), t.exposed_name)).collect(),
+    })
+}
+
+/// Creates or updates a group with exactly `tools` (ids, comma-separated) as members.
+#[server]
+pub async fn save_group(
+    name: String,
+    description: String,
+    active_by_default: bool,
+    tools: String,
+) -> Result<(), PanelError> {
+    use crate::server::{comma_list, owner, state, store_error};
+    let caller = owner().await?;
+    let state = state();
+    let name = engine::model::Name::parse(name.trim()).map_err(|e| store_error(e.into()))?;
+    let members = comma_list(&tools)
+        .iter()
+        .map(|id| id.parse::<uuid::Uuid>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| PanelError::Rejected("a member is not a tool id".into()))?;
+    engine::store::groups::put(&state.pool, &caller.actor, &name, description.trim(), active_by_default)
+        .await
+        .map_err(store_error)?;
+    engine::store::groups::set_members(&state.pool, &caller.actor, &name, &members).await.map_err(store_error)
+}
+
+#[server]
+pub async fn delete_group(name: String) -> Result<(), PanelError> {
+    use crate::server::{owner, state, store_error};
+    let caller = owner().await?;
+    let name = engine::model::Name::parse(&name).map_err(|e| store_error(e.into()))?;
+    engine::store::groups::delete(&state().pool, &caller.actor, &name).await.map_err(store_error)
+}
+
+#[component]
+pub fn GroupsPage() -> impl IntoView {
+    let save = ServerAction::<SaveGroup>::new();
+    let remove = ServerAction::<DeleteGroup>::new();
+    let groups = Resource::new(move || (save.version().get(), remove.version().get()), |_| load_groups());
+    // The editor: a new group, or the one chosen below.
+    let name = RwSignal::new(String::new());
+    let description = RwSignal::new(String::new());
+    let active = RwSignal::new(true);
+    let members = RwSignal::new(Vec::<String>::new());
+    let edit = move |g: GroupRow| {
+        name.set(g.name);
+        description.set(g.description);
+        active.set(g.active_by_default);
+        members.set(g.tools);
+    };
+    view! {
+        <Title text="Groups" />
+        <h1>"Groups"</h1>
+        <p class="muted">"A tool in groups is visible to a tenant when one of its groups is active for that tenant; tenants switch groups on their page."</p>
+        {loaded(
+            groups,
+            move |view_data| {
+                let tools = StoredValue::new(view_data.tools.clone());
+                let name_of = move |id: &String| tools.with_value(|t| t.iter().find(|(i, _)| i == id).map(|(_, n)| n.clone()).unwrap_or_default());
+                view! {
+                    {if view_data.groups.is_empty() {
+                        view! { <p class="muted">"No group yet."</p> }.into_any()
+                    } else {
+                        view! {
+                            <table class="grid">
+                                <thead><tr><th>"Group"</th><th>"By default"</th><th>"Tools"</th><th></th></tr></thead>
+                                <tbody>
+                                    {view_data.groups.into_iter().map(|g| {
+                                        let (chosen, gone) = (g.clone(), g.name.clone());
+                                        view! {
+                                            <tr>
+                                                <td><strong>{g.name.clone()}</strong><div class="muted small">{g.description.clone()}</div></td>
+                                                <td>{if g.active_by_default { "active" } else { "inactive" }}</td>
+                                                <td>{g.tools.iter().map(name_of).collect::<Vec<_>>().join(", ")}</td>
+                                                <td>
+                                                    <button type="button" class="link" on:click=move |_| edit(chosen.clone())>"Edit"</button>
+                                                    <button type="button" class="link" on:click=move |_| { remove.dispatch(DeleteGroup { name: gone.clone() }); }>"Delete"</button>
+                                                </td>
+                                            </tr>
+                                        }
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        }.into_any()
+                    }}
+                    <section class="card form-card">
+                        <h2>"Create or edit a group"</h2>
+                        <div class="form-grid">
+                            <label>"Name"<input type="text" name="group-name" prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) /></label>
+                            <label>"Description"<input type="text" name="group-description" prop:value=move || description.get() on:input=move |ev| description.set(event_target_value(&ev)) /></label>
+                            <label class="check">
+                                <input type="checkbox" prop:checked=move || active.get() on:change=move |ev| active.set(event_target_checked(&ev)) />
+                                "Active by default"
+                            </label>
+                        </div>
+                        <h3>"Tools"</h3>
+                        <div class="switches">
+                            {view_data.tools.into_iter().map(|(id, tool)| {
+                                let (checked_id, toggled_id) = (id.clone(), id.clone());
+                                view! {
+                                    <label class="switch">
+                                        <input
+                                            type="checkbox"
+                                            prop:checked=move || members.read().contains(&checked_id)
+                                            on:change=move |ev| {
+                                                let on = event_target_checked(&ev);
+                                                members.update(|m| { m.retain(|x| x != &toggled_id); if on { m.push(toggled_id.clone()); } });
+                                            }
+                                        />
+                                        <span>{tool}</span>
+                                    </label>
+                                }
+                            }).collect_view()}
+                        </div>
+                        <div class="actions">
+                            <button
+                                type="button"
+                                class="primary"
+                                disabled=move || save.pending().get()
+                                on:click=move |_| {
+                                    save.dispatch(SaveGroup { name: name.get(), description: description.get(), active_by_default: active.get(), tools: members.get().join(",") });
+                                }
+                            >
+                                "Save group"
+                            </button>
+                        </div>
+                        <ErrorNote error=action_error(save) />
+                        <ErrorNote error=action_error(remove) />
+                    </section>
+                }
+            },
+        )}
+    }
+}
