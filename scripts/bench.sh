@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the benchmarks (release builds) against a private PostgreSQL cluster.
+# The benchmarks (release builds) against a private PostgreSQL cluster: the engine's criterion
+# benchmarks, then `loadgen`, Toolgate processes under MCP load (see bench/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -11,3 +12,8 @@ trap '"$pgcluster" stop "$pg_dir" >/dev/null 2>&1; rm -rf "$pg_dir"' EXIT
 DATABASE_URL=$("$pgcluster" start "$pg_dir")
 export DATABASE_URL
 cargo bench --locked --workspace --benches
+
+scripts/build-site.sh release
+cargo build --locked --release -p toolgate-bench
+TOOLGATE_BIN="$CARGO_TARGET_DIR/release/toolgate" TOOLGATE_SITE_ROOT="$SITE_DIR" \
+    "$CARGO_TARGET_DIR/release/loadgen"

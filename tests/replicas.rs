@@ -2,8 +2,6 @@
 //! `toolgate gateway` replica. A change made through the first reaches the MCP clients of the
 //! second, list_changed included; the replica serves health and metrics but no panel.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -17,19 +15,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use sqlx::PgPool;
-
-/// A `toolgate` process, killed when dropped.
-struct Process {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use toolgate_bench::ToolgateProcess;
 
 /// The URL of the test's own database, for the child processes.
 fn database_url(pool: &PgPool) -> String {
@@ -39,34 +25,9 @@ fn database_url(pool: &PgPool) -> String {
     url.to_string()
 }
 
-fn start(command: &str, database_url: &str) -> Process {
+fn start(command: &str, database_url: &str) -> ToolgateProcess {
     let data = std::env::temp_dir().join(format!("toolgate-replica-{}", uuid::Uuid::new_v4()));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .arg(command)
-        .env("DATABASE_URL", database_url)
-        .env("TOOLGATE_ADDR", "127.0.0.1:0")
-        .env("TOOLGATE_DATA_DIR", &data)
-        .env("TOOLGATE_SITE_ROOT", &data)
-        .env("TOOLGATE_SECRET_KEY", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (found, url) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            if let Some(at) = line.find("url=http://") {
-                let url = line[at + 4..].split_whitespace().next().unwrap().to_string();
-                let _ = found.send(url);
-            }
-        }
-    });
-    let url = url
-        .recv_timeout(Duration::from_secs(30))
-        .unwrap_or_else(|_| panic!("`toolgate {command}` did not start"));
-    Process { child, url }
+    ToolgateProcess::start(env!("CARGO_BIN_EXE_toolgate"), command, &data, Some(database_url)).unwrap()
 }
 
 #[derive(Clone, Default)]

@@ -15,6 +15,8 @@ pub const CALLS_TOTAL: &str = "toolgate_tool_calls_total";
 pub const CALL_SECONDS: &str = "toolgate_tool_call_duration_seconds";
 
 const CAPACITY: usize = 10_000;
+/// How long the writer waits for more records after the first of a batch.
+const GATHER: Duration = Duration::from_millis(50);
 const BATCH: usize = 500;
 
 #[derive(Debug)]
@@ -60,6 +62,13 @@ impl Recorder {
 async fn write_batches(pool: PgPool, mut receiver: mpsc::Receiver<Record>) {
     let mut batch = Vec::with_capacity(BATCH);
     while receiver.recv_many(&mut batch, BATCH).await > 0 {
+        // Let the burst gather: one insert per interval rather than one per call.
+        tokio::time::sleep(GATHER).await;
+        while batch.len() < BATCH
+            && let Ok(record) = receiver.try_recv()
+        {
+            batch.push(record);
+        }
         if let Err(err) = insert(&pool, &batch).await {
             tracing::warn!(error = %err, count = batch.len(), "invocation records could not be written");
         }
@@ -67,24 +76,30 @@ async fn write_batches(pool: PgPool, mut receiver: mpsc::Receiver<Record>) {
     }
 }
 
+/// Writes a batch with one statement.
 async fn insert(pool: &PgPool, batch: &[Record]) -> Result<(), sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    for r in batch {
-        sqlx::query!(
-            "insert into invocation
-                (tenant_id, tool_name, caller, status, latency_us, result_bytes, correlation_id, arguments)
-             values ($1, $2, $3, $4, $5, $6, $7, $8)",
-            r.tenant_id,
-            r.tool_name,
-            r.caller,
-            r.status,
-            i64::try_from(r.latency.as_micros()).unwrap_or(i64::MAX),
-            i32::try_from(r.result_bytes).unwrap_or(i32::MAX),
-            r.correlation_id,
-            r.arguments,
-        )
-        .execute(&mut *tx)
-        .await?;
-    }
-    tx.commit().await
+    let column = |f: fn(&Record) -> String| batch.iter().map(f).collect::<Vec<_>>();
+    let tenants: Vec<Uuid> = batch.iter().map(|r| r.tenant_id).collect();
+    let latencies: Vec<i64> =
+        batch.iter().map(|r| i64::try_from(r.latency.as_micros()).unwrap_or(i64::MAX)).collect();
+    let sizes: Vec<i32> = batch.iter().map(|r| i32::try_from(r.result_bytes).unwrap_or(i32::MAX)).collect();
+    let correlation: Vec<Option<String>> = batch.iter().map(|r| r.correlation_id.clone()).collect();
+    let arguments: Vec<Value> = batch.iter().map(|r| r.arguments.clone()).collect();
+    sqlx::query!(
+        "insert into invocation
+            (tenant_id, tool_name, caller, status, latency_us, result_bytes, correlation_id, arguments)
+         select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int4[],
+                              $7::text[], $8::jsonb[])",
+        &tenants,
+        &column(|r| r.tool_name.clone()),
+        &column(|r| r.caller.clone()),
+        &column(|r| r.status.to_string()),
+        &latencies,
+        &sizes,
+        &correlation as &[Option<String>],
+        &arguments,
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
 }

@@ -1,0 +1,62 @@
+//! Running Toolgate processes, for the load benchmark and the multi-process tests.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+/// A `toolgate` process (`serve` or `gateway`) on a loopback port, killed when dropped.
+pub struct ToolgateProcess {
+    child: Child,
+    /// Where it listens: `http://127.0.0.1:<port>`.
+    pub url: String,
+}
+
+impl Drop for ToolgateProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ToolgateProcess {
+    /// Starts `bin command` with its files in `data_dir`, on `database_url` (else the
+    /// process's own `DATABASE_URL`), and waits until it listens. Processes started here
+    /// share one secret key, as replicas must.
+    pub fn start(bin: &str, command: &str, data_dir: &Path, database_url: Option<&str>) -> Result<Self> {
+        let mut process = Command::new(bin);
+        process
+            .arg(command)
+            .env("TOOLGATE_ADDR", "127.0.0.1:0")
+            .env("TOOLGATE_DATA_DIR", data_dir)
+            .env("TOOLGATE_SITE_ROOT", data_dir)
+            .env("TOOLGATE_SECRET_KEY", "YmVuY2htYXJrLWtleS1ub3QtZm9yLXByb2R1Y3Rpb24=")
+            .env("RUST_LOG", "warn,toolgate::startup=info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(url) = database_url {
+            process.env("DATABASE_URL", url);
+        }
+        let mut child = process.spawn().with_context(|| format!("starting {bin} {command}"))?;
+        let stderr = BufReader::new(child.stderr.take().expect("piped"));
+        let (found, url) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                if let Some(at) = line.find("url=http://") {
+                    let _ =
+                        found.send(line[at + 4..].split_whitespace().next().unwrap_or_default().to_string());
+                }
+            }
+        });
+        let url = url
+            .recv_timeout(Duration::from_secs(60))
+            .with_context(|| format!("`toolgate {command}` did not start"))?;
+        Ok(ToolgateProcess { child, url })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}

@@ -1,0 +1,358 @@
+//! `loadgen`: Toolgate under load, end to end, as LLM applications use it.
+//!
+//! Starts an rmcp upstream (`echo`, `add`; streamable HTTP, in this process), a release
+//! `toolgate serve` on the given PostgreSQL, configures it through the admin API (config as
+//! code, a tenant key), then drives `tools/call` over MCP with real rmcp clients at several
+//! concurrencies: the upstream directly, the upstream through Toolgate, and a built-in tool.
+//! Reports latency percentiles, throughput, Toolgate's CPU time per call and its RSS (idle and
+//! loaded), and the time a configuration change takes to reach a second, `toolgate gateway`
+//! process. Prints a Markdown table.
+//!
+//! Environment: `TOOLGATE_BIN` (the release binary), `DATABASE_URL`; optional
+//! `BENCH_SECONDS` (per scenario, default 5).
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use toolgate_bench::ToolgateProcess;
+
+/// The upstream: two cheap tools, so what is measured is the path, not the work.
+#[derive(Clone)]
+struct Upstream;
+
+impl ServerHandler for Upstream {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema = |v: Value| Arc::new(v.as_object().cloned().unwrap_or_default());
+        Ok(ListToolsResult::with_all_items(vec![
+            Tool::new(
+                "echo",
+                "Says it back",
+                schema(json!({"type": "object", "properties": {"message": {"type": "string"}}})),
+            ),
+            Tool::new(
+                "add",
+                "Adds two numbers",
+                schema(
+                    json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}),
+                ),
+            ),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let text = match request.name.as_ref() {
+            "add" => (args.get("a").and_then(Value::as_f64).unwrap_or(0.0)
+                + args.get("b").and_then(Value::as_f64).unwrap_or(0.0))
+            .to_string(),
+            _ => args.get("message").and_then(Value::as_str).unwrap_or_default().to_string(),
+        };
+        Ok(CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text(text)])))
+    }
+}
+
+async fn start_upstream() -> Result<String> {
+    let service = StreamableHttpService::new(
+        || Ok(Upstream),
+        LocalSessionManager::default().into(),
+        StreamableHttpServerConfig::default(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    tokio::spawn(
+        async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await },
+    );
+    Ok(url)
+}
+
+/// Resident memory of a process, in MiB.
+fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+/// CPU time a process has used (user + system), in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0 // utime, stime; USER_HZ is 100 on Linux
+}
+
+async fn client(url: &str, key: Option<&str>) -> Result<RunningService<RoleClient, ()>> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    if let Some(key) = key {
+        config = config.auth_header(key.to_string());
+    }
+    Ok(().serve(StreamableHttpClientTransport::from_config(config)).await?)
+}
+
+/// One kind of call to measure: where, as whom, which tool, and whose CPU to count.
+struct Scenario<'a> {
+    name: &'static str,
+    url: &'a str,
+    key: Option<&'a str>,
+    tool: &'static str,
+    args: Value,
+    pid: Option<u32>,
+}
+
+struct Measured {
+    calls: usize,
+    p50: Duration,
+    p99: Duration,
+    per_second: f64,
+    cpu_per_call_us: Option<f64>,
+    rss_mib: Option<f64>,
+}
+
+/// `concurrency` clients call `tool` in a loop for `seconds`.
+async fn measure(
+    url: &str,
+    key: Option<&str>,
+    tool: &str,
+    arguments: Value,
+    concurrency: usize,
+    seconds: f64,
+    toolgate_pid: Option<u32>,
+) -> Result<Measured> {
+    let mut clients = Vec::new();
+    for _ in 0..concurrency {
+        let c = client(url, key).await?;
+        // Warm up each session.
+        for _ in 0..20 {
+            call(&c, tool, &arguments).await?;
+        }
+        clients.push(c);
+    }
+    let cpu_before = toolgate_pid.map(cpu_seconds);
+    let started = Instant::now();
+    let until = started + Duration::from_secs_f64(seconds);
+    let mut workers = Vec::new();
+    for c in clients {
+        let (tool, arguments) = (tool.to_string(), arguments.clone());
+        workers.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while Instant::now() < until {
+                let t = Instant::now();
+                call(&c, &tool, &arguments).await?;
+                latencies.push(t.elapsed());
+            }
+            c.cancel().await.ok();
+            anyhow::Ok(latencies)
+        }));
+    }
+    let mut rss = toolgate_pid.map(rss_mib);
+    while Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if let (Some(pid), Some(max)) = (toolgate_pid, rss.as_mut()) {
+            *max = max.max(rss_mib(pid));
+        }
+    }
+    let mut all = Vec::new();
+    for worker in workers {
+        all.extend(worker.await??);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort();
+    let at = |q: f64| all[((all.len() as f64 * q) as usize).min(all.len() - 1)];
+    Ok(Measured {
+        calls: all.len(),
+        p50: at(0.50),
+        p99: at(0.99),
+        per_second: all.len() as f64 / elapsed,
+        cpu_per_call_us: toolgate_pid
+            .zip(cpu_before)
+            .map(|(pid, before)| (cpu_seconds(pid) - before) * 1e6 / all.len() as f64),
+        rss_mib: rss,
+    })
+}
+
+async fn call(c: &RunningService<RoleClient, ()>, tool: &str, arguments: &Value) -> Result<()> {
+    let params = CallToolRequestParams::new(tool.to_string())
+        .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+    let result = c.call_tool(params).await?;
+    if result.is_error == Some(true) {
+        bail!("{tool} failed: {result:?}");
+    }
+    Ok(())
+}
+
+async fn admin(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> Result<Value> {
+    let response =
+        http.request(method, format!("{base}{path}")).bearer_auth(token).json(&body).send().await?;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    if !status.is_success() {
+        bail!("{path}: {status} {body}");
+    }
+    Ok(body)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let bin = std::env::var("TOOLGATE_BIN").context("TOOLGATE_BIN names the release toolgate binary")?;
+    let seconds: f64 = std::env::var("BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(5.0);
+    let data = std::env::temp_dir().join(format!("toolgate-loadgen-{}", std::process::id()));
+    std::fs::create_dir_all(&data)?;
+
+    let upstream = start_upstream().await?;
+    let serve = ToolgateProcess::start(&bin, "serve", &data, None)?;
+    let token_out = Command::new(&bin)
+        .args(["admin", "token", "create", "--name", "loadgen"])
+        .env("TOOLGATE_DATA_DIR", &data)
+        .output()?;
+    let token =
+        String::from_utf8(token_out.stdout)?.lines().last().context("no admin token printed")?.to_string();
+    let http = reqwest::Client::new();
+    let document = json!({
+        "servers": [{"name": "up", "transport": "streamable_http", "url": upstream, "tags": ["bench"]}],
+        "tenants": [{"slug": "bench", "name": "Benchmark", "enabled_tags": []}]
+    });
+    admin(&http, &serve.url, &token, reqwest::Method::PUT, "/api/admin/v1/config", document).await?;
+    let key = admin(
+        &http,
+        &serve.url,
+        &token,
+        reqwest::Method::POST,
+        "/api/admin/v1/tenants/bench/keys",
+        json!({"name": "loadgen"}),
+    )
+    .await?["key"]
+        .as_str()
+        .context("no key")?
+        .to_string();
+    let endpoint = format!("{}/mcp/bench", serve.url);
+    let probe = loop {
+        if let Ok(c) = client(&endpoint, Some(&key)).await
+            && c.list_all_tools().await.is_ok_and(|tools| tools.iter().any(|t| t.name == "up_echo"))
+        {
+            break c;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    probe.cancel().await.ok();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle_rss = rss_mib(serve.pid());
+
+    println!("| scenario | c | calls | throughput | p50 | p99 | Toolgate CPU/call | Toolgate RSS (max) |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    let echo = json!({"message": "hello"});
+    let through = |name, tool, args| Scenario {
+        name,
+        url: &endpoint,
+        key: Some(&key),
+        tool,
+        args,
+        pid: Some(serve.pid()),
+    };
+    let scenarios = [
+        Scenario {
+            name: "upstream directly",
+            url: &upstream,
+            key: None,
+            tool: "echo",
+            args: echo.clone(),
+            pid: None,
+        },
+        through("upstream through Toolgate", "up_echo", echo.clone()),
+        through("built-in tool through Toolgate", "list_directory", json!({"path": ""})),
+    ];
+    for Scenario { name, url, key, tool, args, pid } in scenarios {
+        for concurrency in [1, 16] {
+            let m = measure(url, key, tool, args.clone(), concurrency, seconds, pid).await?;
+            println!(
+                "| {name} | {concurrency} | {} | {:.0}/s | {} | {} | {} | {} |",
+                m.calls,
+                m.per_second,
+                ms(m.p50),
+                ms(m.p99),
+                m.cpu_per_call_us.map(|us| format!("{us:.0} µs")).unwrap_or_else(|| "—".into()),
+                m.rss_mib.map(|r| format!("{r:.1} MiB")).unwrap_or_else(|| "—".into()),
+            );
+        }
+    }
+    println!("\nToolgate idle RSS after start-up and configuration: {idle_rss:.1} MiB");
+
+    // Propagation: a change through `serve` reaching a `gateway` replica's MCP tools/list.
+    let gateway = ToolgateProcess::start(&bin, "gateway", &data, None)?;
+    let replica = client(&format!("{}/mcp/bench", gateway.url), Some(&key)).await?;
+    let mut samples = Vec::new();
+    for i in 0..20 {
+        // Untagged tools are always visible, so the upstream's are tagged `bench`.
+        let tags = if i % 2 == 0 { json!(["files"]) } else { json!([]) };
+        let want_echo = i % 2 == 1;
+        let started = Instant::now();
+        admin(
+            &http,
+            &serve.url,
+            &token,
+            reqwest::Method::PATCH,
+            "/api/admin/v1/tenants/bench",
+            json!({"enabled_tags": tags}),
+        )
+        .await?;
+        loop {
+            let has_echo = replica.list_all_tools().await?.iter().any(|t| t.name == "up_echo");
+            if has_echo == want_echo {
+                break;
+            }
+            tokio::time::sleep(Duration::from_micros(500)).await;
+        }
+        samples.push(started.elapsed());
+    }
+    samples.sort();
+    println!(
+        "Commit-to-visible in a second process (admin PATCH on serve -> tools/list on gateway, 20 changes): p50 {}, max {}",
+        ms(samples[samples.len() / 2]),
+        ms(samples[samples.len() - 1])
+    );
+    replica.cancel().await.ok();
+    drop(gateway);
+    drop(serve);
+    let _ = std::fs::remove_dir_all(&data);
+    Ok(())
+}
