@@ -184,6 +184,19 @@ test('the other pages: tools, schema inspector, audit, dashboard', async () => {
   await page.screenshot({ path: `${screenshots}/dashboard-full.png`, fullPage: true });
 });
 
+test('the data pages fit a narrow window', async () => {
+  await page.setViewportSize({ width: 390, height: 800 });
+  for (const path of ['/servers', '/tenants/acme', '/tools', '/playground', '/audit']) {
+    await open(page, toolgate, path);
+    await page.getByRole('heading', { level: 1 }).first().waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `${path}: no horizontal scrolling (overflow ${overflow}px)`);
+  }
+  await open(page, toolgate, '/tenants/acme');
+  await page.screenshot({ path: `${screenshots}/tenant-narrow.png`, fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
+
 test('a tenant administrator sees and edits only its tenants', async () => {
   toolgate.cli(['admin', 'create', 'jane', '--role', 'tenant-admin', '--tenant', 'acme', '--password-stdin'], 'jane-s-long-password');
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
