@@ -55,6 +55,9 @@ pub fn store_error(err: store::Error) -> PanelError {
         store::Error::Invalid(m) => PanelError::rejected(StatusCode::UNPROCESSABLE_ENTITY, m),
         store::Error::Conflict(m) => PanelError::rejected(StatusCode::CONFLICT, m),
         store::Error::NotFound(m) => PanelError::rejected(StatusCode::NOT_FOUND, format!("{m} not found")),
+        err if err.is_unavailable() => {
+            PanelError::rejected(StatusCode::SERVICE_UNAVAILABLE, store::UNAVAILABLE)
+        }
         store::Error::Database(err) => PanelError::internal(&err),
     }
 }

@@ -58,6 +58,10 @@ impl From<store::Error> for Failure {
             store::Error::NotFound(m) => {
                 problem(StatusCode::NOT_FOUND, "not_found", format!("{m} not found"))
             }
+            err if err.is_unavailable() => {
+                tracing::warn!(error = ?err, "admin request while the database is unreachable");
+                problem(StatusCode::SERVICE_UNAVAILABLE, "database_unavailable", store::UNAVAILABLE)
+            }
             store::Error::Database(err) => internal(&err),
         })
     }

@@ -40,6 +40,26 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl Error {
+    /// The database could not be reached (down, restarting, pool exhausted): the write did
+    /// not happen, and trying again later may work.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            Error::Database(
+                sqlx::Error::Io(_)
+                    | sqlx::Error::PoolTimedOut
+                    | sqlx::Error::PoolClosed
+                    | sqlx::Error::Tls(_)
+            )
+        )
+    }
+}
+
+/// What clients are told when [`Error::is_unavailable`].
+pub const UNAVAILABLE: &str =
+    "the database cannot be reached right now; nothing was changed, try again shortly";
+
 impl From<Invalid> for Error {
     fn from(err: Invalid) -> Self {
         Error::Invalid(err.0)
@@ -205,5 +225,18 @@ impl SecretInput {
         } else {
             serde_json::json!({"set": true, "changed": true})
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn an_unreachable_database_is_told_apart_from_a_refused_write() {
+        assert!(Error::Database(sqlx::Error::PoolTimedOut).is_unavailable());
+        assert!(Error::Database(sqlx::Error::Io(std::io::ErrorKind::ConnectionRefused.into())).is_unavailable());
+        assert!(!Error::Database(sqlx::Error::RowNotFound).is_unavailable());
+        assert!(!Error::Invalid("bad".into()).is_unavailable());
     }
 }
