@@ -4,7 +4,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{PASSWORD, TestApp};
+use common::{PASSWORD, TestApp, json_of};
 use engine::model::TenantSlug;
 use engine::store::{self, Actor};
 use reqwest::StatusCode;
@@ -20,16 +20,8 @@ async fn setup(pool: &PgPool) -> (TestApp, String) {
     // The gateway knows the tenant once its catalog has reloaded.
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let probe: Value = client()
-            .post(app.url("/api/admin/v1/tenants/acme/invoke"))
-            .bearer_auth(&token)
-            .json(&json!({"tool": "no-such-tool"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let invoke = client().post(app.url("/api/admin/v1/tenants/acme/invoke")).bearer_auth(&token);
+        let probe = json_of(invoke.json(&json!({"tool": "no-such-tool"}))).await;
         if probe["detail"] == "unknown tool `no-such-tool`" {
             break;
         }

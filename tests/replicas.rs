@@ -2,10 +2,13 @@
 //! `toolgate gateway` replica. A change made through the first reaches the MCP clients of the
 //! second, list_changed included; the replica serves health and metrics but no panel.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use common::json_of;
 use engine::model::TenantSlug;
 use engine::store::{self, Actor};
 use rmcp::model::ClientConfig;
@@ -13,7 +16,7 @@ use rmcp::service::{NotificationContext, RoleClient};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
-use serde_json::{Value, json};
+use serde_json::json;
 use sqlx::PgPool;
 use toolgate_bench::ToolgateProcess;
 
@@ -64,16 +67,10 @@ async fn a_change_through_serve_reaches_the_clients_of_a_gateway_replica(pool: P
     };
     assert!(names().await.contains(&"write_text_file".to_string()));
 
-    let applied: Value = reqwest::Client::new()
-        .put(format!("{}/api/admin/v1/config", serve.url))
-        .bearer_auth(&token)
-        .json(&json!({"tenants": [{"slug": "acme", "name": "Acme", "enabled_tags": ["shell"]}]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let put = reqwest::Client::new().put(format!("{}/api/admin/v1/config", serve.url)).bearer_auth(&token);
+    let applied =
+        json_of(put.json(&json!({"tenants": [{"slug": "acme", "name": "Acme", "enabled_tags": ["shell"]}]})))
+            .await;
     assert_eq!(applied["applied"], true, "{applied}");
 
     let deadline = Instant::now() + Duration::from_secs(10);

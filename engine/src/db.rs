@@ -103,6 +103,15 @@ async fn create_database_if_missing(cluster: &Cluster) -> Result<(), Error> {
     Ok(())
 }
 
+/// Whether `err` means the database could not be reached (down, restarting, pool exhausted)
+/// rather than that it refused a statement.
+pub fn is_unreachable(err: &sqlx::Error) -> bool {
+    matches!(
+        err,
+        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)
+    )
+}
+
 /// Whether the database answers: the health check.
 pub async fn ping(pool: &PgPool) -> Result<(), sqlx::Error> {
     pool.execute("select 1").await.map(drop)

@@ -117,6 +117,9 @@ async fn require_admin(State(state): State<AppState>, mut request: Request, next
                     "the admin token is unknown or revoked",
                 );
             }
+            Err(engine::admin::Error::Database(err)) if engine::db::is_unreachable(&err) => {
+                return problem(StatusCode::SERVICE_UNAVAILABLE, "database_unavailable", store::UNAVAILABLE);
+            }
             Err(err) => return internal(&err),
         },
         None => {

@@ -96,3 +96,8 @@ pub fn client_with_origin(origin: &str) -> reqwest::Client {
         .build()
         .unwrap()
 }
+
+/// Sends `request` and reads its answer as JSON.
+pub async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Value {
+    request.send().await.unwrap().json().await.unwrap()
+}

@@ -235,7 +235,9 @@ mod tests {
     #[test]
     fn an_unreachable_database_is_told_apart_from_a_refused_write() {
         assert!(Error::Database(sqlx::Error::PoolTimedOut).is_unavailable());
-        assert!(Error::Database(sqlx::Error::Io(std::io::ErrorKind::ConnectionRefused.into())).is_unavailable());
+        assert!(
+            Error::Database(sqlx::Error::Io(std::io::ErrorKind::ConnectionRefused.into())).is_unavailable()
+        );
         assert!(!Error::Database(sqlx::Error::RowNotFound).is_unavailable());
         assert!(!Error::Invalid("bad".into()).is_unavailable());
     }
