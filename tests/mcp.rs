@@ -4,10 +4,10 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::TestApp;
+use common::{ListChangedCounter, TestApp};
 use engine::model::{Tag, TenantSlug};
 use engine::store::tenants::TenantUpdate;
 use engine::store::{self, Actor};
@@ -19,22 +19,6 @@ use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-/// Counts `notifications/tools/list_changed`.
-#[derive(Clone, Default)]
-struct Client {
-    list_changed: Arc<AtomicUsize>,
-}
-
-impl ClientHandler for Client {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::default()
-    }
-
-    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
-        self.list_changed.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
 async fn tenant_with_key(pool: &PgPool, slug: &str) -> String {
     let slug = TenantSlug::parse(slug).unwrap();
     store::tenants::create(pool, &Actor::system(), &slug, "Tenant").await.unwrap();
@@ -45,15 +29,19 @@ async fn connect(
     app: &TestApp,
     tenant: &str,
     key: &str,
-) -> Result<RunningService<RoleClient, Client>, String> {
+) -> Result<RunningService<RoleClient, ListChangedCounter>, String> {
     let config =
         StreamableHttpClientTransportConfig::with_uri(app.url(&format!("/mcp/{tenant}"))).auth_header(key);
     let transport = StreamableHttpClientTransport::from_config(config);
-    Client::default().serve(transport).await.map_err(|e| e.to_string())
+    ListChangedCounter::default().serve(transport).await.map_err(|e| e.to_string())
 }
 
 /// Waits until the new key is in the gateway's snapshot.
-async fn until_key_works(app: &TestApp, tenant: &str, key: &str) -> RunningService<RoleClient, Client> {
+async fn until_key_works(
+    app: &TestApp,
+    tenant: &str,
+    key: &str,
+) -> RunningService<RoleClient, ListChangedCounter> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         match connect(app, tenant, key).await {
@@ -144,7 +132,7 @@ async fn changing_a_tenants_tags_updates_its_sessions_live(pool: PgPool) {
     assert!(names.contains(&"view_text_file".to_string()));
 }
 
-async fn names(client: &RunningService<RoleClient, Client>) -> Vec<String> {
+async fn names(client: &RunningService<RoleClient, ListChangedCounter>) -> Vec<String> {
     client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect()
 }
 

@@ -6,11 +6,8 @@ mod common;
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-use common::TestApp;
-use engine::model::TenantSlug;
-use engine::store::{self, Actor};
+use common::{TestApp, tenant_key};
 use serde_json::Value;
 use sqlx::PgPool;
 
@@ -24,27 +21,6 @@ fn venv_program(name: &str) -> PathBuf {
         program.display()
     );
     program
-}
-
-/// A tenant and its key, once the gateway accepts the key.
-async fn tenant_key(app: &TestApp, pool: &PgPool) -> String {
-    let slug = TenantSlug::parse("acme").unwrap();
-    store::tenants::create(pool, &Actor::system(), &slug, "Acme").await.unwrap();
-    let key = store::keys::create(pool, &Actor::system(), &slug, "python").await.unwrap().1;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while reqwest::Client::new()
-        .get(app.url("/api/v1/tools"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .status()
-        != 200
-    {
-        assert!(Instant::now() < deadline, "key not accepted");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    key
 }
 
 /// Runs a program to its end off the async threads (the server under test runs on them).

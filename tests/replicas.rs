@@ -4,18 +4,15 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::json_of;
+use common::{ListChangedCounter, json_of};
 use engine::model::TenantSlug;
 use engine::store::{self, Actor};
-use rmcp::model::ClientConfig;
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ServiceExt};
 use serde_json::json;
 use sqlx::PgPool;
 use toolgate_bench::ToolgateProcess;
@@ -33,21 +30,6 @@ fn start(command: &str, database_url: &str) -> ToolgateProcess {
     ToolgateProcess::start(env!("CARGO_BIN_EXE_toolgate"), command, &data, Some(database_url)).unwrap()
 }
 
-#[derive(Clone, Default)]
-struct Client {
-    list_changed: Arc<AtomicUsize>,
-}
-
-impl ClientHandler for Client {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::default()
-    }
-
-    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
-        self.list_changed.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_change_through_serve_reaches_the_clients_of_a_gateway_replica(pool: PgPool) {
     let acme = TenantSlug::parse("acme").unwrap();
@@ -60,7 +42,10 @@ async fn a_change_through_serve_reaches_the_clients_of_a_gateway_replica(pool: P
 
     let config =
         StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp/acme", gateway.url)).auth_header(key);
-    let client = Client::default().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let client = ListChangedCounter::default()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap();
     let names = || async {
         let tools = client.list_all_tools().await.unwrap();
         tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>()

@@ -4,33 +4,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::TestApp;
-use engine::model::TenantSlug;
-use engine::store::{self, Actor};
+use common::{TestApp, tenant_key};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-
-/// A tenant with a key, once the gateway's snapshot knows the key.
-async fn tenant_key(app: &TestApp, pool: &PgPool) -> String {
-    let slug = TenantSlug::parse("acme").unwrap();
-    store::tenants::create(pool, &Actor::system(), &slug, "Acme").await.unwrap();
-    let key = store::keys::create(pool, &Actor::system(), &slug, "test").await.unwrap().1;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while reqwest::Client::new()
-        .get(app.url("/api/v1/tools"))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .unwrap()
-        .status()
-        != StatusCode::OK
-    {
-        assert!(Instant::now() < deadline, "key not accepted");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    key
-}
 
 async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (StatusCode, Value) {
     let response =

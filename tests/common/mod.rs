@@ -101,3 +101,42 @@ pub fn client_with_origin(origin: &str) -> reqwest::Client {
 pub async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Value {
     request.send().await.unwrap().json().await.unwrap()
 }
+
+/// Creates tenant `acme` and a key of it; returns the key once the gateway accepts it.
+pub async fn tenant_key(app: &TestApp, pool: &PgPool) -> String {
+    use engine::model::TenantSlug;
+    use engine::store::{self, Actor};
+    let slug = TenantSlug::parse("acme").unwrap();
+    store::tenants::create(pool, &Actor::system(), &slug, "Acme").await.unwrap();
+    let key = store::keys::create(pool, &Actor::system(), &slug, "test").await.unwrap().1;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while reqwest::Client::new()
+        .get(app.url("/api/v1/tools"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        != 200
+    {
+        assert!(std::time::Instant::now() < deadline, "key not accepted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    key
+}
+
+/// An MCP client that counts `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+pub struct ListChangedCounter {
+    pub list_changed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl rmcp::ClientHandler for ListChangedCounter {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::default()
+    }
+
+    async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<rmcp::service::RoleClient>) {
+        self.list_changed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
