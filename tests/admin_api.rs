@@ -74,16 +74,13 @@ async fn keys_are_created_once_and_revoked(pool: PgPool) {
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn test_invocation_and_schema_inspection(pool: PgPool) {
     let (app, token) = setup(&pool).await;
-    let invoked: Value = client()
-        .post(app.url("/api/admin/v1/tenants/acme/invoke"))
-        .bearer_auth(&token)
-        .json(&json!({"tool": "write_text_file", "arguments": {"path": "t.txt", "content": "x"}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let invoked = json_of(
+        client()
+            .post(app.url("/api/admin/v1/tenants/acme/invoke"))
+            .bearer_auth(&token)
+            .json(&json!({"tool": "write_text_file", "arguments": {"path": "t.txt", "content": "x"}})),
+    )
+    .await;
     assert_eq!(invoked["status"], "ok", "{invoked}");
     let unknown = client()
         .post(app.url("/api/admin/v1/tenants/acme/invoke"))
@@ -99,15 +96,12 @@ async fn test_invocation_and_schema_inspection(pool: PgPool) {
             .fetch_one(&pool)
             .await
             .unwrap();
-    let schema: Value = client()
-        .get(app.url(&format!("/api/admin/v1/tools/{tool_id}/schema?tenant=acme&provider=gemini")))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let schema = json_of(
+        client()
+            .get(app.url(&format!("/api/admin/v1/tools/{tool_id}/schema?tenant=acme&provider=gemini")))
+            .bearer_auth(&token),
+    )
+    .await;
     assert_eq!(schema["rendering"]["name"], "view_text_file");
     assert!(schema["rendering"]["parameters"]["properties"]["path"].is_object());
     // schemars emits `$schema` and `title`, which Gemini rejects: reported, and normalised away.
@@ -198,15 +192,7 @@ tenants:
         .1;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let tools: Value = client()
-            .get(app.url("/api/v1/tools?format=mcp"))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let tools = json_of(client().get(app.url("/api/v1/tools?format=mcp")).bearer_auth(&key)).await;
         let names: Vec<&str> =
             tools["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
         if names.contains(&"read_file") && !names.contains(&"write_text_file") {
@@ -227,17 +213,14 @@ tenants:
     let yaml = exported.text().await.unwrap();
     assert!(yaml.contains("name: read_file"), "{yaml}");
     // The export applies as it is, changing nothing.
-    let again: Value = client()
-        .put(app.url("/api/admin/v1/config"))
-        .bearer_auth(&token)
-        .header("content-type", "application/yaml")
-        .body(yaml)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let again = json_of(
+        client()
+            .put(app.url("/api/admin/v1/config"))
+            .bearer_auth(&token)
+            .header("content-type", "application/yaml")
+            .body(yaml),
+    )
+    .await;
     assert_eq!(again["changes"], json!([]), "{again}");
 
     let malformed = put("", "tenants: [slug: {").await.unwrap();
@@ -265,15 +248,7 @@ async fn the_documented_example_applies(pool: PgPool) {
         .unwrap();
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["applied"], true, "{body}");
-    let exported: Value = client()
-        .get(app.url("/api/admin/v1/config"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let exported = json_of(client().get(app.url("/api/admin/v1/config")).bearer_auth(&token)).await;
     assert_eq!(exported["servers"][1]["env"], json!({"API_TOKEN": {"set": true}, "LOG_LEVEL": "info"}));
     assert_eq!(
         exported["tenants"][1],

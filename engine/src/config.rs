@@ -129,8 +129,9 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
 
     let mut servers = Vec::new();
     let (mut server_ids, mut server_secrets) = (HashMap::new(), HashMap::new());
+    let rows = servers::rows(&mut **tx).await?;
     for source in all_sources.iter().filter(|s| s.kind == SourceKind::Mcp) {
-        let row = servers::row(&mut **tx, source.id).await?;
+        let Some(row) = rows.get(&source.id) else { continue };
         let tenant = source.tenant_id.and_then(|id| slugs.get(&id).cloned());
         servers.push(row.config(source, tenant)?);
         server_ids.insert(source.name.clone(), source.id);

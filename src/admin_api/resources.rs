@@ -9,7 +9,6 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post, put};
 use axum::{Extension, Json, Router};
 use engine::model::{Tag, TenantSlug};
-use engine::schema::Provider;
 use engine::store::audit::AuditFilter;
 use engine::store::overrides::OverrideInput;
 use engine::store::servers::ServerConfig;
@@ -109,15 +108,13 @@ async fn tenant(State(state): State<AppState>, Path(slug): Path<String>) -> Answ
                 .tools()
                 .iter()
                 .map(|tool| {
-                    // What a provider receives, in tokens at roughly four characters each.
-                    let size = tool.render(Provider::OpenAi).map(|r| r.to_string().len()).unwrap_or(0);
                     json!({
                         "tool_id": tool.tool_id,
                         "name": tool.exposed_name,
                         "source": tool.source_name,
                         "description": tool.description,
                         "tags": tool.tags,
-                        "approx_tokens": size.div_ceil(4),
+                        "approx_tokens": tool.approx_tokens(),
                     })
                 })
                 .collect();

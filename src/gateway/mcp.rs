@@ -270,7 +270,7 @@ impl ServerHandler for Gateway {
             arguments: request.arguments.map(Value::Object).unwrap_or(Value::Null),
         };
         let hooks = CallHooks { progress, client: Some(Arc::new(SessionRelay(context.peer.clone()))) };
-        match self.executor.call_with(&view, &Caller::ApiKey(access.key_id), call, hooks).await {
+        match self.executor.call_in(&view, &Caller::ApiKey(access.key_id), call, hooks).await {
             Ok(result) => {
                 let output = serde_json::to_value(&result.output)
                     .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;

@@ -62,9 +62,54 @@ mod ssr {
     use engine::store::SecretInput;
     use engine::store::servers::{OnDefinitionChange, ServerConfig, Transport};
 
-    use super::ServerForm;
+    use engine::store::sources::ToolRecord;
+
+    use super::{ServerForm, ServerSummary};
     use crate::error::PanelError;
     use crate::server::comma_list;
+    use crate::server::{state, store_error};
+
+    /// Every server as the list shows it, given every tool (which callers need too).
+    pub async fn summaries(tools: &[ToolRecord]) -> Result<Vec<ServerSummary>, PanelError> {
+        let state = state();
+        let health = state.upstreams.health();
+        let tenants = engine::store::tenants::list(&state.pool).await.map_err(crate::server::db_error)?;
+        let servers = engine::store::servers::list(&state.pool).await.map_err(store_error)?;
+        Ok(servers
+            .into_iter()
+            .map(|server| {
+                let name = server.source.name.clone();
+                let connection = health.iter().find(|h| h.server == name && h.tenant_id.is_none());
+                let own_tools: Vec<_> = tools.iter().filter(|t| t.source == name).collect();
+                ServerSummary {
+                    transport: server.transport.as_str().into(),
+                    target: match &server.url {
+                        Some(url) => url.clone(),
+                        None => std::iter::once(server.command.clone().unwrap_or_default())
+                            .chain(server.args.iter().cloned())
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    },
+                    tags: server.source.tags.clone(),
+                    scope: server
+                        .source
+                        .tenant_id
+                        .and_then(|id| tenants.iter().find(|t| t.id == id).map(|t| t.slug.clone()))
+                        .unwrap_or_else(|| "shared".into()),
+                    enabled: server.source.enabled,
+                    status: match (server.source.enabled, connection) {
+                        (false, _) => "disabled".into(),
+                        (true, Some(c)) => c.status.as_str().into(),
+                        (true, None) => "connecting".into(),
+                    },
+                    last_error: connection.and_then(|c| c.last_error.clone()),
+                    tool_count: own_tools.len(),
+                    awaiting: own_tools.iter().filter(|t| t.held || t.pending).count(),
+                    name,
+                }
+            })
+            .collect())
+    }
 
     fn invalid(message: impl ToString) -> PanelError {
         PanelError::rejected(StatusCode::UNPROCESSABLE_ENTITY, message)
@@ -120,48 +165,8 @@ mod ssr {
 pub async fn list_servers() -> Result<Vec<ServerSummary>, PanelError> {
     use crate::server::{owner, state, store_error};
     owner().await?;
-    let state = state();
-    let health = state.upstreams.health();
-    let tools = engine::store::sources::tools(&state.pool).await.map_err(store_error)?;
-    let tenants = engine::store::tenants::list(&state.pool).await.map_err(crate::server::db_error)?;
-    let servers = engine::store::servers::list(&state.pool).await.map_err(store_error)?;
-    Ok(servers
-        .into_iter()
-        .map(|server| {
-            let name = server.source.name.clone();
-            let connection = health.iter().find(|h| h.server == name && h.tenant_id.is_none());
-            let own_tools: Vec<_> = tools.iter().filter(|t| t.source == name).collect();
-            ServerSummary {
-                transport: serde_json::to_value(server.transport)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
-                target: match &server.url {
-                    Some(url) => url.clone(),
-                    None => std::iter::once(server.command.clone().unwrap_or_default())
-                        .chain(server.args.iter().cloned())
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                },
-                tags: server.source.tags.clone(),
-                scope: server
-                    .source
-                    .tenant_id
-                    .and_then(|id| tenants.iter().find(|t| t.id == id).map(|t| t.slug.clone()))
-                    .unwrap_or_else(|| "shared".into()),
-                enabled: server.source.enabled,
-                status: match (server.source.enabled, connection) {
-                    (false, _) => "disabled".into(),
-                    (true, Some(c)) => c.status.as_str().into(),
-                    (true, None) => "connecting".into(),
-                },
-                last_error: connection.and_then(|c| c.last_error.clone()),
-                tool_count: own_tools.len(),
-                awaiting: own_tools.iter().filter(|t| t.held || t.pending).count(),
-                name,
-            }
-        })
-        .collect())
+    let tools = engine::store::sources::tools(&state().pool).await.map_err(store_error)?;
+    ssr::summaries(&tools).await
 }
 
 #[server]
@@ -220,14 +225,15 @@ pub struct PendingDefinition {
 
 #[server]
 pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
-    use crate::server::{state, store_error};
-    let summary = list_servers().await?.into_iter().find(|s| s.name == name).ok_or_else(|| {
-        PanelError::rejected(axum::http::StatusCode::NOT_FOUND, format!("no server `{name}`"))
-    })?;
+    use crate::server::{owner, state, store_error};
+    owner().await?;
     let state = state();
-    let tools = engine::store::sources::tools(&state.pool)
-        .await
-        .map_err(store_error)?
+    let all_tools = engine::store::sources::tools(&state.pool).await.map_err(store_error)?;
+    let summary =
+        ssr::summaries(&all_tools).await?.into_iter().find(|s| s.name == name).ok_or_else(|| {
+            PanelError::rejected(axum::http::StatusCode::NOT_FOUND, format!("no server `{name}`"))
+        })?;
+    let tools = all_tools
         .into_iter()
         .filter(|t| t.source == name)
         .map(|t| ServerTool {

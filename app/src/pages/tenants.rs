@@ -23,21 +23,18 @@ pub async fn list_tenants() -> Result<Vec<TenantRow>, PanelError> {
     let caller = caller().await?;
     let state = state();
     let snapshot = state.catalog.snapshot();
-    let mut rows = Vec::new();
-    for tenant in engine::store::tenants::list(&state.pool).await.map_err(db_error)? {
-        if !caller.scope.allows(&tenant.slug) {
-            continue;
-        }
-        let slug = caller.tenant(&tenant.slug)?;
-        let keys = engine::store::keys::list(&state.pool, &slug).await.map_err(store_error)?;
-        rows.push(TenantRow {
+    let keys = engine::store::keys::active_counts(&state.pool).await.map_err(store_error)?;
+    let tenants = engine::store::tenants::list(&state.pool).await.map_err(db_error)?;
+    Ok(tenants
+        .into_iter()
+        .filter(|tenant| caller.scope.allows(&tenant.slug))
+        .map(|tenant| TenantRow {
             tools: snapshot.tenant(&tenant.slug).map(|v| v.tools().len()).unwrap_or(0),
-            keys: keys.iter().filter(|k| k.revoked_at.is_none()).count(),
+            keys: keys.get(&tenant.id).copied().unwrap_or(0) as usize,
             slug: tenant.slug,
             name: tenant.name,
-        });
-    }
-    Ok(rows)
+        })
+        .collect())
 }
 
 #[server]
@@ -126,7 +123,6 @@ pub struct OverrideView {
 
 #[server]
 pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
-    use engine::schema::Provider;
     use engine::store;
 
     use crate::server::{caller, db_error, state, store_error};
@@ -147,8 +143,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
             name: t.exposed_name.clone(),
             source: t.source_name.clone(),
             description: t.description.clone(),
-            // What a provider receives, at roughly four characters a token.
-            approx_tokens: t.render(Provider::OpenAi).map(|r| r.to_string().len().div_ceil(4)).unwrap_or(0),
+            approx_tokens: t.approx_tokens(),
         })
         .collect();
     let mut known_tags: Vec<String> = all_tools.iter().flat_map(|t| t.tags.iter().cloned()).collect();

@@ -73,6 +73,12 @@ impl CatalogTool {
         schema::render::render(&view, provider)
     }
 
+    /// Roughly how many tokens the tool's definition costs an LLM request (its OpenAI
+    /// rendering at about four characters a token).
+    pub fn approx_tokens(&self) -> usize {
+        self.render(schema::Provider::OpenAi).map(|r| r.to_string().len().div_ceil(4)).unwrap_or(0)
+    }
+
     /// Everything the schema inspector shows for `provider`: the raw schema, the one the
     /// tenant's LLM sees (presets removed), the normalised one, the rendering, and what the
     /// provider would reject in the unnormalised schema.

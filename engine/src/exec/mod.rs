@@ -198,24 +198,13 @@ impl Executor {
     ) -> Result<CallResult, ExecError> {
         let snapshot = self.inner.catalog.snapshot();
         let view = snapshot.tenant(tenant).ok_or_else(|| ExecError::UnknownTenant(tenant.to_string()))?;
-        self.call_in(view, caller, request, progress).await
+        self.call_in(view, caller, request, CallHooks { progress, client: None }).await
     }
 
-    /// Runs one call among the tools of `view`: the tenant's, or an MCP session's own
-    /// choice of groups ([`TenantTools::equip`]).
-    pub async fn call_in(
-        &self,
-        view: &TenantTools,
-        caller: &Caller,
-        request: CallRequest,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
-    ) -> Result<CallResult, ExecError> {
-        self.call_with(view, caller, request, CallHooks { progress, client: None }).await
-    }
-
-    /// [`Executor::call_in`] with everything an MCP caller can receive during the call.
+    /// Runs one call among the tools of `view` (the tenant's, or an MCP session's own choice
+    /// of groups, [`TenantTools::equip`]); `hooks` receive what the call sends its caller.
     #[tracing::instrument(skip_all, fields(tenant = %view.slug, tool = %request.name))]
-    pub async fn call_with(
+    pub async fn call_in(
         &self,
         view: &TenantTools,
         caller: &Caller,

@@ -57,6 +57,16 @@ pub async fn create(
     Ok((key, secret))
 }
 
+/// How many active (unrevoked) keys each tenant has, by tenant id, in one query.
+pub async fn active_counts(pool: &PgPool) -> Result<std::collections::HashMap<Uuid, i64>> {
+    let rows = sqlx::query!(
+        r#"select tenant_id, count(*) as "count!" from api_key where revoked_at is null group by tenant_id"#
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.tenant_id, r.count)).collect())
+}
+
 pub async fn list(pool: &PgPool, tenant: &TenantSlug) -> Result<Vec<ApiKey>> {
     Ok(sqlx::query_as!(
         ApiKey,

@@ -24,7 +24,7 @@ pub enum Transport {
 }
 
 impl Transport {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Transport::StreamableHttp => "streamable_http",
             Transport::Sse => "sse",
@@ -205,7 +205,7 @@ pub struct Server {
     pub command: Option<String>,
     pub args: Vec<String>,
     /// Plain values shown; secret ones as `{"set": true}`.
-    pub env: BTreeMap<String, Value>,
+    pub env: BTreeMap<String, EnvValue>,
     pub header_names: Vec<String>,
     pub on_definition_change: OnDefinitionChange,
     pub new_tools_enabled: bool,
@@ -250,6 +250,7 @@ fn seal_headers(
 }
 
 pub(crate) struct ServerRow {
+    source_id: Uuid,
     transport: String,
     url: Option<String>,
     command: Option<String>,
@@ -281,25 +282,22 @@ impl ServerRow {
         }
     }
 
+    /// The environment as reads show it: plain values, and secrets as `{set: true}`.
+    fn shown_env(&self) -> BTreeMap<String, EnvValue> {
+        let shown = |value: &Value| match value {
+            Value::String(plain) => EnvValue::Plain(plain.clone()),
+            _ => EnvValue::Secret(SecretInput::SET),
+        };
+        self.env.as_object().into_iter().flatten().map(|(k, v)| (k.clone(), shown(v))).collect()
+    }
+
     pub(crate) fn secrets(&self) -> StoredSecrets {
         StoredSecrets { env: self.env.clone(), headers: self.headers.clone() }
     }
 
     /// The server as the configuration document shows it, secrets as `{set: true}`.
     pub(crate) fn config(&self, source: &Source, tenant: Option<TenantSlug>) -> Result<ServerConfig> {
-        let env = self
-            .env
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| {
-                let value = match v {
-                    Value::String(plain) => EnvValue::Plain(plain.clone()),
-                    _ => EnvValue::Secret(SecretInput::SET),
-                };
-                (k.clone(), value)
-            })
-            .collect();
+        let env = self.shown_env();
         let headers = self
             .headers
             .as_object()
@@ -325,13 +323,7 @@ impl ServerRow {
     }
 
     fn into_server(self, source: Source) -> Server {
-        let env = self
-            .env
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), if v.is_string() { v.clone() } else { json!({"set": true}) }))
-            .collect();
+        let env = self.shown_env();
         Server {
             source,
             transport: Transport::from_db(&self.transport),
@@ -349,7 +341,8 @@ impl ServerRow {
 pub(crate) async fn row(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<ServerRow> {
     sqlx::query_as!(
         ServerRow,
-        "select transport, url, command, args, env, headers, on_definition_change, new_tools_enabled
+        "select source_id, transport, url, command, args, env, headers, on_definition_change,
+                new_tools_enabled
          from mcp_server where source_id = $1",
         source_id
     )
@@ -460,9 +453,8 @@ pub async fn create(
     config: &ServerConfig,
 ) -> Result<Server> {
     let mut tx = pool.begin().await?;
-    let source_id = write(&mut tx, secrets, config, None).await?;
-    let source = sources::get(&mut *tx, &config.name).await?;
-    let server = row(&mut *tx, source_id).await?.into_server(source);
+    write(&mut tx, secrets, config, None).await?;
+    let server = load(&mut tx, &config.name).await?;
     commit(tx, actor, Change::new("create", "server", &config.name).after(&server)).await?;
     Ok(server)
 }
@@ -476,26 +468,51 @@ pub async fn update(
     config: &ServerConfig,
 ) -> Result<Server> {
     let mut tx = pool.begin().await?;
-    let source = sources::get(&mut *tx, &config.name).await?;
-    let before = row(&mut *tx, source.id).await?.into_server(source.clone());
-    write(&mut tx, secrets, config, Some(source.id)).await?;
-    let source = sources::get(&mut *tx, &config.name).await?;
-    let after = row(&mut *tx, source.id).await?.into_server(source);
+    let before = load(&mut tx, &config.name).await?;
+    write(&mut tx, secrets, config, Some(before.source.id)).await?;
+    let after = load(&mut tx, &config.name).await?;
     commit(tx, actor, Change::new("update", "server", &config.name).before(&before).after(&after)).await?;
     Ok(after)
 }
 
+/// A server as it is read back, by name.
+async fn load(conn: &mut sqlx::PgConnection, name: &Name) -> Result<Server> {
+    let source = sources::get(&mut *conn, name).await?;
+    Ok(row(&mut *conn, source.id).await?.into_server(source))
+}
+
 pub async fn get(pool: &PgPool, name: &Name) -> Result<Server> {
-    let source = sources::get(pool, name).await?;
-    Ok(row(pool, source.id).await?.into_server(source))
+    load(&mut *pool.acquire().await?, name).await
+}
+
+/// Every server's settings, by source id, in one query.
+pub(crate) async fn rows(db: impl PgExecutor<'_>) -> Result<HashMap<Uuid, ServerRow>> {
+    let rows = sqlx::query_as!(
+        ServerRow,
+        "select source_id, transport, url, command, args, env, headers, on_definition_change,
+                new_tools_enabled
+         from mcp_server"
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.source_id, r)).collect())
+}
+
+/// Every server with its source, in two queries however many there are.
+async fn with_sources(pool: &PgPool) -> Result<Vec<(Source, ServerRow)>> {
+    let mut rows = rows(pool).await?;
+    let sources = sources::list(pool).await?;
+    Ok(sources
+        .into_iter()
+        .filter_map(|source| {
+            let row = rows.remove(&source.id)?;
+            Some((source, row))
+        })
+        .collect())
 }
 
 pub async fn list(pool: &PgPool) -> Result<Vec<Server>> {
-    let mut servers = Vec::new();
-    for source in sources::list(pool).await?.into_iter().filter(|s| s.kind == SourceKind::Mcp) {
-        servers.push(row(pool, source.id).await?.into_server(source));
-    }
-    Ok(servers)
+    Ok(with_sources(pool).await?.into_iter().map(|(source, row)| row.into_server(source)).collect())
 }
 
 /// Sets a tenant's own credentials (headers) for a shared server; `{set: true}` keeps a
@@ -575,30 +592,13 @@ pub async fn endpoint(
     server.endpoint(secrets, tenant_headers)
 }
 
-/// Every enabled server's name, source id and own endpoint, in one query.
+/// Every enabled server's name, source id and own endpoint.
 pub async fn enabled_endpoints(pool: &PgPool, secrets: &SecretBox) -> Result<Vec<(String, Uuid, Endpoint)>> {
-    let rows = sqlx::query!(
-        "select s.id, s.name, m.transport, m.url, m.command, m.args, m.env, m.headers,
-                m.on_definition_change, m.new_tools_enabled
-         from mcp_server m join source s on s.id = m.source_id
-         where s.enabled"
-    )
-    .fetch_all(pool)
-    .await?;
-    rows.into_iter()
-        .map(|r| {
-            let server = ServerRow {
-                transport: r.transport,
-                url: r.url,
-                command: r.command,
-                args: r.args,
-                env: r.env,
-                headers: r.headers,
-                on_definition_change: r.on_definition_change,
-                new_tools_enabled: r.new_tools_enabled,
-            };
-            Ok((r.name, r.id, server.endpoint(secrets, None)?))
-        })
+    with_sources(pool)
+        .await?
+        .into_iter()
+        .filter(|(source, _)| source.enabled)
+        .map(|(source, row)| Ok((source.name, source.id, row.endpoint(secrets, None)?)))
         .collect()
 }
 
