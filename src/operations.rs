@@ -117,9 +117,13 @@ async fn metrics(State(ops): State<Operations>, headers: HeaderMap) -> Response 
          # HELP toolgate_catalog_age_seconds Time since the snapshot was built.\n\
          # TYPE toolgate_catalog_age_seconds gauge\n\
          toolgate_catalog_age_seconds {age}\n\
+         # HELP toolgate_runtime_alive_tasks Tasks alive in the async runtime (a leak shows as growth).\n\
+         # TYPE toolgate_runtime_alive_tasks gauge\n\
+         toolgate_runtime_alive_tasks {}\n\
          # HELP toolgate_upstream_status 1 for the status each upstream connection is in.\n\
          # TYPE toolgate_upstream_status gauge\n",
-        snapshot.version
+        snapshot.version,
+        tokio::runtime::Handle::current().metrics().num_alive_tasks()
     );
     let health = ops.upstreams.health();
     for connection in &health {

@@ -7,7 +7,7 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::{ListChangedCounter, json_of};
+use common::{ListChangedCounter, json_of, start_process};
 use engine::model::TenantSlug;
 use engine::store::{self, Actor};
 use rmcp::ServiceExt;
@@ -15,20 +15,6 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
 use sqlx::PgPool;
-use toolgate_bench::ToolgateProcess;
-
-/// The URL of the test's own database, for the child processes.
-fn database_url(pool: &PgPool) -> String {
-    let base = std::env::var("DATABASE_URL").expect("the tests run with DATABASE_URL");
-    let mut url = reqwest::Url::parse(&base).unwrap();
-    url.set_path(pool.connect_options().get_database().expect("the test database has a name"));
-    url.to_string()
-}
-
-fn start(command: &str, database_url: &str) -> ToolgateProcess {
-    let data = std::env::temp_dir().join(format!("toolgate-replica-{}", uuid::Uuid::new_v4()));
-    ToolgateProcess::start(env!("CARGO_BIN_EXE_toolgate"), command, &data, Some(database_url)).unwrap()
-}
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_change_through_serve_reaches_the_clients_of_a_gateway_replica(pool: PgPool) {
@@ -36,9 +22,8 @@ async fn a_change_through_serve_reaches_the_clients_of_a_gateway_replica(pool: P
     store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
     let key = store::keys::create(&pool, &Actor::system(), &acme, "replica").await.unwrap().1;
     let token = engine::admin::create_token(&pool, "replicas").await.unwrap();
-    let url = database_url(&pool);
-    let serve = start("serve", &url);
-    let gateway = start("gateway", &url);
+    let serve = start_process("serve", &pool);
+    let gateway = start_process("gateway", &pool);
 
     let config =
         StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp/acme", gateway.url)).auth_header(key);

@@ -66,8 +66,27 @@ pub struct ToolContext {
     pub tenant: String,
     pub caller: Caller,
     pub request_id: String,
-    progress: Option<mpsc::UnboundedSender<Progress>>,
+    progress: Option<ProgressSink>,
     client: Option<std::sync::Arc<dyn ClientRelay>>,
+}
+
+/// Where a call's progress reports go. It holds a few reports: a tool (or an upstream) that
+/// reports faster than the caller reads loses the oldest unread ones' successors, never memory.
+pub type ProgressSink = mpsc::Sender<Progress>;
+
+/// How many unread progress reports a sink holds.
+const PROGRESS_BUFFER: usize = 64;
+
+/// A sink for one call's progress, and where its reports come out.
+pub fn progress_channel() -> (ProgressSink, mpsc::Receiver<Progress>) {
+    mpsc::channel(PROGRESS_BUFFER)
+}
+
+/// Hands `report` to `sink` unless it is full (a later report supersedes it anyway).
+pub fn send_progress(sink: &ProgressSink, report: Progress) {
+    if sink.try_send(report).is_err() {
+        tracing::trace!("progress report dropped: the caller reads slower than the tool reports");
+    }
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -111,13 +130,13 @@ impl ToolContext {
     }
 
     /// Sends this call's progress reports to `sink`.
-    pub fn with_progress(mut self, sink: mpsc::UnboundedSender<Progress>) -> Self {
+    pub fn with_progress(mut self, sink: ProgressSink) -> Self {
         self.progress = Some(sink);
         self
     }
 
     /// Where this call's progress goes, if its caller asked for progress.
-    pub fn progress_sink(&self) -> Option<mpsc::UnboundedSender<Progress>> {
+    pub fn progress_sink(&self) -> Option<ProgressSink> {
         self.progress.clone()
     }
 
@@ -126,7 +145,7 @@ impl ToolContext {
         let report = Progress { progress, total, message: Some(message.into()) };
         tracing::debug!(request_id = %self.request_id, ?report, "tool progress");
         if let Some(sink) = &self.progress {
-            let _ = sink.send(report);
+            send_progress(sink, report);
         }
     }
 }

@@ -30,7 +30,7 @@ use rmcp::{ClientCacheConfig, ClientHandler, ServiceExt};
 use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -40,7 +40,9 @@ use crate::model::Name;
 use crate::secret::SecretBox;
 use crate::store::servers::{self, Endpoint, Transport};
 use crate::store::sources::ToolDefinition;
-use crate::tool::{ClientRelay, Progress, ToolContext, ToolError, ToolFuture, ToolOutput};
+use crate::tool::{
+    ClientRelay, Progress, ProgressSink, ToolContext, ToolError, ToolFuture, ToolOutput, send_progress,
+};
 
 #[derive(Debug, Clone)]
 pub struct UpstreamConfig {
@@ -139,7 +141,10 @@ async fn connect(
                 headers.insert(name, value);
             }
             let url = endpoint.url.clone().unwrap_or_default();
-            let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
+            let config = StreamableHttpClientTransportConfig::with_uri(url)
+                .custom_headers(headers)
+                .max_sse_event_size(MAX_ANSWER)
+                .max_json_response_size(MAX_ANSWER);
             let transport = StreamableHttpClientTransport::from_config(config);
             handler.serve(transport).await.map_err(|e| format!("initialisation failed: {e}"))
         }
@@ -242,11 +247,10 @@ impl ClientHandler for Handler {
             && let Some(sink) =
                 slot.progress.lock().expect("progress map").get(&token_key(&params.progress_token))
         {
-            let _ = sink.send(Progress {
-                progress: params.progress,
-                total: params.total,
-                message: params.message,
-            });
+            send_progress(
+                sink,
+                Progress { progress: params.progress, total: params.total, message: params.message },
+            );
         }
     }
 }
@@ -272,13 +276,24 @@ struct Slot {
     config: UpstreamConfig,
     state: watch::Sender<SlotState>,
     /// Progress sinks of calls in flight, by progress token.
-    progress: Mutex<HashMap<String, mpsc::UnboundedSender<Progress>>>,
+    progress: Mutex<HashMap<String, ProgressSink>>,
     /// The MCP clients of calls in flight, by progress token.
     relays: Mutex<HashMap<String, Arc<dyn ClientRelay>>>,
     /// A call saw the transport fail: reconnect now rather than at the next probe.
     broken: tokio::sync::Notify,
+    /// A call wanted the connection while it was down: retry after [`DEMAND_RETRY`] rather
+    /// than at the end of a long backoff, so a server that comes back is used within a second
+    /// or two while traffic waits for it.
+    wanted: tokio::sync::Notify,
     cancel: CancellationToken,
 }
+
+/// The largest answer (one JSON body or SSE event) read from an HTTP upstream; a larger one
+/// ends the connection rather than Toolgate's memory.
+const MAX_ANSWER: usize = 16 * 1024 * 1024;
+
+/// The shortest pause between reconnection attempts that calls ask for.
+const DEMAND_RETRY: Duration = Duration::from_millis(500);
 
 /// How long a finished call's progress sink stays registered: rmcp may handle a progress
 /// notification the server sent before its result only after the result.
@@ -348,9 +363,15 @@ impl Slot {
                 }
             }
             let jitter = Duration::from_millis(rand::random_range(0..=backoff.as_millis() as u64 / 4));
+            let pause = backoff + jitter;
+            let wanted = async {
+                tokio::time::sleep(DEMAND_RETRY.min(pause)).await;
+                self.wanted.notified().await;
+            };
             tokio::select! {
                 () = self.cancel.cancelled() => break,
-                () = tokio::time::sleep(backoff + jitter) => {}
+                () = tokio::time::sleep(pause) => {}
+                () = wanted => {}
             }
             backoff = (backoff * 2).min(self.config.max_backoff);
         }
@@ -416,10 +437,13 @@ impl Slot {
         let current = self.state.borrow().clone();
         match (waited, current.peer) {
             (Ok(_), Some(peer)) => Ok(peer),
-            _ => Err(ToolError::tool(format!(
-                "MCP server `{}` is unavailable right now; try again later",
-                self.server
-            ))),
+            _ => {
+                self.wanted.notify_one();
+                Err(ToolError::tool(format!(
+                    "MCP server `{}` is unavailable right now; try again later",
+                    self.server
+                )))
+            }
         }
     }
 
@@ -473,8 +497,10 @@ impl Slot {
                     });
                     self.broken.notify_one();
                     return Err(ToolError::tool(format!(
-                        "MCP server `{}` is unavailable right now; try again later",
-                        self.server
+                        "MCP server `{}` dropped the connection before answering (it went away, or its \
+                         answer was over the {} MiB limit); try again later",
+                        self.server,
+                        MAX_ANSWER >> 20
                     )));
                 }
                 Err(ToolError::tool(format!("MCP server `{}` failed to answer: {err}", self.server)))
@@ -667,6 +693,7 @@ impl Inner {
             progress: Mutex::default(),
             relays: Mutex::default(),
             broken: tokio::sync::Notify::new(),
+            wanted: tokio::sync::Notify::new(),
             cancel: CancellationToken::new(),
         });
         tokio::spawn(slot.clone().run(key.endpoint.clone()));

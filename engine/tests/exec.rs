@@ -21,7 +21,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use tokio::sync::mpsc;
 
 #[derive(Deserialize, JsonSchema)]
 struct AddArgs {
@@ -234,7 +233,7 @@ async fn presets_are_injected_and_context_is_not_an_argument(pool: PgPool) {
     let seen = s.catalog.snapshot().tenant("acme").unwrap().resolve("echo").unwrap().input_schema.clone();
     assert!(seen.pointer("/properties/account").is_none() && seen.pointer("/properties/apiKey").is_none());
 
-    let (sink, mut progress) = mpsc::unbounded_channel();
+    let (sink, mut progress) = engine::tool::progress_channel();
     let result =
         s.executor.call("acme", &admin(), call("echo", json!({"to": "bob"})), Some(sink)).await.unwrap();
     assert_eq!(result.status, Status::Ok, "{:?}", result.output);

@@ -423,7 +423,7 @@ async fn a_timed_out_call_is_cancelled_upstream_and_progress_is_forwarded(pool: 
     })
     .await;
 
-    let (sink, mut reports) = tokio::sync::mpsc::unbounded_channel();
+    let (sink, mut reports) = engine::tool::progress_channel();
     let request = CallRequest { name: "up_progress".into(), arguments: json!({}) };
     let done = gw.executor.call("acme", &Caller::Admin("tester".into()), request, Some(sink)).await.unwrap();
     assert_eq!(text(&done.output), "done");

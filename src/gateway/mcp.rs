@@ -12,7 +12,7 @@
 //! choose its own active groups, which then replace the tenant's group activation for that
 //! session only (and it gets `list_changed`).
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use engine::catalog::{Catalog, GroupInfo, TenantTools};
 use engine::exec::{CallHooks, CallRequest, ExecError, Executor};
@@ -28,6 +28,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 use super::{RenderCache, TenantAccess, log_internal};
 
@@ -137,11 +138,39 @@ impl Gateway {
 
 /// A session's client as the engine relays to it what an upstream server asks during a call
 /// (sampling, elicitation) and the log messages it sends.
-struct SessionRelay(Peer<RoleServer>);
+struct SessionRelay {
+    peer: Peer<RoleServer>,
+    /// Log messages on their way to the client, through one task started by the first of them.
+    /// The queue is short: an upstream flooding messages faster than the client reads loses
+    /// messages, not Toolgate's memory.
+    notices: OnceLock<mpsc::Sender<ServerNotification>>,
+}
+
+/// How many relayed notifications wait for a slow client before more are dropped.
+const NOTICE_BUFFER: usize = 256;
+
+impl SessionRelay {
+    fn new(peer: Peer<RoleServer>) -> Self {
+        SessionRelay { peer, notices: OnceLock::new() }
+    }
+
+    fn notices(&self) -> &mpsc::Sender<ServerNotification> {
+        self.notices.get_or_init(|| {
+            let (sender, mut queue) = mpsc::channel(NOTICE_BUFFER);
+            let peer = self.peer.clone();
+            tokio::spawn(async move {
+                while let Some(notification) = queue.recv().await {
+                    let _ = peer.send_notification(notification).await;
+                }
+            });
+            sender
+        })
+    }
+}
 
 impl ClientRelay for SessionRelay {
     fn request(&self, request: Value) -> RelayFuture {
-        let peer = self.0.clone();
+        let peer = self.peer.clone();
         Box::pin(async move {
             let request: ServerRequest = serde_json::from_value(request).map_err(|e| e.to_string())?;
             let answer = peer.send_request(request).await.map_err(|e| e.to_string())?;
@@ -152,10 +181,9 @@ impl ClientRelay for SessionRelay {
     fn notify(&self, notification: Value) {
         match serde_json::from_value::<ServerNotification>(notification) {
             Ok(notification) => {
-                let peer = self.0.clone();
-                tokio::spawn(async move {
-                    let _ = peer.send_notification(notification).await;
-                });
+                if self.notices().try_send(notification).is_err() {
+                    tracing::debug!("upstream notification dropped: the client reads slower than it arrives");
+                }
             }
             Err(err) => tracing::warn!(error = %err, "upstream notification not relayed"),
         }
@@ -253,7 +281,7 @@ impl ServerHandler for Gateway {
             return Ok(CallToolResponse::Complete(result));
         }
         let progress = context.meta.get_progress_token().map(|token| {
-            let (sink, mut reports) = tokio::sync::mpsc::unbounded_channel::<engine::tool::Progress>();
+            let (sink, mut reports) = engine::tool::progress_channel();
             let peer = context.peer.clone();
             tokio::spawn(async move {
                 while let Some(report) = reports.recv().await {
@@ -269,7 +297,7 @@ impl ServerHandler for Gateway {
             name: request.name.to_string(),
             arguments: request.arguments.map(Value::Object).unwrap_or(Value::Null),
         };
-        let hooks = CallHooks { progress, client: Some(Arc::new(SessionRelay(context.peer.clone()))) };
+        let hooks = CallHooks { progress, client: Some(Arc::new(SessionRelay::new(context.peer.clone()))) };
         match self.executor.call_in(&view, &Caller::ApiKey(access.key_id), call, hooks).await {
             Ok(result) => {
                 let output = serde_json::to_value(&result.output)

@@ -140,3 +140,18 @@ impl rmcp::ClientHandler for ListChangedCounter {
         self.list_changed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+/// The URL of the test's own database, for child processes.
+pub fn database_url(pool: &PgPool) -> String {
+    let base = std::env::var("DATABASE_URL").expect("the tests run with DATABASE_URL");
+    let mut url = reqwest::Url::parse(&base).unwrap();
+    url.set_path(pool.connect_options().get_database().expect("the test database has a name"));
+    url.to_string()
+}
+
+/// A `toolgate <command>` process (the real binary) on the test's database.
+pub fn start_process(command: &str, pool: &PgPool) -> toolgate_bench::ToolgateProcess {
+    let data = std::env::temp_dir().join(format!("toolgate-process-{}", uuid::Uuid::new_v4()));
+    let bin = env!("CARGO_BIN_EXE_toolgate");
+    toolgate_bench::ToolgateProcess::start(bin, command, &data, Some(&database_url(pool))).unwrap()
+}

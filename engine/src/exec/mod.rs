@@ -14,14 +14,13 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sqlx::PgPool;
-use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::catalog::{Catalog, CatalogTool, TenantTools};
 use crate::model::SourceKind;
 use crate::secret::SecretBox;
 use crate::tool::{
-    Caller, ClientRelay, Content, Progress, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
+    Caller, ClientRelay, Content, ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
     ToolProvider,
 };
 pub use record::{CALL_SECONDS, CALLS_TOTAL};
@@ -84,7 +83,7 @@ impl Status {
 #[derive(Default)]
 pub struct CallHooks {
     /// Progress reports.
-    pub progress: Option<mpsc::UnboundedSender<Progress>>,
+    pub progress: Option<ProgressSink>,
     /// Requests and log messages an upstream server sends the caller.
     pub client: Option<Arc<dyn ClientRelay>>,
 }
@@ -194,7 +193,7 @@ impl Executor {
         tenant: &str,
         caller: &Caller,
         request: CallRequest,
-        progress: Option<mpsc::UnboundedSender<Progress>>,
+        progress: Option<ProgressSink>,
     ) -> Result<CallResult, ExecError> {
         let snapshot = self.inner.catalog.snapshot();
         let view = snapshot.tenant(tenant).ok_or_else(|| ExecError::UnknownTenant(tenant.to_string()))?;
