@@ -186,7 +186,7 @@ tenants:
     );
 
     // The gateway serves the new configuration.
-    let key = store::keys::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "k")
+    let key = store::keys::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "k", None)
         .await
         .unwrap()
         .1;

@@ -22,7 +22,7 @@ use sqlx::PgPool;
 async fn tenant_with_key(pool: &PgPool, slug: &str) -> String {
     let slug = TenantSlug::parse(slug).unwrap();
     store::tenants::create(pool, &Actor::system(), &slug, "Tenant").await.unwrap();
-    store::keys::create(pool, &Actor::system(), &slug, "test").await.unwrap().1
+    store::keys::create(pool, &Actor::system(), &slug, "test", None).await.unwrap().1
 }
 
 async fn connect(

@@ -20,7 +20,7 @@ use sqlx::PgPool;
 async fn a_change_through_serve_reaches_the_clients_of_a_gateway_replica(pool: PgPool) {
     let acme = TenantSlug::parse("acme").unwrap();
     store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
-    let key = store::keys::create(&pool, &Actor::system(), &acme, "replica").await.unwrap().1;
+    let key = store::keys::create(&pool, &Actor::system(), &acme, "replica", None).await.unwrap().1;
     let token = engine::admin::create_token(&pool, "replicas").await.unwrap();
     let serve = start_process("serve", &pool);
     let gateway = start_process("gateway", &pool);

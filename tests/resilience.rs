@@ -30,7 +30,7 @@ async fn the_gateway_rides_out_a_database_restart() {
     let app = TestApp::spawn(pool.clone()).await;
     let acme = TenantSlug::parse("acme").unwrap();
     store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
-    let key = store::keys::create(&pool, &Actor::system(), &acme, "k").await.unwrap().1;
+    let key = store::keys::create(&pool, &Actor::system(), &acme, "k", None).await.unwrap().1;
     let token = engine::admin::create_token(&pool, "ops").await.unwrap();
     let http = reqwest::Client::new();
     let tools = || {

@@ -24,6 +24,15 @@ impl FromServerFnError for PanelError {
     type Encoder = JsonEncoding;
 
     fn from_server_fn_error(err: ServerFnErrorErr) -> Self {
+        // On the server these are requests that do not decode: the client's mistake, a 400.
+        #[cfg(feature = "ssr")]
+        if let ServerFnErrorErr::Args(_)
+        | ServerFnErrorErr::MissingArg(_)
+        | ServerFnErrorErr::Deserialization(_)
+        | ServerFnErrorErr::UnsupportedRequestMethod(_) = &err
+        {
+            ssr::status(axum::http::StatusCode::BAD_REQUEST);
+        }
         PanelError::Request(err.to_string())
     }
 }
@@ -36,7 +45,7 @@ pub mod ssr {
     use leptos::prelude::use_context;
     use leptos_axum::ResponseOptions;
 
-    fn status(code: StatusCode) {
+    pub(super) fn status(code: StatusCode) {
         if let Some(response) = use_context::<ResponseOptions>() {
             response.set_status(code);
         }
@@ -51,6 +60,11 @@ pub mod ssr {
         pub fn rejected(code: StatusCode, message: impl ToString) -> Self {
             status(code);
             PanelError::Rejected(message.to_string())
+        }
+
+        /// Input the server cannot use (422), saying why.
+        pub fn invalid(message: impl ToString) -> Self {
+            Self::rejected(StatusCode::UNPROCESSABLE_ENTITY, message)
         }
 
         /// Logs `err` under a fresh reference and returns only the reference.

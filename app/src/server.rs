@@ -70,3 +70,8 @@ pub fn db_error(err: engine::db::DbError) -> PanelError {
 pub fn comma_list(text: &str) -> Vec<String> {
     text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
+
+/// A time to the minute, as the panel shows it: `2026-11-30 14:05`.
+pub fn minute(at: time::OffsetDateTime) -> String {
+    format!("{} {:02}:{:02}", at.date(), at.hour(), at.minute())
+}

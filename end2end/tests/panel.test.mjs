@@ -116,10 +116,16 @@ test('a tenant: tag toggles change the effective tool list; keys are shown once 
   assert.match(await page.locator('.token-total').innerText(), /^\d+$/);
 
   await page.locator('input[name="key-name"]').fill('ci');
+  await page.locator('input[name="key-expiry"]').fill('0');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  await page.getByText('expiry: a whole number of days from 1 to 3650').waitFor();
+  await page.locator('input[name="key-expiry"]').fill('30');
   await page.getByRole('button', { name: 'Create key' }).click();
   const key = page.locator('figure.new-key pre');
   await key.waitFor();
   assert.match(await key.innerText(), /^tg_[A-Za-z0-9]{40}$/);
+  const in30days = new Date(Date.now() + 30 * 86400e3).toISOString().slice(0, 10);
+  await page.locator('td', { hasText: in30days }).waitFor();
   await page.screenshot({ path: `${screenshots}/tenant.png`, fullPage: true });
   await page.getByRole('button', { name: 'Revoke' }).click();
   await page.locator('tr.revoked').waitFor();

@@ -155,9 +155,12 @@ async fn require_admin(State(state): State<AppState>, mut request: Request, next
 #[derive(Deserialize)]
 struct NewKey {
     name: String,
+    /// RFC 3339; the key never expires when left out.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    expires_at: Option<time::OffsetDateTime>,
 }
 
-/// `POST /api/admin/v1/tenants/{slug}/keys` `{"name"}` -> `201 {"id", "key"}`.
+/// `POST /api/admin/v1/tenants/{slug}/keys` `{"name", "expires_at"?}` -> `201 {"id", "key"}`.
 async fn create_key(
     State(state): State<AppState>,
     Extension(admin): Extension<Admin>,
@@ -165,7 +168,8 @@ async fn create_key(
     Body(body): Body<NewKey>,
 ) -> Answer {
     let (key, secret) =
-        store::keys::create(&state.pool, &admin.actor, &tenant_slug(&tenant)?, &body.name).await?;
+        store::keys::create(&state.pool, &admin.actor, &tenant_slug(&tenant)?, &body.name, body.expires_at)
+            .await?;
     Ok((StatusCode::CREATED, Json(json!({"id": key.id, "key": secret}))).into_response())
 }
 

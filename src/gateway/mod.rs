@@ -40,13 +40,20 @@ impl KeyCheck {
         KeyCheck { catalog, pool, touched: Arc::default() }
     }
 
-    /// The tenant the request's `Authorization: Bearer <key>` belongs to, if the key is active.
-    fn authenticate(&self, headers: &HeaderMap) -> Option<TenantAccess> {
-        let key = headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ")?;
+    /// The tenant the request's `Authorization: Bearer <key>` belongs to.
+    fn authenticate(&self, headers: &HeaderMap) -> Result<TenantAccess, Refusal> {
+        let key = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .ok_or(Refusal::NoKey)?;
         let snapshot = self.catalog.snapshot();
-        let identity = snapshot.authenticate(key)?;
+        let identity = snapshot.authenticate(key).ok_or(Refusal::NoKey)?;
+        if let Some(at) = identity.expired() {
+            return Err(Refusal::Expired(at));
+        }
         self.touch(identity.key_id);
-        Some(TenantAccess { tenant: identity.tenant.clone(), key_id: identity.key_id })
+        Ok(TenantAccess { tenant: identity.tenant.clone(), key_id: identity.key_id })
     }
 
     fn touch(&self, key_id: Uuid) {
@@ -126,7 +133,8 @@ pub fn internal(err: &dyn std::fmt::Display) -> Response {
 }
 
 /// A JSON request body. One that does not parse is answered with a 400 `invalid_body`
-/// problem saying why, before the handler runs.
+/// problem saying why (one over the size limit with a 413 `body_too_large`), before the
+/// handler runs.
 pub struct Body<T>(pub T);
 
 impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S> for Body<T> {
@@ -135,6 +143,9 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
     async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
         match axum::Json::<T>::from_request(request, state).await {
             Ok(axum::Json(body)) => Ok(Body(body)),
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(problem(StatusCode::PAYLOAD_TOO_LARGE, "body_too_large", rejection.body_text()))
+            }
             Err(rejection) => Err(problem(StatusCode::BAD_REQUEST, "invalid_body", rejection.body_text())),
         }
     }
@@ -170,12 +181,28 @@ pub fn problem(status: StatusCode, code: &str, detail: impl Into<String>) -> Res
     response
 }
 
-fn unauthorized() -> Response {
-    problem(
-        StatusCode::UNAUTHORIZED,
-        "invalid_api_key",
-        "a valid API key of this tenant is required: Authorization: Bearer <key>",
-    )
+/// Why a request's key was refused.
+enum Refusal {
+    /// Missing, unknown, revoked, or another tenant's.
+    NoKey,
+    Expired(time::OffsetDateTime),
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::NoKey => problem(
+                StatusCode::UNAUTHORIZED,
+                "invalid_api_key",
+                "a valid API key of this tenant is required: Authorization: Bearer <key>",
+            ),
+            Refusal::Expired(at) => {
+                let at = at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+                let detail = format!("this API key expired at {at}; ask an administrator for a new one");
+                problem(StatusCode::UNAUTHORIZED, "expired_api_key", detail)
+            }
+        }
+    }
 }
 
 /// For `/mcp/{tenant}`: the key must belong to the tenant in the path. Anything else is 401,
@@ -187,21 +214,22 @@ pub async fn require_key_of_path_tenant(
     next: Next,
 ) -> Response {
     match check.authenticate(request.headers()) {
-        Some(access) if access.tenant == tenant => {
+        Ok(access) if access.tenant == tenant => {
             request.extensions_mut().insert(access);
             next.run(request).await
         }
-        _ => unauthorized(),
+        Ok(_) => Refusal::NoKey.into_response(),
+        Err(refused) => refused.into_response(),
     }
 }
 
 /// For the REST API: the key decides the tenant.
 pub async fn require_key(State(check): State<KeyCheck>, mut request: Request, next: Next) -> Response {
     match check.authenticate(request.headers()) {
-        Some(access) => {
+        Ok(access) => {
             request.extensions_mut().insert(access);
             next.run(request).await
         }
-        None => unauthorized(),
+        Err(refused) => refused.into_response(),
     }
 }

@@ -108,7 +108,7 @@ pub async fn tenant_key(app: &TestApp, pool: &PgPool) -> String {
     use engine::store::{self, Actor};
     let slug = TenantSlug::parse("acme").unwrap();
     store::tenants::create(pool, &Actor::system(), &slug, "Acme").await.unwrap();
-    let key = store::keys::create(pool, &Actor::system(), &slug, "test").await.unwrap().1;
+    let key = store::keys::create(pool, &Actor::system(), &slug, "test", None).await.unwrap().1;
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while reqwest::Client::new()
         .get(app.url("/api/v1/tools"))

@@ -65,7 +65,7 @@ pub async fn save_group(
         .iter()
         .map(|id| id.parse::<uuid::Uuid>())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| PanelError::Rejected("a member is not a tool id".into()))?;
+        .map_err(|_| PanelError::invalid("a member is not a tool id"))?;
     engine::store::groups::put(&state.pool, &caller.actor, &name, description.trim(), active_by_default)
         .await
         .map_err(store_error)?;

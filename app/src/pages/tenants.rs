@@ -99,6 +99,9 @@ pub struct KeyView {
     pub created: String,
     pub last_used: Option<String>,
     pub revoked: bool,
+    /// When the key expires (or expired), if it does.
+    pub expires: Option<String>,
+    pub expired: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -125,7 +128,7 @@ pub struct OverrideView {
 pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
     use engine::store;
 
-    use crate::server::{caller, db_error, state, store_error};
+    use crate::server::{caller, db_error, minute, state, store_error};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
     let state = state();
@@ -190,8 +193,10 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
                 name: k.name,
                 prefix: k.prefix,
                 created: k.created_at.date().to_string(),
-                last_used: k.last_used_at.map(|t| format!("{} {:02}:{:02}", t.date(), t.hour(), t.minute())),
+                last_used: k.last_used_at.map(minute),
                 revoked: k.revoked_at.is_some(),
+                expires: k.expires_at.map(minute),
+                expired: k.expires_at.is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
             })
             .collect(),
         overrides: store::overrides::list(&state.pool, &slug)
@@ -349,17 +354,25 @@ pub async fn clear_override(slug: String, tool_id: String) -> Result<(), PanelEr
     use crate::server::{caller, state, store_error};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
-    let tool_id = tool_id.parse().map_err(|_| PanelError::Rejected("which tool?".into()))?;
+    let tool_id = tool_id.parse().map_err(|_| PanelError::invalid("which tool?"))?;
     engine::store::overrides::clear(&state().pool, &caller.actor, &slug, tool_id).await.map_err(store_error)
 }
 
-/// Creates an API key and returns it: the only time it is shown.
+/// Creates an API key, expiring after `expires_in_days` unless that is empty, and returns it:
+/// the only time it is shown.
 #[server]
-pub async fn create_key(slug: String, name: String) -> Result<String, PanelError> {
+pub async fn create_key(slug: String, name: String, expires_in_days: String) -> Result<String, PanelError> {
     use crate::server::{caller, state, store_error};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
-    let (_, key) = engine::store::keys::create(&state().pool, &caller.actor, &slug, name.trim())
+    let expires_at = match expires_in_days.trim() {
+        "" => None,
+        days => match days.parse::<i64>() {
+            Ok(days @ 1..=3650) => Some(time::OffsetDateTime::now_utc() + time::Duration::days(days)),
+            _ => return Err(PanelError::invalid("expiry: a whole number of days from 1 to 3650")),
+        },
+    };
+    let (_, key) = engine::store::keys::create(&state().pool, &caller.actor, &slug, name.trim(), expires_at)
         .await
         .map_err(store_error)?;
     Ok(key)
@@ -370,7 +383,7 @@ pub async fn revoke_key(slug: String, id: String) -> Result<(), PanelError> {
     use crate::server::{caller, state, store_error};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
-    let id = id.parse().map_err(|_| PanelError::Rejected("which key?".into()))?;
+    let id = id.parse().map_err(|_| PanelError::invalid("which key?"))?;
     engine::store::keys::revoke(&state().pool, &caller.actor, &slug, id).await.map_err(store_error)
 }
 
@@ -829,6 +842,7 @@ fn Keys(
 ) -> impl IntoView {
     let slug = StoredValue::new(tenant.slug.clone());
     let name = RwSignal::new(String::new());
+    let days = RwSignal::new(String::new());
     view! {
         <section class="card">
             <h2>"API keys"</h2>
@@ -859,6 +873,7 @@ fn Keys(
                         <th>"Key"</th>
                         <th>"Created"</th>
                         <th>"Last used"</th>
+                        <th>"Expires"</th>
                         <th></th>
                     </tr>
                 </thead>
@@ -876,6 +891,13 @@ fn Keys(
                                     </td>
                                     <td>{k.created}</td>
                                     <td>{k.last_used.unwrap_or_else(|| "never".into())}</td>
+                                    <td class:expired=k.expired>
+                                        {match (k.expires, k.expired) {
+                                            (Some(at), true) => format!("expired {at}"),
+                                            (Some(at), false) => at,
+                                            (None, _) => "never".into(),
+                                        }}
+                                    </td>
                                     <td>
                                         {if k.revoked {
                                             view! { <span class="muted">"revoked"</span> }.into_any()
@@ -901,12 +923,16 @@ fn Keys(
                     "Key name"
                     <input type="text" name="key-name" placeholder="production" prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) />
                 </label>
+                <label>
+                    "Expires after (days)"
+                    <input type="number" name="key-expiry" min="1" max="3650" placeholder="never" prop:value=move || days.get() on:input=move |ev| days.set(event_target_value(&ev)) />
+                </label>
                 <button
                     type="button"
                     class="primary"
                     disabled=move || create.pending().get()
                     on:click=move |_| {
-                        create.dispatch(CreateKey { slug: slug.get_value(), name: name.get() });
+                        create.dispatch(CreateKey { slug: slug.get_value(), name: name.get(), expires_in_days: days.get() });
                     }
                 >
                     "Create key"

@@ -35,6 +35,14 @@ pub(super) struct OverrideRow {
     pub secret_presets: Value,
 }
 
+pub(super) struct KeyRow {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    /// SHA-256 of the key.
+    pub key_hash: Vec<u8>,
+    pub expires_at: Option<time::OffsetDateTime>,
+}
+
 pub(super) struct Loaded {
     pub settings: Settings,
     pub tenants: Vec<Tenant>,
@@ -46,8 +54,8 @@ pub(super) struct Loaded {
     /// (tenant, group, active)
     pub tenant_groups: Vec<(Uuid, Uuid, bool)>,
     pub overrides: Vec<OverrideRow>,
-    /// Active API keys: (key id, tenant id, SHA-256 of the key).
-    pub keys: Vec<(Uuid, Uuid, Vec<u8>)>,
+    /// Unrevoked API keys.
+    pub keys: Vec<KeyRow>,
 }
 
 pub(super) async fn load(pool: &PgPool) -> Result<Loaded, sqlx::Error> {
@@ -87,12 +95,12 @@ pub(super) async fn load(pool: &PgPool) -> Result<Loaded, sqlx::Error> {
     )
     .fetch_all(&mut *tx)
     .await?;
-    let keys = sqlx::query!("select id, tenant_id, key_hash from api_key where revoked_at is null")
-        .fetch_all(&mut *tx)
-        .await?
-        .into_iter()
-        .map(|r| (r.id, r.tenant_id, r.key_hash))
-        .collect();
+    let keys = sqlx::query_as!(
+        KeyRow,
+        "select id, tenant_id, key_hash, expires_at from api_key where revoked_at is null"
+    )
+    .fetch_all(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(Loaded { settings, tenants, sources, tools, groups, members, tenant_groups, overrides, keys })
 }

@@ -195,6 +195,14 @@ pub struct Snapshot {
 pub struct KeyIdentity {
     pub key_id: Uuid,
     pub tenant: String,
+    pub expires_at: Option<time::OffsetDateTime>,
+}
+
+impl KeyIdentity {
+    /// When the key expired, if it has.
+    pub fn expired(&self) -> Option<time::OffsetDateTime> {
+        self.expires_at.filter(|at| *at <= time::OffsetDateTime::now_utc())
+    }
 }
 
 impl Snapshot {
@@ -208,7 +216,8 @@ impl Snapshot {
         }
     }
 
-    /// The tenant a presented API key belongs to, if the key is active.
+    /// The tenant a presented API key belongs to, if the key is known and not revoked (it may
+    /// have expired: see [`KeyIdentity::expired`]).
     pub fn authenticate(&self, key: &str) -> Option<&KeyIdentity> {
         self.keys.get(&crate::store::keys::hash(key))
     }
@@ -373,8 +382,9 @@ pub(super) fn build(loaded: &Loaded, version: u64, force_tools_off: bool) -> Sna
     let keys = loaded
         .keys
         .iter()
-        .filter_map(|(key_id, tenant, hash)| {
-            Some((hash.clone(), KeyIdentity { key_id: *key_id, tenant: slugs.get(tenant)?.to_string() }))
+        .filter_map(|key| {
+            let tenant = slugs.get(&key.tenant_id)?.to_string();
+            Some((key.key_hash.clone(), KeyIdentity { key_id: key.id, tenant, expires_at: key.expires_at }))
         })
         .collect();
     Snapshot { version, built_at: SystemTime::now(), tools_enabled, tenants, keys }

@@ -1,5 +1,5 @@
 //! Tenant API keys: shown once at creation, stored only as a SHA-256 hash with a short
-//! visible prefix, revocable. Gateways check keys against the live catalog snapshot, so a
+//! visible prefix, revocable, optionally expiring. Gateways check keys against the live catalog snapshot, so a
 //! revocation reaches every replica with the next reload.
 
 use rand::distr::{Alphanumeric, SampleString};
@@ -22,34 +22,43 @@ pub struct ApiKey {
     pub created_at: time::OffsetDateTime,
     pub last_used_at: Option<time::OffsetDateTime>,
     pub revoked_at: Option<time::OffsetDateTime>,
+    /// After this the gateway refuses the key.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<time::OffsetDateTime>,
 }
 
 pub fn hash(key: &str) -> Vec<u8> {
     Sha256::digest(key.as_bytes()).to_vec()
 }
 
-/// Creates a key; the returned string is the only time the key exists in the clear.
+/// Creates a key, valid until `expires_at` when given; the returned string is the only time
+/// the key exists in the clear.
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %tenant))]
 pub async fn create(
     pool: &PgPool,
     actor: &Actor,
     tenant: &TenantSlug,
     name: &str,
+    expires_at: Option<time::OffsetDateTime>,
 ) -> Result<(ApiKey, String)> {
     if !(1..=100).contains(&name.chars().count()) {
         return Err(Error::Invalid("a key name is 1 to 100 characters".into()));
+    }
+    if expires_at.is_some_and(|at| at <= time::OffsetDateTime::now_utc()) {
+        return Err(Error::Invalid("a key's expiry must be in the future".into()));
     }
     let secret = format!("tg_{}", Alphanumeric.sample_string(&mut rand::rng(), 40));
     let mut tx = pool.begin().await?;
     let tenant_id = super::tenants::get(&mut *tx, tenant).await?.id;
     let key = sqlx::query_as!(
         ApiKey,
-        "insert into api_key (tenant_id, name, prefix, key_hash) values ($1, $2, $3, $4)
-         returning id, name, prefix, created_at, last_used_at, revoked_at",
+        "insert into api_key (tenant_id, name, prefix, key_hash, expires_at) values ($1, $2, $3, $4, $5)
+         returning id, name, prefix, created_at, last_used_at, revoked_at, expires_at",
         tenant_id,
         name,
         &secret[..PREFIX_LEN],
         hash(&secret),
+        expires_at,
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -70,7 +79,7 @@ pub async fn active_counts(pool: &PgPool) -> Result<std::collections::HashMap<Uu
 pub async fn list(pool: &PgPool, tenant: &TenantSlug) -> Result<Vec<ApiKey>> {
     Ok(sqlx::query_as!(
         ApiKey,
-        "select k.id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at
+        "select k.id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at, k.expires_at
          from api_key k join tenant t on t.id = k.tenant_id where t.slug = $1 order by k.created_at",
         tenant.as_str()
     )
@@ -85,7 +94,7 @@ pub async fn revoke(pool: &PgPool, actor: &Actor, tenant: &TenantSlug, id: Uuid)
         ApiKey,
         "update api_key k set revoked_at = now() from tenant t
          where k.id = $1 and k.tenant_id = t.id and t.slug = $2 and k.revoked_at is null
-         returning k.id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at",
+         returning k.id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at, k.expires_at",
         id,
         tenant.as_str()
     )
