@@ -14,7 +14,8 @@ test:
 	scripts/test.sh
 
 # Benchmarks (release builds, a private PostgreSQL); not part of `make test`.
-bench: deps
+bench:
+	scripts/install-deps.sh --bench
 	scripts/bench.sh
 
 deps:

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Installs what building (and, with --test, testing) Toolgate needs; skips what is present.
-# Idempotent: a second run installs nothing.
+# Installs what building (and, with --test, testing; with --bench, benchmarking) Toolgate
+# needs; skips what is present. Idempotent: a second run installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
 with_test=false
-[[ "${1:-}" == "--test" ]] && with_test=true
+with_python=false
+case "${1:-}" in
+    --test) with_test=true; with_python=true ;;
+    --bench) with_python=true ;;
+esac
 
 as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
 
@@ -17,7 +21,7 @@ command -v npm >/dev/null || apt_missing+=(nodejs npm)
 command -v cc >/dev/null || apt_missing+=(gcc libc6-dev)
 command -v gzip >/dev/null || apt_missing+=(gzip)
 $with_test && { command -v chromium >/dev/null || apt_missing+=(chromium); }
-$with_test && { python3 -c 'import ensurepip, venv' 2>/dev/null || apt_missing+=(python3 python3-venv); }
+$with_python && { python3 -c 'import ensurepip, venv' 2>/dev/null || apt_missing+=(python3 python3-venv); }
 
 # The wasm32 target: from rustup when it can be fetched, else Debian's rustc-web with its std
 # source, built with -Zbuild-std (see scripts/build-site.sh).
@@ -52,11 +56,17 @@ npm_install() {
 npm_install tools
 $with_test && npm_install end2end
 
-# Python tools for the tests, in a virtualenv outside the clone: schemathesis (fuzzes the REST
-# API from its OpenAPI document) and the `mcp` SDK (an independent MCP client). Reinstalled
-# when the requirements change.
-if $with_test && [[ tools/python/requirements.txt -nt "$TOOLGATE_VENV/.installed" ]]; then
+# Python tools for the tests and benchmarks, in a virtualenv outside the clone: schemathesis
+# (fuzzes the REST API from its OpenAPI document) and the `mcp` SDK (an independent MCP client,
+# and the benchmark's Python upstream). Reinstalled when the requirements change.
+if $with_python && [[ tools/python/requirements.txt -nt "$TOOLGATE_VENV/.installed" ]]; then
     python3 -m venv "$TOOLGATE_VENV"
     "$TOOLGATE_VENV/bin/pip" install --quiet --disable-pip-version-check -r tools/python/requirements.txt
     touch "$TOOLGATE_VENV/.installed"
+fi
+
+# cargo-fuzz, for the bounded fuzzing runs of the test suite (stable toolchain, no sanitizer).
+cargo_fuzz_version=0.13.2
+if $with_test && [[ "$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $cargo_fuzz_version" ]]; then
+    cargo install --locked cargo-fuzz --version "$cargo_fuzz_version"
 fi

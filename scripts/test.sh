@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: a private PostgreSQL cluster for the Rust tests (a fresh database per
-# test via #[sqlx::test]), then the end-to-end suite in headless Chromium against a real
-# `toolgate serve` on its own embedded cluster.
+# test via #[sqlx::test]), bounded fuzzing (scripts/fuzz.sh), then the end-to-end suite in
+# headless Chromium against a real `toolgate serve` on its own embedded cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -26,5 +26,8 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
     cargo test --locked --workspace --no-fail-fast
 fi
+
+# Coverage-guided fuzzing of the schema lint/normaliser and the argument validator, bounded.
+scripts/fuzz.sh 30
 
 TOOLGATE_BIN="$toolgate" TOOLGATE_SITE_ROOT="$SITE_DIR" npm test --prefix end2end

@@ -270,3 +270,50 @@ fn golden_renderings_per_provider() {
         }})
     );
 }
+
+#[test]
+fn references_that_would_inline_into_a_huge_schema_are_refused() {
+    // Each definition uses the next twice: 2^40 nodes once inlined.
+    let mut defs = serde_json::Map::new();
+    for level in 0..40 {
+        let next = json!({"$ref": format!("#/$defs/L{}", level + 1)});
+        defs.insert(format!("L{level}"), json!({"type": "object", "properties": {"a": next, "b": next}}));
+    }
+    defs.insert("L40".into(), json!({"type": "string"}));
+    let bomb = json!({"$defs": defs, "type": "object", "properties": {"root": {"$ref": "#/$defs/L0"}}});
+    let err = normalize(&bomb, Provider::Anthropic, false).unwrap_err();
+    assert_eq!(err, NormalizeError::TooLarge);
+    assert!(err.to_string().contains("too large once its `$ref`s are inlined"), "{err}");
+
+    // A long chain of definitions nests too deep to serve.
+    let mut defs = serde_json::Map::new();
+    for level in 0..200 {
+        let next = json!({"$ref": format!("#/$defs/L{}", level + 1)});
+        defs.insert(format!("L{level}"), json!({"type": "object", "properties": {"next": next}}));
+    }
+    defs.insert("L200".into(), json!({"type": "string"}));
+    let chain = json!({"$defs": defs, "type": "object", "properties": {"root": {"$ref": "#/$defs/L0"}}});
+    assert_eq!(normalize(&chain, Provider::Mcp, false).unwrap_err(), NormalizeError::TooLarge);
+}
+
+#[test]
+fn a_union_inside_a_top_level_all_of_and_malformed_compositions_still_normalise_clean() {
+    // Found by the `schema` fuzz target: the union came in through allOf after the top level
+    // had been flattened, and an `anyOf` that is not a list stayed.
+    let schemas = [
+        json!({"allOf": [{"type": "object", "properties": {"a": {"type": "string"}}},
+                         {"anyOf": [{"properties": {"b": {"type": "integer"}}, "required": ["b"]},
+                                    {"properties": {"c": {"type": "integer"}}, "required": ["c"]}]}]}),
+        json!({"allOf": [{"properties": {"b": {}}, "anyOf": {"a": {"type": "string"}}}]}),
+        json!({"type": "object", "properties": {"x": {"oneOf": "nonsense", "allOf": 3}}}),
+    ];
+    for schema in schemas {
+        for provider in Provider::ALL {
+            for strict in [false, true] {
+                let normalized = normalize(&schema, provider, strict).unwrap();
+                let findings = lint(&normalized, provider, strict);
+                assert!(findings.is_empty(), "{provider:?} {strict}: {findings:?} in {normalized}");
+            }
+        }
+    }
+}

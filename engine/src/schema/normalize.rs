@@ -18,6 +18,22 @@ pub enum NormalizeError {
     /// A `$ref` points outside the schema or to nothing.
     #[error("`$ref` {0} cannot be resolved (only local #/$defs/... and #/definitions/... references are)")]
     Unresolved(String),
+    /// Inlining would build a schema too big or too deep to serve (definitions that each use
+    /// the next several times grow exponentially).
+    #[error(
+        "the schema is too large once its `$ref`s are inlined (over {MAX_NODES} nodes or {MAX_DEPTH} levels deep)"
+    )]
+    TooLarge,
+}
+
+/// The most nodes an inlined schema may have.
+const MAX_NODES: usize = 50_000;
+/// The deepest an inlined schema may nest.
+const MAX_DEPTH: usize = 100;
+
+/// What inlining may still build.
+struct Budget {
+    nodes: usize,
 }
 
 pub fn normalize(schema: &Value, provider: Provider, strict: bool) -> Result<Value, NormalizeError> {
@@ -31,8 +47,11 @@ pub fn normalize(schema: &Value, provider: Provider, strict: bool) -> Result<Val
         }
     }
     let mut root = Value::Object(root);
-    inline_refs(&mut root, &defs, &mut Vec::new())?;
+    inline_refs(&mut root, &defs, &mut Vec::new(), &mut Budget { nodes: MAX_NODES }, 0)?;
     let Value::Object(mut root) = root else { unreachable!("inlining keeps the root an object") };
+    // A union can also come from a part of a top-level allOf.
+    merge_all_of(&mut root);
+    note_malformed_compositions(&mut root);
     flatten_top_level_union(&mut root);
     root.insert("type".into(), json!("object"));
     let normaliser = Normaliser { provider, strict: strict && provider == Provider::OpenAi };
@@ -40,40 +59,47 @@ pub fn normalize(schema: &Value, provider: Provider, strict: bool) -> Result<Val
     Ok(Value::Object(root))
 }
 
+/// Replaces every `$ref` under `node` (at `depth`) by its definition, counting what it builds
+/// against `budget`.
 fn inline_refs(
     node: &mut Value,
     defs: &Map<String, Value>,
     stack: &mut Vec<String>,
+    budget: &mut Budget,
+    depth: usize,
 ) -> Result<(), NormalizeError> {
+    budget.nodes = budget.nodes.checked_sub(1).ok_or(NormalizeError::TooLarge)?;
+    if depth > MAX_DEPTH {
+        return Err(NormalizeError::TooLarge);
+    }
     match node {
         Value::Object(map) => {
-            if let Some(Value::String(reference)) = map.get("$ref") {
-                let reference = reference.clone();
+            // Keywords beside the $ref (often a description) win over the definition's.
+            let mut inlined = Map::new();
+            if let Some(Value::String(reference)) = map.get("$ref").cloned() {
+                map.remove("$ref");
                 if stack.contains(&reference) {
                     return Err(NormalizeError::Recursive(reference));
                 }
-                let mut target = defs
-                    .get(&reference)
-                    .cloned()
-                    .ok_or_else(|| NormalizeError::Unresolved(reference.clone()))?;
+                let mut target =
+                    defs.get(&reference).cloned().ok_or_else(|| NormalizeError::Unresolved(reference.clone()))?;
                 stack.push(reference);
-                inline_refs(&mut target, defs, stack)?;
+                inline_refs(&mut target, defs, stack, budget, depth)?;
                 stack.pop();
-                map.remove("$ref");
-                // Keywords beside the $ref (often a description) win over the definition's.
                 if let Value::Object(target) = target {
-                    for (key, value) in target {
-                        map.entry(key).or_insert(value);
-                    }
+                    inlined = target;
                 }
             }
             for value in map.values_mut() {
-                inline_refs(value, defs, stack)?;
+                inline_refs(value, defs, stack, budget, depth + 1)?;
+            }
+            for (key, value) in inlined {
+                map.entry(key).or_insert(value);
             }
         }
         Value::Array(items) => {
             for item in items {
-                inline_refs(item, defs, stack)?;
+                inline_refs(item, defs, stack, budget, depth + 1)?;
             }
         }
         _ => {}
@@ -111,6 +137,37 @@ fn append_description(node: &mut Map<String, Value>, note: &str) {
         _ => note.to_string(),
     };
     node.insert("description".into(), Value::String(description));
+}
+
+/// An `allOf` is merged into its schema: properties and requirements of every part, and the
+/// first value of any other keyword.
+fn merge_all_of(node: &mut Map<String, Value>) {
+    let Some(Value::Array(parts)) = node.get("allOf") else { return };
+    let parts = parts.clone();
+    node.remove("allOf");
+    let mut required = required_of(node);
+    for part in parts.iter().filter_map(Value::as_object) {
+        merge_object(node, part, &mut required);
+        for (key, value) in part {
+            if !matches!(key.as_str(), "properties" | "required") {
+                node.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+        }
+    }
+    if !required.is_empty() {
+        node.insert("required".into(), json!(required));
+    }
+}
+
+/// `anyOf`, `oneOf` or `allOf` with anything but a list of schemas says nothing a provider
+/// can use: it moves into the description.
+fn note_malformed_compositions(node: &mut Map<String, Value>) {
+    for keyword in ["anyOf", "oneOf", "allOf"] {
+        if let Some(value) = node.get(keyword).filter(|v| !v.is_array()).cloned() {
+            node.remove(keyword);
+            append_description(node, &format!("{keyword}: {}", compact(&value)));
+        }
+    }
 }
 
 /// A top-level `anyOf`/`oneOf` of objects becomes one object with every variant's properties;
@@ -158,26 +215,14 @@ impl Normaliser {
                 append_description(node, "deeper structure omitted");
             }
         }
+        merge_all_of(node);
+        note_malformed_compositions(node);
         if let Some(one_of) = node.remove("oneOf") {
             match node.get_mut("anyOf") {
                 Some(Value::Array(any)) => any.extend(one_of.as_array().cloned().unwrap_or_default()),
                 _ => {
                     node.insert("anyOf".into(), one_of);
                 }
-            }
-        }
-        if let Some(Value::Array(parts)) = node.remove("allOf") {
-            let mut required = required_of(node);
-            for part in parts.iter().filter_map(Value::as_object) {
-                merge_object(node, part, &mut required);
-                for (key, value) in part {
-                    if !matches!(key.as_str(), "properties" | "required") {
-                        node.entry(key.clone()).or_insert_with(|| value.clone());
-                    }
-                }
-            }
-            if !required.is_empty() {
-                node.insert("required".into(), json!(required));
             }
         }
         if let Some(Value::Array(values)) = node.get("enum")
