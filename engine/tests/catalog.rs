@@ -328,3 +328,31 @@ async fn a_burst_of_a_thousand_changes_ends_in_the_final_state(pool: PgPool) {
     })
     .await;
 }
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_rebuild_reuses_unchanged_tools_and_sees_every_kind_of_change(pool: PgPool) {
+    let ids = source(&pool, "a", &[], &[tool("one", &[]), tool("two", &[])]).await;
+    tenant(&pool, "t", Some(&[])).await;
+    let live = catalog(&pool).await;
+    let tool_of = |s: &Snapshot, name: &str| s.tenant("t").unwrap().resolve(name).unwrap().clone();
+    let before = tool_of(&live.snapshot(), "a_two");
+
+    // A tenant's choice: the other tools are reused as they were, not read and built again.
+    let secrets = SecretBox::from_key(&[1; 32]).unwrap();
+    let renamed = OverrideInput { description: Some("Renamed".into()), ..Default::default() };
+    store::overrides::set(&pool, &secrets, &actor(), &slug("t"), ids[0], &renamed).await.unwrap();
+    eventually(&live, Duration::from_secs(5), |s| tool_of(s, "a_one").description == "Renamed").await;
+    assert!(std::sync::Arc::ptr_eq(&before, &tool_of(&live.snapshot(), "a_two")), "a_two was rebuilt");
+
+    // A tool's own change, a source's and a group's are all seen.
+    let changed = ToolDefinition { description: "two, changed".into(), ..tool("two", &[]) };
+    store::sources::sync_tools(&pool, &actor(), &name("a"), &[tool("one", &[]), changed]).await.unwrap();
+    eventually(&live, Duration::from_secs(5), |s| tool_of(s, "a_two").description == "two, changed").await;
+    store::sources::set_enabled(&pool, &actor(), &name("a"), false).await.unwrap();
+    eventually(&live, Duration::from_secs(5), |s| names(s, "t").is_empty()).await;
+    store::sources::set_enabled(&pool, &actor(), &name("a"), true).await.unwrap();
+    eventually(&live, Duration::from_secs(5), |s| names(s, "t").len() == 2).await;
+    store::groups::put(&pool, &actor(), &name("g"), "", false).await.unwrap();
+    store::groups::set_members(&pool, &actor(), &name("g"), &[ids[0]]).await.unwrap();
+    eventually(&live, Duration::from_secs(5), |s| names(s, "t") == ["a_two"]).await;
+}

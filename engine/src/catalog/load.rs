@@ -5,6 +5,7 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use super::snapshot::Bases;
 use crate::store::groups::{self, Group};
 use crate::store::settings::{self, Settings};
 use crate::store::sources::{self, Source};
@@ -47,7 +48,10 @@ pub(super) struct Loaded {
     pub settings: Settings,
     pub tenants: Vec<Tenant>,
     pub sources: Vec<Source>,
-    pub tools: Vec<ToolRow>,
+    /// `catalog_epoch.tools` as read with everything else.
+    pub tool_epoch: i64,
+    /// `None`: the tools, their sources and their groups are those `reusable` was built from.
+    pub tools: Option<Vec<ToolRow>>,
     pub groups: Vec<Group>,
     /// (group, tool)
     pub members: Vec<(Uuid, Uuid)>,
@@ -58,29 +62,38 @@ pub(super) struct Loaded {
     pub keys: Vec<KeyRow>,
 }
 
-pub(super) async fn load(pool: &PgPool) -> Result<Loaded, sqlx::Error> {
+/// Reads the configuration; the tools only when they, their sources or their groups changed
+/// since `reusable` was built.
+pub(super) async fn load(pool: &PgPool, reusable: Option<&Bases>) -> Result<Loaded, sqlx::Error> {
     let mut tx = pool.begin().await?;
     sqlx::query!("set transaction isolation level repeatable read, read only").execute(&mut *tx).await?;
+    let tool_epoch = sqlx::query_scalar!("select tools from catalog_epoch").fetch_one(&mut *tx).await?;
     let settings = settings::get(&mut *tx).await?;
     let tenants = tenants::list(&mut *tx).await?;
     let sources = sources::list(&mut *tx).await?;
-    let tools = sqlx::query_as!(
-        ToolRow,
-        "select id, source_id, upstream_name, description, input_schema, output_schema,
-                annotations, tags, strict, timeout_ms, held
-         from tool order by upstream_name, id"
+    let members: Vec<(Uuid, Uuid)> = sqlx::query!(
+        "select m.group_id, t.id as tool_id from tool_group_member m join tool t using (source_id, upstream_name)
+         order by 1, 2"
     )
     .fetch_all(&mut *tx)
-    .await?;
+    .await?
+    .into_iter()
+    .map(|r| (r.group_id, r.tool_id))
+    .collect();
+    let tools = match reusable {
+        Some(bases) if bases.unchanged(tool_epoch, &sources, &members) => None,
+        _ => Some(
+            sqlx::query_as!(
+                ToolRow,
+                "select id, source_id, upstream_name, description, input_schema, output_schema,
+                        annotations, tags, strict, timeout_ms, held
+                 from tool order by upstream_name, id"
+            )
+            .fetch_all(&mut *tx)
+            .await?,
+        ),
+    };
     let groups = groups::list(&mut *tx).await?;
-    let members = sqlx::query!(
-        "select m.group_id, t.id as tool_id from tool_group_member m join tool t using (source_id, upstream_name)"
-    )
-        .fetch_all(&mut *tx)
-        .await?
-        .into_iter()
-        .map(|r| (r.group_id, r.tool_id))
-        .collect();
     let tenant_groups = sqlx::query!("select tenant_id, group_id, active from tenant_group")
         .fetch_all(&mut *tx)
         .await?
@@ -102,5 +115,16 @@ pub(super) async fn load(pool: &PgPool) -> Result<Loaded, sqlx::Error> {
     .fetch_all(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(Loaded { settings, tenants, sources, tools, groups, members, tenant_groups, overrides, keys })
+    Ok(Loaded {
+        settings,
+        tenants,
+        sources,
+        tool_epoch,
+        tools,
+        groups,
+        members,
+        tenant_groups,
+        overrides,
+        keys,
+    })
 }

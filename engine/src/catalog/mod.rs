@@ -57,6 +57,8 @@ struct Rebuilder {
     options: CatalogOptions,
     current: Arc<ArcSwap<Snapshot>>,
     versions: watch::Sender<u64>,
+    /// The tools of the last rebuild, reused while they are unchanged.
+    bases: std::sync::Mutex<Option<Arc<snapshot::Bases>>>,
 }
 
 impl Catalog {
@@ -65,7 +67,13 @@ impl Catalog {
     pub async fn start(pool: PgPool, options: CatalogOptions) -> Result<Self, sqlx::Error> {
         let current = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
         let (versions_tx, versions) = watch::channel(0);
-        let rebuilder = Rebuilder { pool, options, current: current.clone(), versions: versions_tx };
+        let rebuilder = Rebuilder {
+            pool,
+            options,
+            current: current.clone(),
+            versions: versions_tx,
+            bases: Default::default(),
+        };
         rebuilder.rebuild().await?;
         let task = tokio::spawn(rebuilder.run());
         Ok(Catalog { current, versions, _task: Arc::new(AbortOnDrop(task)) })
@@ -86,12 +94,20 @@ impl Catalog {
 impl Rebuilder {
     async fn rebuild(&self) -> Result<(), sqlx::Error> {
         let started = std::time::Instant::now();
-        let loaded = load::load(&self.pool).await?;
+        let reusable = self.bases.lock().expect("bases").clone();
+        let mut loaded = load::load(&self.pool, reusable.as_deref()).await?;
+        let loading = started.elapsed();
+        let bases = match (loaded.tools.take(), reusable) {
+            (Some(tools), _) => Arc::new(snapshot::Bases::build(&loaded, &tools)),
+            (None, Some(reusable)) => reusable,
+            (None, None) => unreachable!("load reads the tools when there is nothing to reuse"),
+        };
+        *self.bases.lock().expect("bases") = Some(bases.clone());
         let version = self.current.load().version + 1;
-        let snapshot = snapshot::build(&loaded, version, self.options.force_tools_off);
+        let snapshot = snapshot::build(&loaded, &bases, version, self.options.force_tools_off);
         self.current.store(Arc::new(snapshot));
         self.versions.send_replace(version);
-        tracing::debug!(version, elapsed = ?started.elapsed(), "catalog rebuilt");
+        tracing::debug!(version, elapsed = ?started.elapsed(), ?loading, "catalog rebuilt");
         Ok(())
     }
 

@@ -240,15 +240,58 @@ fn timeout(ms: Option<i32>) -> Option<Duration> {
 }
 
 /// A tool with its source, before any tenant's choices.
-struct Base<'a> {
+pub(super) struct Base {
     tool: Arc<CatalogTool>,
     owner: Option<Uuid>,
     source_enabled: bool,
     held: bool,
-    tags: Vec<&'a str>,
 }
 
-fn base<'a>(tool: &'a ToolRow, source: &'a crate::store::sources::Source, groups: Vec<Uuid>) -> Base<'a> {
+/// Every tool before any tenant's choices, and what they were built from: a rebuild whose
+/// tools, sources and group members are unchanged reuses them instead of reading and building
+/// every tool again.
+pub(super) struct Bases {
+    epoch: i64,
+    sources: Vec<crate::store::sources::Source>,
+    members: Vec<(Uuid, Uuid)>,
+    list: Vec<Base>,
+}
+
+impl Bases {
+    /// Builds every tool of `tools`, read along with the rest of `loaded`.
+    pub(super) fn build(loaded: &Loaded, tools: &[ToolRow]) -> Self {
+        let sources: HashMap<Uuid, _> = loaded.sources.iter().map(|s| (s.id, s)).collect();
+        let mut groups_of: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+        for &(group, tool) in &loaded.members {
+            groups_of.entry(tool).or_default().push(group);
+        }
+        let list = tools
+            .iter()
+            .filter_map(|tool| {
+                let source = sources.get(&tool.source_id)?;
+                Some(base(tool, source, groups_of.remove(&tool.id).unwrap_or_default()))
+            })
+            .collect();
+        Bases {
+            epoch: loaded.tool_epoch,
+            sources: loaded.sources.clone(),
+            members: loaded.members.clone(),
+            list,
+        }
+    }
+
+    /// Whether these were built from exactly this state.
+    pub(super) fn unchanged(
+        &self,
+        epoch: i64,
+        sources: &[crate::store::sources::Source],
+        members: &[(Uuid, Uuid)],
+    ) -> bool {
+        self.epoch == epoch && self.sources == sources && self.members == members
+    }
+}
+
+fn base(tool: &ToolRow, source: &crate::store::sources::Source, groups: Vec<Uuid>) -> Base {
     let mut tags: Vec<&str> = source.tags.iter().chain(&tool.tags).map(String::as_str).collect();
     tags.sort_unstable();
     tags.dedup();
@@ -278,7 +321,6 @@ fn base<'a>(tool: &'a ToolRow, source: &'a crate::store::sources::Source, groups
         owner: source.tenant_id,
         source_enabled: source.enabled,
         held: tool.held,
-        tags,
     }
 }
 
@@ -298,31 +340,18 @@ fn with_override(base: &CatalogTool, ov: &OverrideRow) -> CatalogTool {
     }
 }
 
-/// Builds the snapshot. `force_tools_off` is the process's `TOOLGATE_TOOLS_ENABLED=false`.
-pub(super) fn build(loaded: &Loaded, version: u64, force_tools_off: bool) -> Snapshot {
+/// Builds the snapshot from `loaded` and its tools, `bases`. `force_tools_off` is the
+/// process's `TOOLGATE_TOOLS_ENABLED=false`.
+pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_off: bool) -> Snapshot {
     let tools_enabled = loaded.settings.tools_enabled && !force_tools_off;
-    let sources: HashMap<Uuid, _> = loaded.sources.iter().map(|s| (s.id, s)).collect();
     let group_default: HashMap<Uuid, bool> =
         loaded.groups.iter().map(|g| (g.id, g.active_by_default)).collect();
-    let mut groups_of: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
-    for &(group, tool) in &loaded.members {
-        groups_of.entry(tool).or_default().push(group);
-    }
     let tenant_group: HashMap<(Uuid, Uuid), bool> =
         loaded.tenant_groups.iter().map(|&(t, g, active)| ((t, g), active)).collect();
     let mut overrides: HashMap<(Uuid, Uuid), &OverrideRow> = HashMap::new();
     for ov in &loaded.overrides {
         overrides.insert((ov.tenant_id, ov.tool_id), ov);
     }
-    let bases: Vec<Base> = loaded
-        .tools
-        .iter()
-        .filter_map(|tool| {
-            let source = sources.get(&tool.source_id)?;
-            Some(base(tool, source, groups_of.remove(&tool.id).unwrap_or_default()))
-        })
-        .collect();
-
     let groups = Arc::new(
         loaded
             .groups
@@ -336,7 +365,7 @@ pub(super) fn build(loaded: &Loaded, version: u64, force_tools_off: bool) -> Sna
         let whitelist = tenant.enabled_tags.as_ref().unwrap_or(&loaded.settings.default_tags);
         let mut visible = Vec::new();
         let mut equippable = Vec::new();
-        for base in bases.iter().filter(|b| tools_enabled && b.owner.is_none_or(|o| o == tenant.id)) {
+        for base in bases.list.iter().filter(|b| tools_enabled && b.owner.is_none_or(|o| o == tenant.id)) {
             let ov = overrides.get(&(tenant.id, base.tool.tool_id)).copied();
             groups_active.clear();
             groups_active.extend(
@@ -349,7 +378,7 @@ pub(super) fn build(loaded: &Loaded, version: u64, force_tools_off: bool) -> Sna
                 tools_enabled,
                 source_enabled: base.source_enabled,
                 whitelist,
-                tags: &base.tags,
+                tags: &base.tool.tags,
                 groups_active: &groups_active,
                 override_enabled: ov.map(|ov| ov.enabled),
                 held: base.held,

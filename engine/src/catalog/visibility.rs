@@ -17,7 +17,7 @@ pub struct Facts<'a> {
     /// The tenant's enabled tags (its own, or the configured default).
     pub whitelist: &'a [String],
     /// The tool's tags: its source's and its own.
-    pub tags: &'a [&'a str],
+    pub tags: &'a [String],
     /// For each group the tool belongs to, whether that group is active for the tenant.
     pub groups_active: &'a [bool],
     /// The tenant's override, if it has one, says whether the tool is enabled.
@@ -25,7 +25,7 @@ pub struct Facts<'a> {
     pub held: bool,
 }
 
-pub fn admitted_by_tags(whitelist: &[String], tags: &[&str]) -> bool {
+pub fn admitted_by_tags(whitelist: &[String], tags: &[String]) -> bool {
     whitelist.is_empty() || tags.is_empty() || tags.iter().any(|tag| whitelist.iter().any(|w| w == tag))
 }
 
@@ -172,12 +172,12 @@ mod tests {
             },
         ];
         for case in cases {
-            let whitelist = tags(case.whitelist);
+            let (whitelist, tool_tags) = (tags(case.whitelist), tags(case.tags));
             let facts = Facts {
                 tools_enabled: case.tools_enabled,
                 source_enabled: case.source_enabled,
                 whitelist: &whitelist,
-                tags: case.tags,
+                tags: &tool_tags,
                 groups_active: case.groups_active,
                 override_enabled: case.override_enabled,
                 held: case.held,

@@ -81,8 +81,10 @@ fn inline_refs(
                 if stack.contains(&reference) {
                     return Err(NormalizeError::Recursive(reference));
                 }
-                let mut target =
-                    defs.get(&reference).cloned().ok_or_else(|| NormalizeError::Unresolved(reference.clone()))?;
+                let mut target = defs
+                    .get(&reference)
+                    .cloned()
+                    .ok_or_else(|| NormalizeError::Unresolved(reference.clone()))?;
                 stack.push(reference);
                 inline_refs(&mut target, defs, stack, budget, depth)?;
                 stack.pop();
