@@ -16,4 +16,4 @@ cargo bench --locked --workspace --benches
 scripts/build-site.sh release
 cargo build --locked --release -p toolgate-bench
 TOOLGATE_BIN="$CARGO_TARGET_DIR/release/toolgate" TOOLGATE_SITE_ROOT="$SITE_DIR" \
-    "$CARGO_TARGET_DIR/release/loadgen"
+    TOOLGATE_PYTHON="$TOOLGATE_VENV/bin/python" "$CARGO_TARGET_DIR/release/loadgen"

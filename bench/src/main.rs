@@ -1,15 +1,17 @@
 //! `loadgen`: Toolgate under load, end to end, as LLM applications use it.
 //!
-//! Starts an rmcp upstream (`echo`, `add`; streamable HTTP, in this process), a release
-//! `toolgate serve` on the given PostgreSQL, configures it through the admin API (config as
-//! code, a tenant key), then drives `tools/call` over MCP with real rmcp clients at several
-//! concurrencies: the upstream directly, the upstream through Toolgate, and a built-in tool.
+//! Starts an rmcp upstream (`echo`, `add`; streamable HTTP, in this process), the Python SDK's
+//! high-level server as a second upstream (`echo`), an rmcp upstream with 5,000 tools, a
+//! release `toolgate serve` on the given PostgreSQL, configures it through the admin API
+//! (config as code, tenant keys), then drives `tools/call` over MCP with real rmcp clients at
+//! several concurrencies: each upstream directly and through Toolgate, and a built-in tool.
 //! Reports latency percentiles, throughput, Toolgate's CPU time per call and its RSS (idle and
-//! loaded), and the time a configuration change takes to reach a second, `toolgate gateway`
-//! process. Prints a Markdown table.
+//! loaded), `tools/list` latency for a tenant with 5,000 tools, and the time a configuration
+//! change takes to reach a second, `toolgate gateway` process. Prints Markdown tables.
 //!
 //! Environment: `TOOLGATE_BIN` (the release binary), `DATABASE_URL`; optional
-//! `BENCH_SECONDS` (per scenario, default 5).
+//! `BENCH_SECONDS` (per scenario, default 5) and `TOOLGATE_PYTHON` (a Python with the `mcp`
+//! package; without it the Python upstream is left out).
 
 use std::process::Command;
 use std::sync::Arc;
@@ -76,9 +78,50 @@ impl ServerHandler for Upstream {
     }
 }
 
-async fn start_upstream() -> Result<String> {
+/// How many tools the big upstream publishes.
+const MANY: usize = 5_000;
+
+/// An upstream publishing [`MANY`] tools, each with a small schema of its own.
+#[derive(Clone)]
+struct ManyTools(Arc<Vec<Tool>>);
+
+impl ManyTools {
+    fn new() -> Self {
+        let tools = (0..MANY)
+            .map(|i| {
+                let schema = json!({"type": "object", "properties": {
+                    "query": {"type": "string", "description": format!("What tool {i} looks for")},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 100}
+                }, "required": ["query"]});
+                Tool::new(
+                    format!("tool_{i:04}"),
+                    format!("Tool number {i}, one of many"),
+                    Arc::new(schema.as_object().cloned().unwrap_or_default()),
+                )
+            })
+            .collect();
+        ManyTools(Arc::new(tools))
+    }
+}
+
+impl ServerHandler for ManyTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.0.to_vec()))
+    }
+}
+
+/// Serves `handler` over streamable HTTP on a loopback port; returns its URL.
+async fn start_upstream<H: ServerHandler + Clone + Send + Sync + 'static>(handler: H) -> Result<String> {
     let service = StreamableHttpService::new(
-        || Ok(Upstream),
+        move || Ok(handler.clone()),
         LocalSessionManager::default().into(),
         StreamableHttpServerConfig::default(),
     );
@@ -88,6 +131,33 @@ async fn start_upstream() -> Result<String> {
         async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await },
     );
     Ok(url)
+}
+
+/// The Python SDK's server (`tools/python/mcpserver_upstream.py`) on a free loopback port,
+/// killed when dropped, and its URL once it answers.
+struct PythonUpstream(std::process::Child);
+
+impl Drop for PythonUpstream {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn start_python_upstream(python: &str) -> Result<(PythonUpstream, String)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/python/mcpserver_upstream.py");
+    let child = Command::new(python).arg(script).arg(port.to_string()).spawn()?;
+    let process = PythonUpstream(child);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    for _ in 0..100 {
+        if let Ok(c) = client(&url, None).await {
+            c.cancel().await.ok();
+            return Ok((process, url));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("the Python upstream did not start on port {port}")
 }
 
 /// Resident memory of a process, in MiB.
@@ -210,6 +280,20 @@ async fn call(c: &RunningService<RoleClient, ()>, tool: &str, arguments: &Value)
     Ok(())
 }
 
+/// Waits until the tenant's MCP `tools/list` satisfies `done`.
+async fn wait_for_tools(endpoint: &str, key: &str, done: impl Fn(&[Tool]) -> bool) {
+    loop {
+        if let Ok(c) = client(endpoint, Some(key)).await {
+            let ready = c.list_all_tools().await.is_ok_and(|tools| done(&tools));
+            c.cancel().await.ok();
+            if ready {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 async fn admin(
     http: &reqwest::Client,
     base: &str,
@@ -239,7 +323,15 @@ async fn main() -> Result<()> {
     let data = std::env::temp_dir().join(format!("toolgate-loadgen-{}", std::process::id()));
     std::fs::create_dir_all(&data)?;
 
-    let upstream = start_upstream().await?;
+    let upstream = start_upstream(Upstream).await?;
+    let many = start_upstream(ManyTools::new()).await?;
+    let python = match std::env::var("TOOLGATE_PYTHON") {
+        Ok(python) => Some(start_python_upstream(&python).await?),
+        Err(_) => {
+            eprintln!("TOOLGATE_PYTHON is not set: the Python SDK upstream is left out");
+            None
+        }
+    };
     let serve = ToolgateProcess::start(&bin, "serve", &data, None)?;
     let token_out = Command::new(&bin)
         .args(["admin", "token", "create", "--name", "loadgen"])
@@ -248,39 +340,47 @@ async fn main() -> Result<()> {
     let token =
         String::from_utf8(token_out.stdout)?.lines().last().context("no admin token printed")?.to_string();
     let http = reqwest::Client::new();
+    let server = |name: &str, url: &str| json!({"name": name, "transport": "streamable_http", "url": url, "tags": ["bench"]});
+    let mut servers = vec![server("up", &upstream)];
+    if let Some((_, url)) = &python {
+        servers.push(server("py", url));
+    }
+    // The 5,000 tools belong to a tenant of their own, so the other scenarios do not list them.
+    servers.push(json!({"name": "many", "transport": "streamable_http", "url": many, "tenant": "big"}));
     let document = json!({
-        "servers": [{"name": "up", "transport": "streamable_http", "url": upstream, "tags": ["bench"]}],
-        "tenants": [{"slug": "bench", "name": "Benchmark", "enabled_tags": []}]
+        "servers": servers,
+        "tenants": [
+            {"slug": "bench", "name": "Benchmark", "enabled_tags": []},
+            {"slug": "big", "name": "Five thousand tools", "enabled_tags": []}
+        ]
     });
     admin(&http, &serve.url, &token, reqwest::Method::PUT, "/api/admin/v1/config", document).await?;
-    let key = admin(
-        &http,
-        &serve.url,
-        &token,
-        reqwest::Method::POST,
-        "/api/admin/v1/tenants/bench/keys",
-        json!({"name": "loadgen"}),
-    )
-    .await?["key"]
-        .as_str()
-        .context("no key")?
-        .to_string();
-    let endpoint = format!("{}/mcp/bench", serve.url);
-    let probe = loop {
-        if let Ok(c) = client(&endpoint, Some(&key)).await
-            && c.list_all_tools().await.is_ok_and(|tools| tools.iter().any(|t| t.name == "up_echo"))
-        {
-            break c;
+    let new_key = |tenant: &'static str| {
+        let (http, url, token) = (http.clone(), serve.url.clone(), token.clone());
+        async move {
+            let path = format!("/api/admin/v1/tenants/{tenant}/keys");
+            let created =
+                admin(&http, &url, &token, reqwest::Method::POST, &path, json!({"name": "loadgen"})).await?;
+            anyhow::Ok(created["key"].as_str().context("no key")?.to_string())
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    probe.cancel().await.ok();
+    let key = new_key("bench").await?;
+    let big_key = new_key("big").await?;
+    let endpoint = format!("{}/mcp/bench", serve.url);
+    let big_endpoint = format!("{}/mcp/big", serve.url);
+    let wanted = if python.is_some() { 2 } else { 1 };
+    wait_for_tools(&endpoint, &key, |tools| {
+        tools.iter().filter(|t| t.name == "up_echo" || t.name == "py_echo").count() == wanted
+    })
+    .await;
+    wait_for_tools(&big_endpoint, &big_key, |tools| tools.len() >= MANY).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_rss = rss_mib(serve.pid());
 
     println!("| scenario | c | calls | throughput | p50 | p99 | Toolgate CPU/call | Toolgate RSS (max) |");
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     let echo = json!({"message": "hello"});
+    let direct = |name, url| Scenario { name, url, key: None, tool: "echo", args: echo.clone(), pid: None };
     let through = |name, tool, args| Scenario {
         name,
         url: &endpoint,
@@ -289,18 +389,16 @@ async fn main() -> Result<()> {
         args,
         pid: Some(serve.pid()),
     };
-    let scenarios = [
-        Scenario {
-            name: "upstream directly",
-            url: &upstream,
-            key: None,
-            tool: "echo",
-            args: echo.clone(),
-            pid: None,
-        },
-        through("upstream through Toolgate", "up_echo", echo.clone()),
-        through("built-in tool through Toolgate", "list_directory", json!({"path": ""})),
+    let mut scenarios = vec![
+        direct("Rust upstream directly", &upstream),
+        through("Rust upstream through Toolgate", "up_echo", echo.clone()),
     ];
+    if let Some((_, url)) = &python {
+        scenarios.push(direct("Python upstream directly", url));
+        scenarios.push(through("Python upstream through Toolgate", "py_echo", echo.clone()));
+    }
+    scenarios.push(through("built-in tool through Toolgate", "list_directory", json!({"path": ""})));
+    let mut results = Vec::new();
     for Scenario { name, url, key, tool, args, pid } in scenarios {
         for concurrency in [1, 16] {
             let m = measure(url, key, tool, args.clone(), concurrency, seconds, pid).await?;
@@ -313,8 +411,45 @@ async fn main() -> Result<()> {
                 m.cpu_per_call_us.map(|us| format!("{us:.0} µs")).unwrap_or_else(|| "—".into()),
                 m.rss_mib.map(|r| format!("{r:.1} MiB")).unwrap_or_else(|| "—".into()),
             );
+            results.push((name, concurrency, m));
         }
     }
+
+    // Through Toolgate against the same upstream directly.
+    println!("\n| upstream | c | throughput through / direct | p50 added by Toolgate |");
+    println!("| --- | --- | --- | --- |");
+    for upstream in ["Rust", "Python"] {
+        for concurrency in [1, 16] {
+            let find = |how: &str| {
+                let name = format!("{upstream} upstream {how}");
+                results.iter().find(|(n, c, _)| *n == name && *c == concurrency).map(|(_, _, m)| m)
+            };
+            if let (Some(direct), Some(through)) = (find("directly"), find("through Toolgate")) {
+                println!(
+                    "| {upstream} | {concurrency} | {:.2} | {} |",
+                    through.per_second / direct.per_second,
+                    ms(through.p50.saturating_sub(direct.p50))
+                );
+            }
+        }
+    }
+
+    // tools/list for a tenant with 5,000 tools, over MCP.
+    let lister = client(&big_endpoint, Some(&big_key)).await?;
+    let mut listings = Vec::new();
+    let mut count = 0;
+    for _ in 0..50 {
+        let started = Instant::now();
+        count = lister.list_all_tools().await?.len();
+        listings.push(started.elapsed());
+    }
+    lister.cancel().await.ok();
+    listings.sort();
+    println!(
+        "\ntools/list over MCP for a tenant with {count} tools (50 listings): p50 {}, p99 {}",
+        ms(listings[listings.len() / 2]),
+        ms(listings[listings.len() * 99 / 100])
+    );
     println!("\nToolgate idle RSS after start-up and configuration: {idle_rss:.1} MiB");
 
     // Propagation: a change through `serve` reaching a `gateway` replica's MCP tools/list.

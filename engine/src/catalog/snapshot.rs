@@ -296,6 +296,9 @@ fn base(tool: &ToolRow, source: &crate::store::sources::Source, groups: Vec<Uuid
     tags.sort_unstable();
     tags.dedup();
     let raw = Arc::new(tool.input_schema.clone());
+    // Most schemas are what the LLM sees already: one copy serves as both.
+    let seen = schema::llm_input_schema(&raw, []);
+    let input_schema = if seen == *raw { raw.clone() } else { Arc::new(seen) };
     let catalog_tool = CatalogTool {
         tool_id: tool.id,
         source_id: source.id,
@@ -304,7 +307,7 @@ fn base(tool: &ToolRow, source: &crate::store::sources::Source, groups: Vec<Uuid
         upstream_name: tool.upstream_name.clone(),
         exposed_name: naming::exposed_name(&source.prefix, &tool.upstream_name),
         description: tool.description.clone(),
-        input_schema: Arc::new(schema::llm_input_schema(&raw, [])),
+        input_schema,
         raw_input_schema: raw,
         output_schema: tool.output_schema.clone().map(Arc::new),
         annotations: Arc::new(tool.annotations.clone()),
