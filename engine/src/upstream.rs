@@ -305,6 +305,9 @@ struct SlotState {
     peer: Option<Peer<RoleClient>>,
     last_error: Option<String>,
     last_seen: Option<Instant>,
+    /// Reconnecting after a failure: calls fail at once instead of waiting for the attempt
+    /// (which, to a host that does not answer, takes the whole connect timeout).
+    retrying: bool,
 }
 
 impl Slot {
@@ -331,6 +334,7 @@ impl Slot {
                         s.status = Status::Ready;
                         s.peer = Some(peer.clone());
                         s.last_seen = Some(Instant::now());
+                        s.retrying = false;
                     });
                     tracing::info!(server = %self.server, "upstream connected");
                     // Probes must reach the server, never a cached answer.
@@ -351,6 +355,7 @@ impl Slot {
                         s.status = Status::Down;
                         s.peer = None;
                         s.last_error = Some(reason);
+                        s.retrying = true;
                     });
                 }
                 Err(err) => {
@@ -359,6 +364,7 @@ impl Slot {
                         s.status = Status::Down;
                         s.peer = None;
                         s.last_error = Some(err);
+                        s.retrying = true;
                     });
                 }
             }
@@ -425,13 +431,13 @@ impl Slot {
         result
     }
 
-    /// The connection's peer: at once when ready, after a short wait while connecting, never
-    /// when down.
+    /// The connection's peer: at once when ready, after a wait while connecting for the first
+    /// time, never when down or reconnecting after a failure.
     async fn peer(&self) -> Result<Peer<RoleClient>, ToolError> {
         let mut state = self.state.subscribe();
         let waited = tokio::time::timeout(
             self.config.connect_timeout,
-            state.wait_for(|s| s.status != Status::Connecting),
+            state.wait_for(|s| s.status != Status::Connecting || s.retrying),
         )
         .await;
         let current = self.state.borrow().clone();
@@ -494,6 +500,7 @@ impl Slot {
                     self.set(|s| {
                         s.status = Status::Down;
                         s.peer = None;
+                        s.retrying = true;
                     });
                     self.broken.notify_one();
                     return Err(ToolError::tool(format!(
@@ -681,6 +688,7 @@ impl Inner {
             peer: None,
             last_error: None,
             last_seen: None,
+            retrying: false,
         });
         let slot = Arc::new_cyclic(|me| Slot {
             me: me.clone(),

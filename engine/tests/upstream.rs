@@ -394,6 +394,42 @@ async fn a_crashed_upstream_fails_fast_and_comes_back(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn calls_fail_fast_while_a_lost_server_is_retried_even_if_it_never_answers(pool: PgPool) {
+    let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
+    let address = upstream.address;
+    let gw = gateway(pool).await;
+    gw.register(http_server("up", format!("http://{address}/mcp"))).await;
+    gw.visible("acme", "up_echo").await;
+    upstream.stop.cancel();
+    drop(upstream);
+    eventually("health to show the loss", || gw.upstreams.health().iter().all(|h| h.status != Health::Ready))
+        .await;
+    // Its address now accepts connections and never says a word, like a host behind a black
+    // hole: every reconnection attempt lasts the whole connect timeout (2 s here).
+    let silent = loop {
+        match tokio::net::TcpListener::bind(address).await {
+            Ok(listener) => break listener,
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    };
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    // Calls keep coming while attempts are under way; none waits for one.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(3) {
+        let call = Instant::now();
+        let result = gw.call("acme", "up_echo", json!({"message": "x"})).await;
+        assert_eq!(result.status, Status::ToolError);
+        assert!(call.elapsed() < Duration::from_millis(200), "a call waited {:?}", call.elapsed());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_timed_out_call_is_cancelled_upstream_and_progress_is_forwarded(pool: PgPool) {
     let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
     let gw = gateway(pool).await;
