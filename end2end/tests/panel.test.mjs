@@ -119,6 +119,7 @@ test('a tenant: tag toggles change the effective tool list; keys are shown once 
   await page.locator('input[name="key-expiry"]').fill('0');
   await page.getByRole('button', { name: 'Create key' }).click();
   await page.getByText('expiry: a whole number of days from 1 to 3650').waitFor();
+  assert.equal(await page.locator('input[name="key-name"]').inputValue(), 'ci', 'a refused create keeps the form');
   await page.locator('input[name="key-expiry"]').fill('30');
   await page.getByRole('button', { name: 'Create key' }).click();
   const key = page.locator('figure.new-key pre');

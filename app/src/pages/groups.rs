@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
-use super::ui::{ErrorNote, action_error, loaded};
+use super::ui::{ErrorNote, action_error, loaded, succeeded};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,7 +84,8 @@ pub async fn delete_group(name: String) -> Result<(), PanelError> {
 pub fn GroupsPage() -> impl IntoView {
     let save = ServerAction::<SaveGroup>::new();
     let remove = ServerAction::<DeleteGroup>::new();
-    let groups = Resource::new(move || (save.version().get(), remove.version().get()), |_| load_groups());
+    let (saved, removed) = (succeeded(save), succeeded(remove));
+    let groups = Resource::new(move || (saved.get(), removed.get()), |_| load_groups());
     // The editor: a new group, or the one chosen below.
     let name = RwSignal::new(String::new());
     let description = RwSignal::new(String::new());

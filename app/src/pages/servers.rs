@@ -7,7 +7,7 @@ use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ui::{ErrorNote, JsonBlock, StatusBadge, action_error, loaded};
+use super::ui::{ErrorNote, JsonBlock, StatusBadge, action_error, loaded, succeeded};
 use crate::error::PanelError;
 
 /// A server as the list shows it.
@@ -322,7 +322,8 @@ pub async fn server_command(
 #[component]
 pub fn ServersPage() -> impl IntoView {
     let register = ServerAction::<RegisterServer>::new();
-    let servers = Resource::new(move || register.version().get(), |_| list_servers());
+    let registered = succeeded(register);
+    let servers = Resource::new(move || registered.get(), |_| list_servers());
     view! {
         <Title text="Servers" />
         <h1>"Servers"</h1>
@@ -554,7 +555,8 @@ pub fn ServerPage() -> impl IntoView {
     let params = use_params_map();
     let name = move || params.read().get("name").unwrap_or_default();
     let command = ServerAction::<ServerCommand>::new();
-    let detail = Resource::new(move || (name(), command.version().get()), |(name, _)| server_detail(name));
+    let commanded = succeeded(command);
+    let detail = Resource::new(move || (name(), commanded.get()), |(name, _)| server_detail(name));
     let deleted = move || matches!(command.value().get(), Some(Ok(ref done)) if done.ends_with("deleted"));
     let confirm_delete = RwSignal::new(false);
     let run = move |what: &'static str, tool: Option<String>| {

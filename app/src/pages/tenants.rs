@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
 
-use super::ui::{ErrorNote, action_error, loaded};
+use super::ui::{ErrorNote, action_error, loaded, succeeded};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -390,7 +390,8 @@ pub async fn revoke_key(slug: String, id: String) -> Result<(), PanelError> {
 #[component]
 pub fn TenantsPage() -> impl IntoView {
     let create = ServerAction::<CreateTenant>::new();
-    let tenants = Resource::new(move || create.version().get(), |_| list_tenants());
+    let created = succeeded(create);
+    let tenants = Resource::new(move || created.get(), |_| list_tenants());
     view! {
         <Title text="Tenants" />
         <h1>"Tenants"</h1>
@@ -463,17 +464,16 @@ pub fn TenantPage() -> impl IntoView {
     let clear_override = ServerAction::<ClearOverride>::new();
     let create_key = ServerAction::<CreateKey>::new();
     let revoke_key = ServerAction::<RevokeKey>::new();
-    let changes = move || {
-        (
-            save_tags.version().get(),
-            set_group.version().get(),
-            set_meta.version().get(),
-            save_override.version().get(),
-            clear_override.version().get(),
-            create_key.version().get(),
-            revoke_key.version().get(),
-        )
-    };
+    let changes = [
+        succeeded(save_tags),
+        succeeded(set_group),
+        succeeded(set_meta),
+        succeeded(save_override),
+        succeeded(clear_override),
+        succeeded(create_key),
+        succeeded(revoke_key),
+    ];
+    let changes = move || changes.map(|succeeded| succeeded.get());
     let tenant = Resource::new(move || (slug(), changes()), |(slug, _)| tenant_detail(slug));
     view! {
         <Title text=move || format!("Tenant {}", slug()) />

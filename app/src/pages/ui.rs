@@ -44,6 +44,20 @@ where
     move || action.value().get().and_then(Result::err).map(|err| err.to_string())
 }
 
+/// How many runs of `action` have succeeded: a resource that reloads on this leaves the page
+/// (and what the user typed into its forms) as it was when a run fails.
+pub fn succeeded<I, O>(action: ServerAction<I>) -> Memo<usize>
+where
+    I: leptos::server_fn::ServerFn<Output = O, Error = PanelError> + Clone + Send + Sync + 'static,
+    O: Clone + Send + Sync + 'static,
+{
+    Memo::new(move |before: Option<&usize>| {
+        let version = action.version().get();
+        let ok = action.value().with(|result| matches!(result, Some(Ok(_))));
+        if ok { version } else { before.copied().unwrap_or(0) }
+    })
+}
+
 /// Shows `error()` as an alert when there is one.
 #[component]
 pub fn ErrorNote(error: impl Fn() -> Option<String> + Send + Sync + Copy + 'static) -> impl IntoView {
