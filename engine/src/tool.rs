@@ -70,8 +70,9 @@ pub struct ToolContext {
     client: Option<std::sync::Arc<dyn ClientRelay>>,
 }
 
-/// Where a call's progress reports go. It holds a few reports: a tool (or an upstream) that
-/// reports faster than the caller reads loses the oldest unread ones' successors, never memory.
+/// Where a call's progress reports go. It holds a few unread reports; while it is full, new
+/// ones are dropped: a tool (or an upstream) reporting faster than the caller reads costs
+/// reports, never memory.
 pub type ProgressSink = mpsc::Sender<Progress>;
 
 /// How many unread progress reports a sink holds.

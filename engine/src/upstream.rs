@@ -308,6 +308,9 @@ struct SlotState {
     /// Reconnecting after a failure: calls fail at once instead of waiting for the attempt
     /// (which, to a host that does not answer, takes the whole connect timeout).
     retrying: bool,
+    /// Counts connections made, so a call that saw its connection fail can tell whether the
+    /// current one is that connection or a newer one.
+    connection: u64,
 }
 
 impl Slot {
@@ -335,6 +338,7 @@ impl Slot {
                         s.peer = Some(peer.clone());
                         s.last_seen = Some(Instant::now());
                         s.retrying = false;
+                        s.connection += 1;
                     });
                     tracing::info!(server = %self.server, "upstream connected");
                     // Probes must reach the server, never a cached answer.
@@ -433,16 +437,15 @@ impl Slot {
 
     /// The connection's peer: at once when ready, after a wait while connecting for the first
     /// time, never when down or reconnecting after a failure.
-    async fn peer(&self) -> Result<Peer<RoleClient>, ToolError> {
+    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), ToolError> {
         let mut state = self.state.subscribe();
-        let waited = tokio::time::timeout(
-            self.config.connect_timeout,
-            state.wait_for(|s| s.status != Status::Connecting || s.retrying),
-        )
-        .await;
+        let waiting = state.wait_for(|s| s.status != Status::Connecting || s.retrying);
+        // `wait_for` answers with a read guard on the state: it must be gone before the state
+        // is read again, or a writer waiting in between deadlocks both.
+        let settled = matches!(tokio::time::timeout(self.config.connect_timeout, waiting).await, Ok(Ok(_)));
         let current = self.state.borrow().clone();
-        match (waited, current.peer) {
-            (Ok(_), Some(peer)) => Ok(peer),
+        match (settled, current.peer) {
+            (true, Some(peer)) => Ok((peer, current.connection)),
             _ => {
                 self.wanted.notify_one();
                 Err(ToolError::tool(format!(
@@ -459,7 +462,7 @@ impl Slot {
         arguments: Value,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let peer = self.peer().await?;
+        let (peer, connection) = self.peer().await?;
         let arguments = match arguments {
             Value::Object(map) => map,
             _ => Default::default(),
@@ -497,12 +500,20 @@ impl Slot {
             Err(err) => {
                 tracing::warn!(server = %self.server, error = %err, "upstream call failed");
                 if matches!(err, ServiceError::TransportClosed | ServiceError::TransportSend(_)) {
-                    self.set(|s| {
-                        s.status = Status::Down;
-                        s.peer = None;
-                        s.retrying = true;
+                    // Only the connection the call used is broken: a newer one is left alone.
+                    let current = self.state.send_if_modified(|s| {
+                        let current = s.connection == connection && s.peer.is_some();
+                        if current {
+                            s.status = Status::Down;
+                            s.peer = None;
+                            s.retrying = true;
+                        }
+                        current
                     });
-                    self.broken.notify_one();
+                    if current {
+                        // Wakes the connection's task if it is watching; never a later one.
+                        self.broken.notify_waiters();
+                    }
                     return Err(ToolError::tool(format!(
                         "MCP server `{}` dropped the connection before answering (it went away, or its \
                          answer was over the {} MiB limit); try again later",
@@ -668,7 +679,7 @@ impl Upstreams {
             slots.values().find(|slot| slot.discovers && slot.server == server).cloned()
         };
         let slot = slot.ok_or_else(|| format!("server `{server}` is not connected (disabled or removed)"))?;
-        let peer = slot.peer().await.map_err(|err| err.to_string())?;
+        let (peer, _) = slot.peer().await.map_err(|err| err.to_string())?;
         slot.discover(&peer).await
     }
 }
@@ -689,6 +700,7 @@ impl Inner {
             last_error: None,
             last_seen: None,
             retrying: false,
+            connection: 0,
         });
         let slot = Arc::new_cyclic(|me| Slot {
             me: me.clone(),
