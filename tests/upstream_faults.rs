@@ -100,11 +100,11 @@ impl Drop for Upstream {
     }
 }
 
-/// Serves `router` at `address` (port 0: any) until the returned upstream is dropped.
-async fn serve(address: SocketAddr, router: axum::Router) -> Upstream {
+/// Serves `router` at `address` (port 0: any) until `stop` is cancelled or the returned
+/// upstream is dropped.
+async fn serve(address: SocketAddr, router: axum::Router, stop: CancellationToken) -> Upstream {
     let listener = tokio::net::TcpListener::bind(address).await.unwrap();
     let address = listener.local_addr().unwrap();
-    let stop = CancellationToken::new();
     let shutdown = stop.clone();
     tokio::spawn(async move {
         axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned()).await.unwrap();
@@ -119,15 +119,8 @@ async fn serve_faulty(address: SocketAddr) -> Upstream {
         Default::default(),
         StreamableHttpServerConfig::default().with_sse_keep_alive(None).with_cancellation_token(stop.clone()),
     );
-    let mut upstream = serve(address, axum::Router::new().nest_service("/mcp", service)).await;
-    // Stopping the upstream also ends its MCP sessions, as a killed process would.
-    let sessions = std::mem::replace(&mut upstream.stop, stop);
-    let listener_stop = upstream.stop.clone();
-    tokio::spawn(async move {
-        listener_stop.cancelled().await;
-        sessions.cancel();
-    });
-    upstream
+    // One token stops the listener and ends the MCP sessions, as a killed process would.
+    serve(address, axum::Router::new().nest_service("/mcp", service), stop).await
 }
 
 /// A server that handshakes correctly, then answers `tools/call` with broken JSON-RPC: a cut
@@ -161,8 +154,8 @@ async fn serve_broken() -> Upstream {
             _ => StatusCode::ACCEPTED.into_response(),
         }
     }
-    serve("127.0.0.1:0".parse().unwrap(), axum::Router::new().route("/mcp", axum::routing::post(answer)))
-        .await
+    let router = axum::Router::new().route("/mcp", axum::routing::post(answer));
+    serve("127.0.0.1:0".parse().unwrap(), router, CancellationToken::new()).await
 }
 
 /// A Toolgate process with the given upstream servers, a tenant `acme` with `overrides`, and

@@ -31,22 +31,18 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use toolgate_bench::ToolgateProcess;
 
-/// The upstream: two cheap tools, so what is measured is the path, not the work.
+/// How many tools the big upstream publishes.
+const MANY: usize = 5_000;
+
+/// An rmcp upstream publishing a fixed list of tools; `echo` and `add` answer cheaply, so what
+/// is measured is the path, not the work.
 #[derive(Clone)]
-struct Upstream;
+struct Upstream(Arc<Vec<Tool>>);
 
-impl ServerHandler for Upstream {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-
-    async fn list_tools(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
+impl Upstream {
+    fn echo_and_add() -> Self {
         let schema = |v: Value| Arc::new(v.as_object().cloned().unwrap_or_default());
-        Ok(ListToolsResult::with_all_items(vec![
+        Upstream(Arc::new(vec![
             Tool::new(
                 "echo",
                 "Says it back",
@@ -60,6 +56,38 @@ impl ServerHandler for Upstream {
                 ),
             ),
         ]))
+    }
+
+    /// [`MANY`] tools, each with a small schema of its own.
+    fn many() -> Self {
+        let tools = (0..MANY)
+            .map(|i| {
+                let schema = json!({"type": "object", "properties": {
+                    "query": {"type": "string", "description": format!("What tool {i} looks for")},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 100}
+                }, "required": ["query"]});
+                Tool::new(
+                    format!("tool_{i:04}"),
+                    format!("Tool number {i}, one of many"),
+                    Arc::new(schema.as_object().cloned().unwrap_or_default()),
+                )
+            })
+            .collect();
+        Upstream(Arc::new(tools))
+    }
+}
+
+impl ServerHandler for Upstream {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.0.to_vec()))
     }
 
     async fn call_tool(
@@ -78,50 +106,10 @@ impl ServerHandler for Upstream {
     }
 }
 
-/// How many tools the big upstream publishes.
-const MANY: usize = 5_000;
-
-/// An upstream publishing [`MANY`] tools, each with a small schema of its own.
-#[derive(Clone)]
-struct ManyTools(Arc<Vec<Tool>>);
-
-impl ManyTools {
-    fn new() -> Self {
-        let tools = (0..MANY)
-            .map(|i| {
-                let schema = json!({"type": "object", "properties": {
-                    "query": {"type": "string", "description": format!("What tool {i} looks for")},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 100}
-                }, "required": ["query"]});
-                Tool::new(
-                    format!("tool_{i:04}"),
-                    format!("Tool number {i}, one of many"),
-                    Arc::new(schema.as_object().cloned().unwrap_or_default()),
-                )
-            })
-            .collect();
-        ManyTools(Arc::new(tools))
-    }
-}
-
-impl ServerHandler for ManyTools {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-
-    async fn list_tools(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.0.to_vec()))
-    }
-}
-
-/// Serves `handler` over streamable HTTP on a loopback port; returns its URL.
-async fn start_upstream<H: ServerHandler + Clone + Send + Sync + 'static>(handler: H) -> Result<String> {
+/// Serves `upstream` over streamable HTTP on a loopback port; returns its URL.
+async fn start_upstream(upstream: Upstream) -> Result<String> {
     let service = StreamableHttpService::new(
-        move || Ok(handler.clone()),
+        move || Ok(upstream.clone()),
         LocalSessionManager::default().into(),
         StreamableHttpServerConfig::default(),
     );
@@ -323,8 +311,8 @@ async fn main() -> Result<()> {
     let data = std::env::temp_dir().join(format!("toolgate-loadgen-{}", std::process::id()));
     std::fs::create_dir_all(&data)?;
 
-    let upstream = start_upstream(Upstream).await?;
-    let many = start_upstream(ManyTools::new()).await?;
+    let upstream = start_upstream(Upstream::echo_and_add()).await?;
+    let many = start_upstream(Upstream::many()).await?;
     let python = match std::env::var("TOOLGATE_PYTHON") {
         Ok(python) => Some(start_python_upstream(&python).await?),
         Err(_) => {
