@@ -9,6 +9,7 @@ use app::state::AppState;
 use app::{App, shell};
 use axum::Router;
 use axum::http::HeaderName;
+use axum::serve::ListenerExt;
 use engine::admin::LoginPolicy;
 use engine::builtin;
 use engine::catalog::{Catalog, CatalogOptions};
@@ -137,7 +138,14 @@ impl Application {
     }
 
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        axum::serve(self.listener, self.router.into_make_service_with_connect_info::<SocketAddr>())
+        // An MCP answer is an SSE body written in several small writes; with Nagle's algorithm
+        // on, the second one waits for the client's delayed ACK (40 ms) on every call.
+        let listener = self.listener.tap_io(|tcp| {
+            if let Err(err) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %err, "could not set TCP_NODELAY on an accepted connection");
+            }
+        });
+        axum::serve(listener, self.router.into_make_service_with_connect_info::<SocketAddr>())
             .with_graceful_shutdown(shutdown)
             .await
             .context("the HTTP server failed")

@@ -18,6 +18,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use toolgate_bench::raw::RawMcp;
 
 async fn tenant_with_key(pool: &PgPool, slug: &str) -> String {
     let slug = TenantSlug::parse(slug).unwrap();
@@ -78,6 +79,26 @@ async fn a_tenant_lists_and_calls_its_tools_over_mcp(pool: PgPool) {
     assert_eq!(bad.is_error, Some(true));
     let unknown = client.call_tool(CallToolRequestParams::new("no_such_tool")).await;
     assert!(unknown.is_err(), "an unknown tool is a protocol error");
+}
+
+/// A client that leaves Nagle's algorithm on and writes each request at once (most HTTP
+/// libraries, wrk) must not wait for its own delayed ACK (40 ms) on every call: the answer's
+/// small writes go out at once.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn calls_on_a_keep_alive_connection_do_not_wait_for_delayed_acks(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = common::tenant_key(&app, &pool).await;
+    let mut client = RawMcp::connect(&app.url("/mcp/acme"), Some(&key)).await.unwrap();
+    let arguments = json!({"path": ""});
+    client.call("list_directory", &arguments).await.unwrap();
+    let calls = 50;
+    let started = Instant::now();
+    for _ in 0..calls {
+        let result = client.call("list_directory", &arguments).await.unwrap();
+        assert_eq!(result["isError"], false, "{result}");
+    }
+    let per_call = started.elapsed() / calls;
+    assert!(per_call < Duration::from_millis(40), "{per_call:?} per call: the delayed-ACK stall is back");
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

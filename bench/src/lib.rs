@@ -1,4 +1,9 @@
-//! Running Toolgate processes, for the load benchmark and the multi-process tests.
+//! Running Toolgate processes, for the load benchmark and the multi-process tests, with what
+//! both drive them with: a raw keep-alive MCP client ([`raw`]) and an rmcp upstream
+//! ([`upstream`]).
+
+pub mod raw;
+pub mod upstream;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

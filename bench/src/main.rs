@@ -3,8 +3,9 @@
 //! Starts an rmcp upstream (`echo`, `add`; streamable HTTP, in this process), the Python SDK's
 //! high-level server as a second upstream (`echo`), an rmcp upstream with 5,000 tools, a
 //! release `toolgate serve` on the given PostgreSQL, configures it through the admin API
-//! (config as code, tenant keys), then drives `tools/call` over MCP with real rmcp clients at
-//! several concurrencies: each upstream directly and through Toolgate, and a built-in tool.
+//! (config as code, tenant keys), then drives `tools/call` over MCP at several concurrencies,
+//! with real rmcp clients and with a raw HTTP/1.1 keep-alive client (Nagle left on, as most
+//! non-rmcp clients): each upstream directly and through Toolgate, and a built-in tool.
 //! Reports latency percentiles, throughput, Toolgate's CPU time per call and its RSS (idle and
 //! loaded), `tools/list` latency for a tenant with 5,000 tools, and the time a configuration
 //! change takes to reach a second, `toolgate gateway` process. Prints Markdown tables.
@@ -14,112 +15,18 @@
 //! package; without it the Python upstream is left out).
 
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-};
-use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, Tool};
+use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use toolgate_bench::ToolgateProcess;
-
-/// How many tools the big upstream publishes.
-const MANY: usize = 5_000;
-
-/// An rmcp upstream publishing a fixed list of tools; `echo` and `add` answer cheaply, so what
-/// is measured is the path, not the work.
-#[derive(Clone)]
-struct Upstream(Arc<Vec<Tool>>);
-
-impl Upstream {
-    fn echo_and_add() -> Self {
-        let schema = |v: Value| Arc::new(v.as_object().cloned().unwrap_or_default());
-        Upstream(Arc::new(vec![
-            Tool::new(
-                "echo",
-                "Says it back",
-                schema(json!({"type": "object", "properties": {"message": {"type": "string"}}})),
-            ),
-            Tool::new(
-                "add",
-                "Adds two numbers",
-                schema(
-                    json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}),
-                ),
-            ),
-        ]))
-    }
-
-    /// [`MANY`] tools, each with a small schema of its own.
-    fn many() -> Self {
-        let tools = (0..MANY)
-            .map(|i| {
-                let schema = json!({"type": "object", "properties": {
-                    "query": {"type": "string", "description": format!("What tool {i} looks for")},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 100}
-                }, "required": ["query"]});
-                Tool::new(
-                    format!("tool_{i:04}"),
-                    format!("Tool number {i}, one of many"),
-                    Arc::new(schema.as_object().cloned().unwrap_or_default()),
-                )
-            })
-            .collect();
-        Upstream(Arc::new(tools))
-    }
-}
-
-impl ServerHandler for Upstream {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-
-    async fn list_tools(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.0.to_vec()))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let args = request.arguments.unwrap_or_default();
-        let text = match request.name.as_ref() {
-            "add" => (args.get("a").and_then(Value::as_f64).unwrap_or(0.0)
-                + args.get("b").and_then(Value::as_f64).unwrap_or(0.0))
-            .to_string(),
-            _ => args.get("message").and_then(Value::as_str).unwrap_or_default().to_string(),
-        };
-        Ok(CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text(text)])))
-    }
-}
-
-/// Serves `upstream` over streamable HTTP on a loopback port; returns its URL.
-async fn start_upstream(upstream: Upstream) -> Result<String> {
-    let service = StreamableHttpService::new(
-        move || Ok(upstream.clone()),
-        LocalSessionManager::default().into(),
-        StreamableHttpServerConfig::default(),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}/mcp", listener.local_addr()?);
-    tokio::spawn(
-        async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await },
-    );
-    Ok(url)
-}
+use toolgate_bench::raw::RawMcp;
+use toolgate_bench::upstream::{self, MANY, Upstream};
 
 /// The Python SDK's server (`tools/python/mcpserver_upstream.py`) on a free loopback port,
 /// killed when dropped, and its URL once it answers.
@@ -187,6 +94,65 @@ struct Scenario<'a> {
     pid: Option<u32>,
 }
 
+/// Every scenario runs with each driver.
+const DRIVERS: [Driver; 2] = [Driver::Rmcp, Driver::Raw];
+
+/// How a scenario's clients talk to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Driver {
+    /// rmcp's client (reqwest; sets `TCP_NODELAY`).
+    Rmcp,
+    /// One plain HTTP/1.1 keep-alive connection per client, Nagle left on (like wrk, curl and
+    /// most HTTP libraries).
+    Raw,
+}
+
+impl Driver {
+    fn as_str(self) -> &'static str {
+        match self {
+            Driver::Rmcp => "rmcp",
+            Driver::Raw => "raw keep-alive",
+        }
+    }
+}
+
+/// One MCP session of either driver.
+enum Client {
+    Rmcp(RunningService<RoleClient, ()>),
+    Raw(RawMcp),
+}
+
+impl Client {
+    async fn open(driver: Driver, url: &str, key: Option<&str>) -> Result<Self> {
+        Ok(match driver {
+            Driver::Rmcp => Client::Rmcp(client(url, key).await?),
+            Driver::Raw => Client::Raw(RawMcp::connect(url, key).await?),
+        })
+    }
+
+    /// Calls `tool`; a tool error is an error.
+    async fn call(&mut self, tool: &str, arguments: &Value) -> Result<()> {
+        let failed = match self {
+            Client::Rmcp(c) => {
+                let params = CallToolRequestParams::new(tool.to_string())
+                    .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+                c.call_tool(params).await?.is_error == Some(true)
+            }
+            Client::Raw(c) => c.call(tool, arguments).await?["isError"] == true,
+        };
+        if failed {
+            bail!("{tool} answered with a tool error");
+        }
+        Ok(())
+    }
+
+    async fn close(self) {
+        if let Client::Rmcp(c) = self {
+            c.cancel().await.ok();
+        }
+    }
+}
+
 struct Measured {
     calls: usize,
     p50: Duration,
@@ -197,7 +163,9 @@ struct Measured {
 }
 
 /// `concurrency` clients call `tool` in a loop for `seconds`.
+#[allow(clippy::too_many_arguments)]
 async fn measure(
+    driver: Driver,
     url: &str,
     key: Option<&str>,
     tool: &str,
@@ -208,10 +176,10 @@ async fn measure(
 ) -> Result<Measured> {
     let mut clients = Vec::new();
     for _ in 0..concurrency {
-        let c = client(url, key).await?;
+        let mut c = Client::open(driver, url, key).await?;
         // Warm up each session.
         for _ in 0..20 {
-            call(&c, tool, &arguments).await?;
+            c.call(tool, &arguments).await?;
         }
         clients.push(c);
     }
@@ -219,16 +187,16 @@ async fn measure(
     let started = Instant::now();
     let until = started + Duration::from_secs_f64(seconds);
     let mut workers = Vec::new();
-    for c in clients {
+    for mut c in clients {
         let (tool, arguments) = (tool.to_string(), arguments.clone());
         workers.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             while Instant::now() < until {
                 let t = Instant::now();
-                call(&c, &tool, &arguments).await?;
+                c.call(&tool, &arguments).await?;
                 latencies.push(t.elapsed());
             }
-            c.cancel().await.ok();
+            c.close().await;
             anyhow::Ok(latencies)
         }));
     }
@@ -256,16 +224,6 @@ async fn measure(
             .map(|(pid, before)| (cpu_seconds(pid) - before) * 1e6 / all.len() as f64),
         rss_mib: rss,
     })
-}
-
-async fn call(c: &RunningService<RoleClient, ()>, tool: &str, arguments: &Value) -> Result<()> {
-    let params = CallToolRequestParams::new(tool.to_string())
-        .with_arguments(arguments.as_object().cloned().unwrap_or_default());
-    let result = c.call_tool(params).await?;
-    if result.is_error == Some(true) {
-        bail!("{tool} failed: {result:?}");
-    }
-    Ok(())
 }
 
 /// Waits until the tenant's MCP `tools/list` satisfies `done`.
@@ -311,8 +269,8 @@ async fn main() -> Result<()> {
     let data = std::env::temp_dir().join(format!("toolgate-loadgen-{}", std::process::id()));
     std::fs::create_dir_all(&data)?;
 
-    let upstream = start_upstream(Upstream::echo_and_add()).await?;
-    let many = start_upstream(Upstream::many()).await?;
+    let upstream = upstream::serve(Upstream::echo_and_add()).await?.url;
+    let many = upstream::serve(Upstream::many()).await?.url;
     let python = match std::env::var("TOOLGATE_PYTHON") {
         Ok(python) => Some(start_python_upstream(&python).await?),
         Err(_) => {
@@ -365,8 +323,10 @@ async fn main() -> Result<()> {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_rss = rss_mib(serve.pid());
 
-    println!("| scenario | c | calls | throughput | p50 | p99 | Toolgate CPU/call | Toolgate RSS (max) |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!(
+        "| scenario | client | c | calls | throughput | p50 | p99 | Toolgate CPU/call | Toolgate RSS (max) |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let echo = json!({"message": "hello"});
     let direct = |name, url| Scenario { name, url, key: None, tool: "echo", args: echo.clone(), pid: None };
     let through = |name, tool, args| Scenario {
@@ -388,10 +348,11 @@ async fn main() -> Result<()> {
     scenarios.push(through("built-in tool through Toolgate", "list_directory", json!({"path": ""})));
     let mut results = Vec::new();
     for Scenario { name, url, key, tool, args, pid } in scenarios {
-        for concurrency in [1, 16] {
-            let m = measure(url, key, tool, args.clone(), concurrency, seconds, pid).await?;
+        for (driver, concurrency) in DRIVERS.iter().flat_map(|d| [(*d, 1), (*d, 16)]) {
+            let m = measure(driver, url, key, tool, args.clone(), concurrency, seconds, pid).await?;
             println!(
-                "| {name} | {concurrency} | {} | {:.0}/s | {} | {} | {} | {} |",
+                "| {name} | {} | {concurrency} | {} | {:.0}/s | {} | {} | {} | {} |",
+                driver.as_str(),
                 m.calls,
                 m.per_second,
                 ms(m.p50),
@@ -399,22 +360,26 @@ async fn main() -> Result<()> {
                 m.cpu_per_call_us.map(|us| format!("{us:.0} µs")).unwrap_or_else(|| "—".into()),
                 m.rss_mib.map(|r| format!("{r:.1} MiB")).unwrap_or_else(|| "—".into()),
             );
-            results.push((name, concurrency, m));
+            results.push((name, driver, concurrency, m));
         }
     }
 
-    // Through Toolgate against the same upstream directly.
-    println!("\n| upstream | c | throughput through / direct | p50 added by Toolgate |");
-    println!("| --- | --- | --- | --- |");
+    // Through Toolgate against the same upstream directly, with the same client.
+    println!("\n| upstream | client | c | throughput through / direct | p50 added by Toolgate |");
+    println!("| --- | --- | --- | --- | --- |");
     for upstream in ["Rust", "Python"] {
-        for concurrency in [1, 16] {
+        for (driver, concurrency) in DRIVERS.iter().flat_map(|d| [(*d, 1), (*d, 16)]) {
             let find = |how: &str| {
                 let name = format!("{upstream} upstream {how}");
-                results.iter().find(|(n, c, _)| *n == name && *c == concurrency).map(|(_, _, m)| m)
+                results
+                    .iter()
+                    .find(|(n, d, c, _)| *n == name && *d == driver && *c == concurrency)
+                    .map(|(.., m)| m)
             };
             if let (Some(direct), Some(through)) = (find("directly"), find("through Toolgate")) {
                 println!(
-                    "| {upstream} | {concurrency} | {:.2} | {} |",
+                    "| {upstream} | {} | {concurrency} | {:.2} | {} |",
+                    driver.as_str(),
                     through.per_second / direct.per_second,
                     ms(through.p50.saturating_sub(direct.p50))
                 );
