@@ -10,6 +10,7 @@ use engine::store::{self, Actor};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use toolgate_bench::upstream::Upstream;
 
 async fn setup(pool: &PgPool) -> (TestApp, String) {
     let app = TestApp::spawn(pool.clone()).await;
@@ -367,4 +368,51 @@ async fn the_resources_the_panel_manages(pool: PgPool) {
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (status, _) = call("GET", "/api/admin/v1/tenants/globex", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+/// Two servers on one URL in one document, and a third registered later, each get their own
+/// tools under their own prefix and tags, over one upstream session.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn servers_sharing_an_endpoint_each_serve_their_own_tools(pool: PgPool) {
+    let (app, token) = setup(&pool).await;
+    let upstream = toolgate_bench::upstream::serve(Upstream::echo_and_add()).await.unwrap();
+    let server = |name: &str, prefix: &str, tag: &str| json!({"name": name, "prefix": prefix, "transport": "streamable_http", "url": upstream.url, "tags": [tag]});
+    let document = json!({
+        "servers": [server("one", "first", "red"), server("two", "second", "blue")],
+        "tenants": [{"slug": "acme", "name": "Acme", "enabled_tags": []}]
+    });
+    let (status, applied) = call(&app, &token, "PUT", "/api/admin/v1/config", Some(document)).await;
+    assert_eq!(status, StatusCode::OK, "{applied}");
+    let (status, created) =
+        call(&app, &token, "POST", "/api/admin/v1/servers", Some(server("three", "third", "green"))).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+
+    let wanted = [("first_echo", "red"), ("second_echo", "blue"), ("third_echo", "green")];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, tools) = call(&app, &token, "GET", "/api/admin/v1/tools", None).await;
+        let tagged: Vec<(String, Value)> = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["exposed_name"].as_str().unwrap().to_string(), t["tags"].clone()))
+            .collect();
+        if wanted.iter().all(|(name, tag)| tagged.contains(&(name.to_string(), json!([tag])))) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not every server's tools were discovered: {tagged:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for (tool, _) in wanted {
+        let body = json!({"tool": tool, "arguments": {"message": tool}});
+        let (status, result) =
+            call(&app, &token, "POST", "/api/admin/v1/tenants/acme/invoke", Some(body)).await;
+        assert_eq!((status, result["status"].as_str()), (StatusCode::OK, Some("ok")), "{tool}: {result}");
+        assert_eq!(result["output"]["content"][0]["text"], tool, "{result}");
+    }
+    for server in ["one", "two", "three"] {
+        let (_, detail) = call(&app, &token, "GET", &format!("/api/admin/v1/servers/{server}"), None).await;
+        assert_eq!(detail["connections"][0]["status"], "ready", "{server}: {detail}");
+    }
+    assert_eq!(upstream.sessions(), 1, "one upstream session for the three servers");
 }

@@ -83,6 +83,30 @@ test('register a server after testing its connection, and see its tools, escaped
   await page.screenshot({ path: `${screenshots}/servers.png`, fullPage: true });
 });
 
+test('a second server on the same command gets its own tools, then is deleted', async () => {
+  await open(page, toolgate, '/servers');
+  await page.locator('input[name=name]').fill('twin');
+  await page.locator('input[name=prefix]').fill('copy');
+  await page.locator('select[name=transport]').selectOption('stdio');
+  await page.locator('input[name=command]').fill('node');
+  await page.locator('textarea[name=args]').fill(`${upstream}\n${descriptionFile}`);
+  await page.getByRole('button', { name: 'Register' }).click();
+  await page.getByText('Registered twin.').waitFor();
+  await page.getByRole('link', { name: 'twin' }).click();
+  await page.waitForURL(/\/servers\/twin$/);
+  await eventually(async () => {
+    await page.getByRole('cell', { name: 'copy_echo' }).waitFor({ timeout: 1000 });
+  }, 'the second server on a shared connection never got its tools');
+  assert.match(await page.locator('.actions .status').first().innerText(), /ready/i);
+
+  await page.getByRole('button', { name: 'Delete…' }).click();
+  await page.getByRole('button', { name: 'Delete the server and its tools' }).click();
+  await page.getByText('The server was deleted.').waitFor();
+  // The first server keeps its connection and its tools.
+  await open(page, toolgate, '/servers/untrusted');
+  await page.getByRole('cell', { name: /Says it back/ }).waitFor();
+});
+
 test('a tenant: tag toggles change the effective tool list; keys are shown once and revoked', async () => {
   await open(page, toolgate, '/tenants');
   for (const [slug, name] of [['acme', 'Acme Corp'], ['globex', 'Globex']]) {

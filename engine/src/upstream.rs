@@ -4,10 +4,13 @@
 //! own connection), watches the session, and reconnects with exponential backoff and jitter.
 //! Slots are pooled by what they connect to: identical unauthenticated endpoints share one
 //! connection across tenants and servers; an authenticated endpoint (headers, or a tenant's
-//! own credentials) gets a connection per tenant. A call to a server that is down fails at
-//! once with an error naming the server; nothing waits on a dead upstream. The set of slots
-//! follows the configuration: a removed or disabled server's connections are closed (a stdio
-//! child is killed).
+//! own credentials) gets a connection per tenant. Every server on a shared connection is a
+//! member of its slot, with its own discovered tools (under its own prefix and tags), health
+//! and refresh; adding or disabling one leaves the others' connection alone. A call to a
+//! server that is down fails at once with an error naming the server; nothing waits on a dead
+//! upstream. The set of slots follows the configuration: a connection whose servers were all
+//! removed or disabled is closed (a stdio child is killed). Stdio children start with a
+//! cleared environment ([`INHERITED_ENV`] and their own `env`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -122,6 +125,11 @@ pub async fn test_connection(endpoint: &Endpoint, config: &UpstreamConfig) -> Re
     Ok(ServerProbe { server_info, tool_count: tools?.len() })
 }
 
+/// What a stdio server gets of Toolgate's environment, besides its own configured `env`:
+/// enough to find programs and a home folder, never Toolgate's settings or secrets
+/// (`TOOLGATE_SECRET_KEY` decrypts every stored credential).
+const INHERITED_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
+
 async fn connect(
     endpoint: &Endpoint,
     handler: Handler,
@@ -129,7 +137,13 @@ async fn connect(
     match endpoint.transport {
         Transport::Stdio => {
             let mut command = tokio::process::Command::new(endpoint.command.as_deref().unwrap_or_default());
-            command.args(&endpoint.args).envs(endpoint.env.iter().cloned()).kill_on_drop(true);
+            let inherited = INHERITED_ENV.iter().filter_map(|name| Some((*name, std::env::var_os(name)?)));
+            command
+                .args(&endpoint.args)
+                .env_clear()
+                .envs(inherited)
+                .envs(endpoint.env.iter().cloned())
+                .kill_on_drop(true);
             let transport = TokioChildProcess::new(command).map_err(|e| format!("cannot start the server: {e}"))?;
             handler.serve(transport).await.map_err(|e| format!("initialisation failed: {e}"))
         }
@@ -233,8 +247,8 @@ impl ClientHandler for Handler {
         if let Some(slot) = self.slot.upgrade()
             && slot.discovers
         {
-            tracing::info!(server = %slot.server, "upstream tool list changed; rediscovering");
-            let _ = slot.discover(&context.peer).await;
+            tracing::info!(servers = %slot.label(), "upstream tool list changed; rediscovering");
+            slot.discover(&context.peer, &slot.member_names()).await;
         }
     }
 
@@ -268,10 +282,13 @@ struct PoolKey {
 /// One pooled connection.
 struct Slot {
     me: Weak<Slot>,
-    server: String,
-    source_id: Uuid,
-    /// The server's own connection discovers its tools; tenants' connections only call.
+    /// The servers whose calls go through this connection (several when they share an
+    /// endpoint).
+    members: Mutex<Vec<Member>>,
+    /// The servers' own connection discovers their tools; tenants' connections only call.
     discovers: bool,
+    /// A server joined the connection: discover its tools without reconnecting.
+    joined: tokio::sync::Notify,
     pool: PgPool,
     config: UpstreamConfig,
     state: watch::Sender<SlotState>,
@@ -286,6 +303,20 @@ struct Slot {
     /// or two while traffic waits for it.
     wanted: tokio::sync::Notify,
     cancel: CancellationToken,
+}
+
+/// A server using a pooled connection.
+struct Member {
+    name: String,
+    source_id: Uuid,
+    /// Why its last discovery failed; the connection itself may be fine.
+    discovery_error: Option<String>,
+}
+
+impl Member {
+    fn new(name: &str, source_id: Uuid) -> Self {
+        Member { name: name.to_string(), source_id, discovery_error: None }
+    }
 }
 
 /// The largest answer (one JSON body or SSE event) read from an HTTP upstream; a larger one
@@ -318,9 +349,37 @@ impl Slot {
         self.state.send_modify(change);
     }
 
+    fn members(&self) -> std::sync::MutexGuard<'_, Vec<Member>> {
+        self.members.lock().expect("slot members")
+    }
+
+    fn member_names(&self) -> Vec<String> {
+        self.members().iter().map(|m| m.name.clone()).collect()
+    }
+
+    /// The member servers' names, for the log.
+    fn label(&self) -> String {
+        self.member_names().join(",")
+    }
+
+    /// Makes the members `wanted`; servers that joined get their tools discovered.
+    fn set_members(&self, wanted: Vec<Member>) {
+        let mut members = self.members();
+        let joined = wanted.iter().any(|w| !members.iter().any(|m| m.source_id == w.source_id));
+        members.retain(|m| wanted.iter().any(|w| w.source_id == m.source_id));
+        for member in wanted {
+            if !members.iter().any(|m| m.source_id == member.source_id) {
+                members.push(member);
+            }
+        }
+        if joined && self.discovers {
+            self.joined.notify_one();
+        }
+    }
+
     async fn run(self: Arc<Self>, endpoint: Endpoint) {
         let mut backoff = Duration::from_millis(200);
-        while !self.cancel.is_cancelled() {
+        'connecting: while !self.cancel.is_cancelled() {
             self.set(|s| s.status = Status::Connecting);
             let handler = Handler { slot: Arc::downgrade(&self) };
             let connected = tokio::select! {
@@ -340,21 +399,29 @@ impl Slot {
                         s.retrying = false;
                         s.connection += 1;
                     });
-                    tracing::info!(server = %self.server, "upstream connected");
+                    tracing::info!(servers = %self.label(), "upstream connected");
                     // Probes must reach the server, never a cached answer.
                     peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
                     if self.discovers {
-                        let _ = self.discover(&peer).await;
+                        self.discover(&peer, &self.member_names()).await;
                     }
                     let stop = service.cancellation_token();
-                    let reason = tokio::select! {
-                        () = self.cancel.cancelled() => { stop.cancel(); break; }
-                        quit = service.waiting() => format!("the connection closed ({quit:?})"),
-                        () = self.broken.notified() => "a call found the connection broken".to_string(),
-                        err = self.probe(&peer) => err,
+                    let waiting = service.waiting();
+                    let probe = self.probe(&peer);
+                    tokio::pin!(waiting, probe);
+                    let reason = loop {
+                        tokio::select! {
+                            () = self.cancel.cancelled() => { stop.cancel(); break 'connecting; }
+                            quit = &mut waiting => break format!("the connection closed ({quit:?})"),
+                            () = self.broken.notified() => break "a call found the connection broken".to_string(),
+                            err = &mut probe => break err,
+                            () = self.joined.notified() => {
+                                self.discover(&peer, &self.member_names()).await;
+                            }
+                        }
                     };
                     stop.cancel();
-                    tracing::warn!(server = %self.server, %reason, "upstream connection lost; reconnecting");
+                    tracing::warn!(servers = %self.label(), %reason, "upstream connection lost; reconnecting");
                     self.set(|s| {
                         s.status = Status::Down;
                         s.peer = None;
@@ -363,7 +430,7 @@ impl Slot {
                     });
                 }
                 Err(err) => {
-                    tracing::warn!(server = %self.server, error = %err, retry_in = ?backoff, "upstream connection failed");
+                    tracing::warn!(servers = %self.label(), error = %err, retry_in = ?backoff, "upstream connection failed");
                     self.set(|s| {
                         s.status = Status::Down;
                         s.peer = None;
@@ -405,39 +472,51 @@ impl Slot {
         }
     }
 
-    /// Lists every tool (following pagination) and records them, with pinning.
-    async fn discover(&self, peer: &Peer<RoleClient>) -> Result<servers::DiscoveryReport, String> {
-        let result = async {
-            let tools = peer.list_all_tools().await.map_err(|e| format!("listing tools failed: {e}"))?;
-            let definitions: Vec<ToolDefinition> =
-                tools.iter().map(|t| definition(t, self.config.description_cap)).collect();
-            let name = Name::parse(&self.server).map_err(|e| e.to_string())?;
-            servers::record_discovery(&self.pool, &name, &definitions).await.map_err(|e| e.to_string())
-        }
-        .await;
-        match &result {
-            Ok(report) => {
-                tracing::info!(server = %self.server, ?report, "upstream tools discovered");
-                self.set(|s| {
-                    s.status = Status::Ready;
-                    s.last_seen = Some(Instant::now());
-                    s.last_error = None;
-                });
+    /// Lists every tool (following pagination) once and records them for each of `servers`,
+    /// with pinning; one report (or error) per server.
+    async fn discover(
+        &self,
+        peer: &Peer<RoleClient>,
+        servers: &[String],
+    ) -> Vec<Result<servers::DiscoveryReport, String>> {
+        let listed = match tokio::time::timeout(self.config.connect_timeout, peer.list_all_tools()).await {
+            Ok(listed) => listed.map_err(|e| format!("listing tools failed: {e}")),
+            Err(_) => Err(format!("listing tools got no answer within {:?}", self.config.connect_timeout)),
+        };
+        let definitions: Result<Vec<ToolDefinition>, String> =
+            listed.map(|tools| tools.iter().map(|t| definition(t, self.config.description_cap)).collect());
+        let mut reports = Vec::with_capacity(servers.len());
+        for server in servers {
+            let report = match &definitions {
+                Ok(definitions) => match Name::parse(server) {
+                    Ok(name) => servers::record_discovery(&self.pool, &name, definitions)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    Err(err) => Err(err.to_string()),
+                },
+                Err(err) => Err(err.clone()),
+            };
+            match &report {
+                Ok(report) => tracing::info!(%server, ?report, "upstream tools discovered"),
+                Err(err) => tracing::warn!(%server, error = %err, "upstream discovery failed"),
             }
-            Err(err) => {
-                tracing::warn!(server = %self.server, error = %err, "upstream discovery failed");
-                self.set(|s| {
-                    s.status = Status::Degraded;
-                    s.last_error = Some(err.clone());
-                });
+            if let Some(member) = self.members().iter_mut().find(|m| &m.name == server) {
+                member.discovery_error = report.as_ref().err().cloned();
             }
+            reports.push(report);
         }
-        result
+        if definitions.is_ok() {
+            self.set(|s| {
+                s.last_seen = Some(Instant::now());
+                s.last_error = None;
+            });
+        }
+        reports
     }
 
     /// The connection's peer: at once when ready, after a wait while connecting for the first
     /// time, never when down or reconnecting after a failure.
-    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), ToolError> {
+    async fn peer(&self, server: &str) -> Result<(Peer<RoleClient>, u64), ToolError> {
         let mut state = self.state.subscribe();
         let waiting = state.wait_for(|s| s.status != Status::Connecting || s.retrying);
         // `wait_for` answers with a read guard on the state: it must be gone before the state
@@ -449,8 +528,7 @@ impl Slot {
             _ => {
                 self.wanted.notify_one();
                 Err(ToolError::tool(format!(
-                    "MCP server `{}` is unavailable right now; try again later",
-                    self.server
+                    "MCP server `{server}` is unavailable right now; try again later"
                 )))
             }
         }
@@ -462,7 +540,8 @@ impl Slot {
         arguments: Value,
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
-        let (peer, connection) = self.peer().await?;
+        let server = &tool.source_name;
+        let (peer, connection) = self.peer(server).await?;
         let arguments = match arguments {
             Value::Object(map) => map,
             _ => Default::default(),
@@ -498,7 +577,7 @@ impl Slot {
             }
             Ok(other) => Err(ToolError::internal(format!("unexpected answer to tools/call: {other:?}"))),
             Err(err) => {
-                tracing::warn!(server = %self.server, error = %err, "upstream call failed");
+                tracing::warn!(%server, error = %err, "upstream call failed");
                 if matches!(err, ServiceError::TransportClosed | ServiceError::TransportSend(_)) {
                     // Only the connection the call used is broken: a newer one is left alone.
                     let current = self.state.send_if_modified(|s| {
@@ -515,13 +594,12 @@ impl Slot {
                         self.broken.notify_waiters();
                     }
                     return Err(ToolError::tool(format!(
-                        "MCP server `{}` dropped the connection before answering (it went away, or its \
+                        "MCP server `{server}` dropped the connection before answering (it went away, or its \
                          answer was over the {} MiB limit); try again later",
-                        self.server,
                         MAX_ANSWER >> 20
                     )));
                 }
-                Err(ToolError::tool(format!("MCP server `{}` failed to answer: {err}", self.server)))
+                Err(ToolError::tool(format!("MCP server `{server}` failed to answer: {err}")))
             }
         }
     }
@@ -655,19 +733,20 @@ impl Upstreams {
 
     pub fn health(&self) -> Vec<Health> {
         let slots = self.inner.slots.lock().expect("slots");
-        let mut health: Vec<Health> = slots
-            .iter()
-            .map(|(key, slot)| {
-                let state = slot.state.borrow();
-                Health {
-                    server: slot.server.clone(),
+        let mut health = Vec::new();
+        for (key, slot) in slots.iter() {
+            let state = slot.state.borrow().clone();
+            for member in slot.members().iter() {
+                let degraded = state.status == Status::Ready && member.discovery_error.is_some();
+                health.push(Health {
+                    server: member.name.clone(),
                     tenant_id: key.tenant,
-                    status: state.status,
-                    last_error: state.last_error.clone(),
+                    status: if degraded { Status::Degraded } else { state.status },
+                    last_error: member.discovery_error.clone().or_else(|| state.last_error.clone()),
                     last_seen_secs: state.last_seen.map(|t| t.elapsed().as_secs_f64()),
-                }
-            })
-            .collect();
+                });
+            }
+        }
         health.sort_by(|a, b| (&a.server, a.tenant_id).cmp(&(&b.server, b.tenant_id)));
         health
     }
@@ -676,11 +755,14 @@ impl Upstreams {
     pub async fn refresh(&self, server: &str) -> Result<servers::DiscoveryReport, String> {
         let slot = {
             let slots = self.inner.slots.lock().expect("slots");
-            slots.values().find(|slot| slot.discovers && slot.server == server).cloned()
+            slots
+                .values()
+                .find(|slot| slot.discovers && slot.member_names().iter().any(|m| m == server))
+                .cloned()
         };
         let slot = slot.ok_or_else(|| format!("server `{server}` is not connected (disabled or removed)"))?;
-        let (peer, _) = slot.peer().await.map_err(|err| err.to_string())?;
-        slot.discover(&peer).await
+        let (peer, _) = slot.peer(server).await.map_err(|err| err.to_string())?;
+        slot.discover(&peer, &[server.to_string()]).await.remove(0)
     }
 }
 
@@ -693,7 +775,8 @@ impl Drop for Inner {
 }
 
 impl Inner {
-    fn spawn_slot(&self, key: PoolKey, server: &str, source_id: Uuid, discovers: bool) -> Arc<Slot> {
+    /// A new connection for `members`; the servers' own (one with no tenant) discovers.
+    fn spawn_slot(&self, key: PoolKey, members: Vec<Member>) -> Arc<Slot> {
         let (state, _) = watch::channel(SlotState {
             status: Status::Connecting,
             peer: None,
@@ -704,9 +787,9 @@ impl Inner {
         });
         let slot = Arc::new_cyclic(|me| Slot {
             me: me.clone(),
-            server: server.to_string(),
-            source_id,
-            discovers,
+            members: Mutex::new(members),
+            discovers: key.tenant.is_none(),
+            joined: tokio::sync::Notify::new(),
             pool: self.pool.clone(),
             config: self.config.clone(),
             state,
@@ -720,30 +803,30 @@ impl Inner {
         slot
     }
 
-    /// Opens the server connections the configuration wants and closes the others.
+    /// Opens the server connections the configuration wants, gives each its servers, and
+    /// closes the others.
     async fn reconcile(&self) -> Result<(), crate::store::Error> {
-        let mut wanted = HashMap::new();
+        let mut wanted: HashMap<PoolKey, Vec<Member>> = HashMap::new();
         for (name, source_id, endpoint) in servers::enabled_endpoints(&self.pool, &self.secrets).await? {
-            wanted.insert(PoolKey { endpoint, tenant: None }, (name, source_id));
+            wanted.entry(PoolKey { endpoint, tenant: None }).or_default().push(Member::new(&name, source_id));
         }
-        let enabled: Vec<Uuid> = wanted.values().map(|(_, id)| *id).collect();
+        let enabled: Vec<Uuid> = wanted.values().flatten().map(|m| m.source_id).collect();
         let mut slots = self.slots.lock().expect("slots");
         slots.retain(|key, slot| {
-            let keep = match key.tenant {
-                Some(_) => enabled.contains(&slot.source_id),
-                None => wanted.contains_key(key),
-            };
+            match key.tenant {
+                Some(_) => slot.members().retain(|m| enabled.contains(&m.source_id)),
+                None => slot.set_members(wanted.remove(key).unwrap_or_default()),
+            }
+            let keep = !slot.members().is_empty();
             if !keep {
-                tracing::info!(server = %slot.server, "closing the connection of a removed or disabled server");
+                tracing::info!("closing a connection whose servers were all removed or disabled");
                 slot.cancel.cancel();
             }
             keep
         });
-        for (key, (server, source_id)) in wanted {
-            if let std::collections::hash_map::Entry::Vacant(entry) = slots.entry(key) {
-                let slot = self.spawn_slot(entry.key().clone(), &server, source_id, true);
-                entry.insert(slot);
-            }
+        for (key, members) in wanted {
+            let slot = self.spawn_slot(key.clone(), members);
+            slots.insert(key, slot);
         }
         self.routes.lock().expect("routes").slots.clear();
         Ok(())
@@ -770,9 +853,17 @@ impl Inner {
         let slot = {
             let mut slots = self.slots.lock().expect("slots");
             match slots.get(&key) {
-                Some(slot) => slot.clone(),
+                Some(slot) => {
+                    let mut members = slot.members();
+                    if !members.iter().any(|m| m.source_id == tool.source_id) {
+                        members.push(Member::new(&tool.source_name, tool.source_id));
+                    }
+                    drop(members);
+                    slot.clone()
+                }
                 None => {
-                    let slot = self.spawn_slot(key.clone(), &tool.source_name, tool.source_id, false);
+                    let slot =
+                        self.spawn_slot(key.clone(), vec![Member::new(&tool.source_name, tool.source_id)]);
                     slots.insert(key, slot.clone());
                     slot
                 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use engine::catalog::{Catalog, CatalogOptions};
 use engine::exec::{CallRequest, ExecConfig, Executor, Status};
-use engine::model::{Name, TenantSlug};
+use engine::model::{Name, Tag, TenantSlug};
 use engine::secret::SecretBox;
 use engine::store::overrides::OverrideInput;
 use engine::store::servers::{self, Endpoint, Transport};
@@ -339,6 +339,57 @@ async fn unauthenticated_connections_are_shared_and_authenticated_ones_are_per_t
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn servers_on_one_endpoint_share_its_session_and_each_keeps_its_own_tools(pool: PgPool) {
+    let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
+    let url = format!("http://{}/mcp", upstream.address);
+    let gw = gateway(pool).await;
+    let tagged = |server: &str, tag: &str| servers::ServerConfig {
+        tags: vec![Tag::parse(tag).unwrap()],
+        ..http_server(server, url.clone())
+    };
+    gw.register(tagged("alpha", "red")).await;
+    gw.register(tagged("beta", "blue")).await;
+    gw.visible("acme", "alpha_echo").await;
+    gw.visible("acme", "beta_echo").await;
+    let snapshot = gw.catalog.snapshot();
+    let acme = snapshot.tenant("acme").unwrap();
+    assert_eq!(acme.resolve("alpha_echo").unwrap().tags, ["red"]);
+    assert_eq!(acme.resolve("beta_echo").unwrap().tags, ["blue"]);
+
+    // A third server on the endpoint, registered while the connection is up.
+    gw.register(http_server("gamma", url.clone())).await;
+    gw.visible("acme", "gamma_echo").await;
+    for tool in ["alpha_echo", "beta_echo", "gamma_echo"] {
+        let result = gw.call("acme", tool, json!({"message": tool})).await;
+        assert_eq!((result.status, text(&result.output)), (Status::Ok, format!("echo: {tool}")));
+    }
+    for server in ["alpha", "beta", "gamma"] {
+        let report = gw.upstreams.refresh(server).await.unwrap();
+        assert_eq!(report.unchanged, 5, "{server}: {report:?}");
+    }
+    let health: Vec<_> =
+        gw.upstreams.health().into_iter().map(|h| (h.server, h.tenant_id, h.status)).collect();
+    assert_eq!(
+        health,
+        [
+            ("alpha".into(), None, Health::Ready),
+            ("beta".into(), None, Health::Ready),
+            ("gamma".into(), None, Health::Ready)
+        ]
+    );
+
+    // Disabling one leaves the others serving, on the same connection.
+    store::sources::set_enabled(&gw.pool, &Actor::system(), &name("beta"), false).await.unwrap();
+    gw.until("beta's tools to go", |s| s.tenant("acme").unwrap().resolve("beta_echo").is_none()).await;
+    eventually("beta to leave the connection", || gw.upstreams.health().len() == 2).await;
+    for tool in ["alpha_echo", "gamma_echo"] {
+        assert_eq!(gw.call("acme", tool, json!({"message": "x"})).await.status, Status::Ok);
+    }
+    assert!(gw.upstreams.refresh("beta").await.is_err(), "a disabled server is not connected");
+    assert_eq!(upstream.state.sessions.load(Ordering::SeqCst), 1, "one upstream session for all three");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn list_changed_triggers_discovery_and_changed_definitions_wait_for_approval(pool: PgPool) {
     let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
     let gw = gateway(pool).await;
@@ -505,6 +556,28 @@ async fn server_everything_over_stdio_and_streamable_http(pool: PgPool) {
         assert!(text(&sum.output).contains('5'), "{}", text(&sum.output));
     }
     child.kill().await.unwrap();
+}
+
+/// A stdio server starts with a cleared environment: `PATH`, `HOME` and `LANG` of Toolgate's,
+/// and its own `env`; never Toolgate's secret key, database URL or anything else.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_stdio_server_sees_only_path_home_lang_and_its_own_env(pool: PgPool) {
+    let gw = gateway(pool).await;
+    let mut stdio =
+        servers::ServerConfig::stdio(name("evs"), "node", vec![server_everything(), "stdio".into()]);
+    stdio.env.insert("GREETING".into(), servers::EnvValue::Plain("hello".into()));
+    gw.register(stdio).await;
+    gw.visible("acme", "evs_get-env").await;
+    let result = gw.call("acme", "evs_get-env", json!({})).await;
+    assert_eq!(result.status, Status::Ok, "{:?}", result.output);
+    let seen: std::collections::BTreeMap<String, String> =
+        serde_json::from_str(&text(&result.output)).unwrap();
+    let inherited = ["HOME", "LANG", "PATH"].into_iter().filter(|name| std::env::var_os(name).is_some());
+    let expected: Vec<&str> =
+        inherited.chain(["GREETING"]).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    assert_eq!(seen.keys().map(String::as_str).collect::<Vec<_>>(), expected);
+    assert_eq!(seen["GREETING"], "hello");
+    assert_eq!(seen.get("PATH").map(String::as_str), std::env::var("PATH").ok().as_deref());
 }
 
 /// Processes whose command line contains `marker`.

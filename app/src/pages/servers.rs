@@ -483,6 +483,11 @@ fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
                             on:input=move |ev| args.set(event_target_value(&ev))
                         ></textarea>
                     </label>
+                    <p class="muted form-note">
+                        "The process starts with a cleared environment: PATH, HOME and LANG of Toolgate's, \
+                         plus the server's own variables (config document or admin API); nothing else of \
+                         Toolgate's, so never its secret key or database URL."
+                    </p>
                 </Show>
                 <label>
                     "Headers (Name: value per line; stored encrypted, never shown again)"
