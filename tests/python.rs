@@ -28,19 +28,32 @@ async fn run(mut command: Command) -> std::process::Output {
     tokio::task::spawn_blocking(move || command.output().unwrap()).await.unwrap()
 }
 
-#[sqlx::test(migrator = "engine::db::MIGRATOR")]
-async fn the_python_mcp_sdk_lists_and_calls_tools(pool: PgPool) {
+/// Runs `tests/python/mcp_client.py` against the tenant's endpoint in the SDK's `mode`.
+async fn python_client_passes(mode: &str, pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let key = tenant_key(&app, &pool).await;
     let mut command = Command::new(venv_program("python"));
     command
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/mcp_client.py"))
         .arg(app.url("/mcp/acme"))
-        .arg(&key);
+        .arg(&key)
+        .arg(mode);
     let output = run(command).await;
     let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "the Python client failed:\n{stdout}\n{stderr}");
+    assert!(output.status.success(), "the Python client ({mode} mode) failed:\n{stdout}\n{stderr}");
     assert!(stdout.starts_with("ok: "), "{stdout}");
+}
+
+/// The SDK's default: `server/discover`, then revision 2026-07-28 (every result needs
+/// `resultType`).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_python_mcp_sdk_in_auto_mode_lists_and_calls_tools(pool: PgPool) {
+    python_client_passes("auto", pool).await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_python_mcp_sdk_in_legacy_mode_lists_and_calls_tools(pool: PgPool) {
+    python_client_passes("legacy", pool).await;
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use engine::catalog::{Catalog, GroupInfo, TenantTools};
 use engine::exec::{CallHooks, CallRequest, ExecError, Executor};
 use engine::schema::Provider;
-use engine::tool::{Caller, ClientRelay, RelayFuture};
+use engine::tool::{Caller, ClientRelay, RelayFuture, ToolOutput};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, ServerNotification,
@@ -220,6 +220,17 @@ fn meta_tool(groups: &[GroupInfo]) -> Option<Tool> {
     .ok()
 }
 
+/// A tool's output as an MCP result, made by rmcp's constructors so that it carries
+/// `resultType: "complete"`: clients on revision 2026-07-28 refuse a result without it, and
+/// rmcp leaves it out for peers on older revisions.
+fn mcp_result(output: ToolOutput) -> Result<CallToolResult, serde_json::Error> {
+    let content = serde_json::from_value(serde_json::to_value(output.content)?)?;
+    let mut result =
+        if output.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    result.structured_content = output.structured;
+    Ok(result)
+}
+
 fn not_authenticated() -> ErrorData {
     ErrorData::invalid_request("the request carries no tenant authentication", None)
 }
@@ -300,10 +311,8 @@ impl ServerHandler for Gateway {
         let hooks = CallHooks { progress, client: Some(Arc::new(SessionRelay::new(context.peer.clone()))) };
         match self.executor.call_in(&view, &Caller::ApiKey(access.key_id), call, hooks).await {
             Ok(result) => {
-                let output = serde_json::to_value(&result.output)
-                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                let result = serde_json::from_value(output)
-                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                let result =
+                    mcp_result(result.output).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                 Ok(CallToolResponse::Complete(result))
             }
             Err(err @ (ExecError::UnknownTool(_) | ExecError::UnknownTenant(_))) => {
