@@ -55,10 +55,14 @@ npm_install() {
 }
 npm_install tools
 $with_test && npm_install end2end
+# The public MCP servers of the schema corpus (tests/corpus/servers.json).
+$with_test && npm_install tests/corpus
 
 # Python tools for the tests and benchmarks, in a virtualenv outside the clone: schemathesis
-# (fuzzes the REST API from its OpenAPI document) and the `mcp` SDK (an independent MCP client,
-# and the benchmark's Python upstream). Reinstalled when the requirements change.
+# (fuzzes the REST API from its OpenAPI document), the `mcp` SDK (an independent MCP client,
+# and the benchmark's Python upstream), the LLM providers' SDKs (their types judge the
+# rendered schemas) and the Python servers of the schema corpus. Reinstalled when the
+# requirements change.
 if $with_python && [[ tools/python/requirements.txt -nt "$TOOLGATE_VENV/.installed" ]]; then
     python3 -m venv "$TOOLGATE_VENV"
     "$TOOLGATE_VENV/bin/pip" install --quiet --disable-pip-version-check -r tools/python/requirements.txt

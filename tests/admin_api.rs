@@ -105,9 +105,10 @@ async fn test_invocation_and_schema_inspection(pool: PgPool) {
     .await;
     assert_eq!(schema["rendering"]["name"], "view_text_file");
     assert!(schema["rendering"]["parameters"]["properties"]["path"].is_object());
-    // schemars emits `$schema` and `title`, which Gemini rejects: reported, and normalised away.
+    // schemars emits `$schema`, which Gemini rejects: reported, and normalised away.
     let findings = schema["findings"].as_array().unwrap();
-    assert!(findings.iter().any(|f| f["keyword"] == "title"), "{findings:?}");
+    assert!(findings.iter().any(|f| f["keyword"] == "$schema"), "{findings:?}");
+    assert!(schema["normalised"].get("$schema").is_none());
     assert!(schema["normalised"].get("title").is_none());
 }
 

@@ -655,17 +655,21 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// What ends a description cut at the cap.
+const TRUNCATED: &str = " [description truncated]";
+
 /// A discovered tool as Toolgate stores it; the description is untrusted and capped.
 fn definition(tool: &rmcp::model::Tool, description_cap: usize) -> ToolDefinition {
     let value = serde_json::to_value(tool).unwrap_or_default();
     let mut description = value["description"].as_str().unwrap_or_default().to_string();
     if description.len() > description_cap {
-        let mut end = description_cap;
+        // The notice counts against the cap too.
+        let mut end = description_cap.saturating_sub(TRUNCATED.len());
         while !description.is_char_boundary(end) {
             end -= 1;
         }
         description.truncate(end);
-        description.push_str(" [description truncated]");
+        description.push_str(TRUNCATED);
     }
     ToolDefinition {
         upstream_name: value["name"].as_str().unwrap_or_default().to_string(),
@@ -880,5 +884,20 @@ impl Upstream for Upstreams {
             let slot = self.inner.route(tool, ctx.tenant_id).await?;
             slot.call(tool, arguments, ctx).await
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_description_is_cut_to_the_cap_notice_included() {
+        let schema = Arc::new(json!({"type": "object"}).as_object().cloned().unwrap());
+        let tool = rmcp::model::Tool::new("long", "é".repeat(10_000), schema);
+        let description = definition(&tool, 8 * 1024).description;
+        assert!(description.len() <= 8 * 1024, "{} bytes", description.len());
+        assert!(description.len() > 8 * 1024 - 30);
+        assert!(description.ends_with(TRUNCATED));
     }
 }

@@ -3,7 +3,7 @@
 
 use engine::schema::lint::{lint, lint_tool};
 use engine::schema::normalize::{NormalizeError, normalize};
-use engine::schema::render::{ToolView, render};
+use engine::schema::render::{ToolView, input_schema, render};
 use engine::schema::{Provider, llm_input_schema, no_parameters};
 use serde_json::{Value, json};
 
@@ -114,14 +114,31 @@ fn the_corpus_is_large_enough() {
     assert!(corpus().len() >= 20);
 }
 
+/// The schema a tool with `schema` is served with for `provider`, and the rules it is judged
+/// by: Gemini's `parametersJsonSchema` is full JSON Schema, judged as MCP's is.
+fn served(schema: &Value, provider: Provider, strict: bool) -> Result<(Value, Provider), NormalizeError> {
+    let annotations = json!({});
+    let tool = ToolView {
+        name: "t",
+        description: "",
+        input_schema: schema,
+        output_schema: None,
+        annotations: &annotations,
+        strict,
+    };
+    let rendered = render(&tool, provider)?;
+    let rules = if rendered.get("parametersJsonSchema").is_some() { Provider::Mcp } else { provider };
+    Ok((input_schema(&rendered, provider).clone(), rules))
+}
+
 #[test]
 fn normalised_schemas_lint_clean_for_every_provider() {
     for (name, schema) in corpus() {
         for provider in Provider::ALL {
             for strict in [false, true] {
-                let normalised =
-                    normalize(&schema, provider, strict).unwrap_or_else(|e| panic!("{name}: {e}"));
-                let findings = lint(&normalised, provider, strict);
+                let (normalised, rules) =
+                    served(&schema, provider, strict).unwrap_or_else(|e| panic!("{name}: {e}"));
+                let findings = lint(&normalised, rules, strict);
                 assert!(
                     findings.is_empty(),
                     "{name} / {} / strict={strict}: {findings:#?}\n{normalised:#}",
@@ -138,13 +155,14 @@ fn raw_schemas_with_unportable_constructs_are_reported_with_pointers() {
     let findings = lint(&by_name["mcp-server-fetch (pydantic)"], Provider::Gemini, false);
     let at =
         |pointer: &str, keyword: &str| findings.iter().any(|f| f.pointer == pointer && f.keyword == keyword);
-    assert!(at("/properties/url/format", "format"), "{findings:#?}");
-    assert!(at("/properties/max_length/default", "default"));
-    assert!(at("/title", "title"));
+    assert!(at("/properties/url/format", "format"), "gemini takes no `uri` format: {findings:#?}");
+    assert!(at("/properties/max_length/exclusiveMaximum", "exclusiveMaximum"));
+    assert!(!findings.iter().any(|f| f.keyword == "title" || f.keyword == "default"), "gemini takes both");
 
-    let refs = lint(&by_name["pydantic nested model with $defs"], Provider::OpenAi, false);
+    let refs = lint(&by_name["pydantic nested model with $defs"], Provider::Gemini, false);
     assert!(refs.iter().any(|f| f.pointer == "/$defs" && f.message.contains("inline")));
     assert!(refs.iter().any(|f| f.pointer == "/properties/address/$ref"));
+    assert!(lint(&by_name["pydantic nested model with $defs"], Provider::OpenAi, false).is_empty());
 
     let top = lint(&by_name["top-level oneOf: by id or by name"], Provider::Anthropic, false);
     assert!(top.iter().any(|f| f.pointer.is_empty() && f.message.contains("top level")));
@@ -160,14 +178,21 @@ fn raw_schemas_with_unportable_constructs_are_reported_with_pointers() {
     );
 
     let gemini = lint(&by_name["pydantic Optional field"], Provider::Gemini, false);
-    assert!(gemini.iter().any(|f| f.keyword == "default"));
+    assert!(gemini.iter().any(|f| f.pointer == "/properties/cursor" && f.keyword == "anyOf"), "{gemini:#?}");
+    let types = lint(&by_name["schemars output with definitions"], Provider::Gemini, false);
+    assert!(types.iter().any(|f| f.pointer == "/properties/limit" && f.keyword == "type"), "{types:#?}");
+    let open = lint(&by_name["open map (additionalProperties schema)"], Provider::Gemini, false);
     assert!(
-        lint(&by_name["huge enum"], Provider::OpenAi, false)
+        open.iter().any(|f| f.pointer == "/properties/headers" && f.keyword == "properties"),
+        "{open:#?}"
+    );
+    assert!(
+        lint(&by_name["huge enum"], Provider::OpenAi, true)
             .iter()
             .any(|f| f.message.contains("1000 enum values"))
     );
     assert!(
-        lint(&by_name["deeply nested"], Provider::OpenAi, false)
+        lint(&by_name["deeply nested"], Provider::OpenAi, true)
             .iter()
             .any(|f| f.message.contains("deeper than 10"))
     );
@@ -310,10 +335,109 @@ fn a_union_inside_a_top_level_all_of_and_malformed_compositions_still_normalise_
     for schema in schemas {
         for provider in Provider::ALL {
             for strict in [false, true] {
-                let normalized = normalize(&schema, provider, strict).unwrap();
-                let findings = lint(&normalized, provider, strict);
+                let (normalized, rules) = served(&schema, provider, strict).unwrap();
+                let findings = lint(&normalized, rules, strict);
                 assert!(findings.is_empty(), "{provider:?} {strict}: {findings:?} in {normalized}");
             }
         }
     }
+}
+
+/// MCP takes any JSON Schema: only its own rule (an object at the root) is a finding there;
+/// Anthropic and OpenAI refuse only a union at the root.
+#[test]
+fn findings_are_only_what_the_provider_refuses() {
+    let by_name: std::collections::HashMap<_, _> = corpus().into_iter().collect();
+    for name in
+        ["server-everything longRunningOperation", "mcp-server-fetch (pydantic)", "formats and patterns"]
+    {
+        for provider in [Provider::Mcp, Provider::Anthropic, Provider::OpenAi] {
+            assert_eq!(lint(&by_name[name], provider, false), [], "{name} / {provider:?}");
+        }
+    }
+    let union = lint(&by_name["top-level oneOf: by id or by name"], Provider::Mcp, false);
+    assert_eq!(union.len(), 1, "only the missing root type: {union:#?}");
+}
+
+#[test]
+fn gemini_gets_one_type_per_schema_and_nothing_beside_any_of() {
+    let schema = json!({"type": "object", "properties": {
+        "limit": {"type": ["integer", "null"], "description": "How many"},
+        "cursor": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null, "description": "Where to go on"},
+        "id": {"anyOf": [{"type": "string"}, {"type": "integer"}], "description": "By name or number"},
+        "either": {"type": ["string", "number"]},
+        "level": {"type": "integer", "enum": [1, 2, 3]}
+    }, "required": ["id"]});
+    let gemini = normalize(&schema, Provider::Gemini, false).unwrap();
+    let properties = &gemini["properties"];
+    assert_eq!(properties["limit"], json!({"type": "integer", "nullable": true, "description": "How many"}));
+    assert_eq!(
+        properties["cursor"],
+        json!({"type": "string", "nullable": true, "description": "Where to go on (default: null)"})
+    );
+    assert_eq!(
+        properties["id"],
+        json!({"anyOf": [{"type": "string", "description": "By name or number"}, {"type": "integer", "description": "By name or number"}]})
+    );
+    assert_eq!(properties["either"], json!({"anyOf": [{"type": "string"}, {"type": "number"}]}));
+    assert_eq!(properties["level"], json!({"type": "integer", "description": "one of: 1, 2, 3"}));
+    assert_eq!(lint(&gemini, Provider::Gemini, false), []);
+}
+
+/// "Any object" has no form in Gemini's `parameters`: such a tool is served with
+/// `parametersJsonSchema`, the full JSON Schema Gemini documents for it.
+#[test]
+fn a_free_form_object_is_served_to_gemini_as_json_schema() {
+    let by_name: std::collections::HashMap<_, _> = corpus().into_iter().collect();
+    let schema = &by_name["open map (additionalProperties schema)"];
+    assert_eq!(
+        normalize(schema, Provider::Gemini, false).unwrap_err(),
+        NormalizeError::Inexpressible("/properties/headers".into())
+    );
+    let annotations = json!({});
+    let tool = ToolView {
+        name: "h",
+        description: "",
+        input_schema: schema,
+        output_schema: None,
+        annotations: &annotations,
+        strict: false,
+    };
+    let rendered = render(&tool, Provider::Gemini).unwrap();
+    assert!(rendered.get("parameters").is_none());
+    assert_eq!(rendered["parametersJsonSchema"], normalize(schema, Provider::Mcp, false).unwrap());
+    assert_eq!(
+        rendered["parametersJsonSchema"]["properties"]["headers"]["additionalProperties"],
+        json!({"type": "string"})
+    );
+}
+
+#[test]
+fn output_schemas_are_served_without_their_metadata_like_input_schemas() {
+    let output = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {"n": {"type": "integer"}}});
+    let input = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {"q": {"type": "string"}}});
+    let annotations = json!({});
+    let tool = ToolView {
+        name: "t",
+        description: "",
+        input_schema: &input,
+        output_schema: Some(&output),
+        annotations: &annotations,
+        strict: false,
+    };
+    let rendered = render(&tool, Provider::Mcp).unwrap();
+    assert!(rendered["inputSchema"].get("$schema").is_none());
+    assert_eq!(rendered["outputSchema"], json!({"type": "object", "properties": {"n": {"type": "integer"}}}));
+}
+
+/// zod-to-json-schema points a repeated schema at its first use (`#/properties/...`), as
+/// server-sequential-thinking publishes it.
+#[test]
+fn references_into_the_schema_itself_are_inlined() {
+    let schema = json!({"type": "object", "properties": {
+        "first": {"type": "boolean", "description": "Whether"},
+        "second": {"$ref": "#/properties/first"}
+    }});
+    let normalised = normalize(&schema, Provider::Anthropic, false).unwrap();
+    assert_eq!(normalised["properties"]["second"], json!({"type": "boolean", "description": "Whether"}));
 }

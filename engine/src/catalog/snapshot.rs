@@ -86,13 +86,14 @@ impl CatalogTool {
         &self,
         provider: schema::Provider,
     ) -> Result<Inspection, schema::normalize::NormalizeError> {
+        let rendering = self.render(provider)?;
         Ok(Inspection {
             tool: self.exposed_name.clone(),
             provider: provider.as_str(),
             raw: (*self.raw_input_schema).clone(),
             llm_schema: (*self.input_schema).clone(),
-            normalised: schema::normalize::normalize(&self.input_schema, provider, self.strict)?,
-            rendering: self.render(provider)?,
+            normalised: schema::render::input_schema(&rendering, provider).clone(),
+            rendering,
             findings: schema::lint::lint_tool(&self.exposed_name, &self.input_schema, provider, self.strict),
         })
     }

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::Provider;
+use super::{GEMINI_KEYWORDS, OPENAI_STRICT_UNSUPPORTED, Provider, gemini_formats, is_object_schema};
 use crate::catalog::naming;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -33,19 +33,21 @@ pub fn lint_tool(name: &str, schema: &Value, provider: Provider, strict: bool) -
     findings
 }
 
-/// Lints an input schema for `provider` (OpenAI strict mode when `strict`).
+/// Lints an input schema for `provider` (OpenAI strict mode when `strict`): what that
+/// provider's API refuses, and nothing else (`docs/schemas.md` gives each rule's source).
 pub fn lint(schema: &Value, provider: Provider, strict: bool) -> Vec<Finding> {
     let mut linter =
         Linter { provider, strict: strict && provider == Provider::OpenAi, findings: Vec::new() };
     match schema {
         Value::Object(root) => {
-            let composite = ["anyOf", "oneOf", "allOf"].iter().any(|k| root.contains_key(*k));
-            if root.get("type") != Some(&Value::from("object")) || composite {
-                linter.push(
-                    "",
-                    "type",
-                    "the top level must be a plain object schema (no top-level anyOf/oneOf/allOf)",
-                );
+            if root.get("type") != Some(&Value::from("object")) {
+                linter.push("", "type", "the top level must be an object schema (\"type\": \"object\")");
+            }
+            let composite = ["anyOf", "oneOf", "allOf"].into_iter().find(|k| root.contains_key(*k));
+            if let Some(keyword) = composite.filter(|_| provider != Provider::Mcp) {
+                let message =
+                    format!("{} refuses `{keyword}` at the top level of a tool's schema", provider.as_str());
+                linter.push("", keyword, message);
             }
             linter.node(root, "", 1);
         }
@@ -73,42 +75,84 @@ impl Linter {
         });
     }
 
+    /// Whether the provider documents limits on depth, enum size and boolean schemas.
+    fn limited(&self) -> bool {
+        self.strict || self.provider == Provider::Gemini
+    }
+
+    /// Why the provider refuses `keyword` in a schema node, if it does.
+    fn refusal(&self, keyword: &str, value: &Value) -> Option<String> {
+        let refused = match self.provider {
+            Provider::Gemini if !GEMINI_KEYWORDS.contains(&keyword) => Some(match keyword {
+                "$ref" => "`$ref` is not supported: the definition must be inlined".to_string(),
+                "$defs" | "definitions" => "definitions are not supported: inline them".to_string(),
+                "oneOf" | "allOf" => format!("`{keyword}` is not supported by gemini: use anyOf"),
+                _ => format!("`{keyword}` is not part of gemini's schema subset"),
+            }),
+            Provider::OpenAi if self.strict && OPENAI_STRICT_UNSUPPORTED.contains(&keyword) => {
+                Some(format!("`{keyword}` is not supported in OpenAI strict mode"))
+            }
+            _ => None,
+        };
+        let too_many = keyword == "enum"
+            && self.limited()
+            && value.as_array().is_some_and(|v| v.len() > Provider::MAX_ENUM_VALUES);
+        refused.or_else(|| too_many.then(|| format!("more than {} enum values", Provider::MAX_ENUM_VALUES)))
+    }
+
     fn node(&mut self, node: &Map<String, Value>, pointer: &str, depth: usize) {
-        let provider = self.provider.as_str();
-        if depth > Provider::MAX_DEPTH {
+        if self.limited() && depth > Provider::MAX_DEPTH {
             self.push(pointer, "", format!("nested deeper than {} levels", Provider::MAX_DEPTH));
             return;
         }
         for (keyword, value) in node {
-            let at = format!("{pointer}/{}", escape(keyword));
-            match keyword.as_str() {
-                "$ref" => self.push(&at, keyword, "`$ref` is not supported: the definition must be inlined"),
-                "$defs" | "definitions" => {
-                    self.push(&at, keyword, "definitions are not supported: inline them")
-                }
-                "oneOf" | "allOf" => {
-                    self.push(&at, keyword, format!("`{keyword}` is outside the portable subset: use anyOf"))
-                }
-                "enum" if value.as_array().is_some_and(|v| v.len() > Provider::MAX_ENUM_VALUES) => {
-                    self.push(&at, keyword, format!("more than {} enum values", Provider::MAX_ENUM_VALUES))
-                }
-                k if !self.provider.accepts(k) => {
-                    self.push(&at, keyword, format!("`{keyword}` is rejected by {provider}"))
-                }
-                _ => {}
+            if let Some(message) = self.refusal(keyword, value) {
+                self.push(&format!("{pointer}/{}", escape(keyword)), keyword, message);
             }
         }
-        if self.provider == Provider::Gemini && node.contains_key("type") && node.contains_key("anyOf") {
-            self.push(pointer, "type", "gemini rejects `type` next to `anyOf`");
+        if self.provider == Provider::Gemini {
+            self.gemini_node(node, pointer);
         }
-        let is_object = node
-            .get("type")
-            .is_some_and(|t| t == "object" || t.as_array().is_some_and(|a| a.contains(&"object".into())))
-            || node.contains_key("properties");
-        if self.strict && is_object {
+        if self.strict && is_object_schema(node) {
             self.strict_object(node, pointer);
         }
         self.children(node, pointer, depth);
+    }
+
+    /// Gemini's rules beyond its keyword list: one type per schema, nothing beside `anyOf`,
+    /// objects with properties, string enums, and its own `format`s.
+    fn gemini_node(&mut self, node: &Map<String, Value>, pointer: &str) {
+        match node.get("type") {
+            Some(Value::Array(_)) => self.push(
+                pointer,
+                "type",
+                "gemini takes one type per schema: write optional values as `nullable: true`",
+            ),
+            Some(Value::String(kind)) => {
+                let empty = node.get("properties").and_then(Value::as_object).is_none_or(|p| p.is_empty());
+                if kind == "object" && empty {
+                    self.push(pointer, "properties", "gemini refuses an object schema without properties");
+                }
+                if let Some(format) = node.get("format").and_then(Value::as_str)
+                    && !gemini_formats(kind).contains(&format)
+                {
+                    let allowed = gemini_formats(kind).join(", ");
+                    let message = format!("gemini takes only these formats for {kind}: [{allowed}]");
+                    self.push(&format!("{pointer}/format"), "format", message);
+                }
+            }
+            _ => {}
+        }
+        if node.contains_key("anyOf") && node.len() > 1 {
+            self.push(pointer, "anyOf", "gemini refuses keywords next to `anyOf`");
+        }
+        if node
+            .get("enum")
+            .and_then(Value::as_array)
+            .is_some_and(|values| values.iter().any(|v| !v.is_string()))
+        {
+            self.push(&format!("{pointer}/enum"), "enum", "gemini takes string enum values only");
+        }
     }
 
     fn strict_object(&mut self, node: &Map<String, Value>, pointer: &str) {
@@ -159,7 +203,8 @@ impl Linter {
     fn child(&mut self, child: &Value, pointer: &str, depth: usize) {
         match child {
             Value::Object(node) => self.node(node, pointer, depth + 1),
-            _ => self.push(pointer, "", "a boolean schema is outside the portable subset"),
+            _ if self.limited() => self.push(pointer, "", "boolean schemas are not supported"),
+            _ => {}
         }
     }
 }

@@ -12,7 +12,7 @@ pub mod normalize;
 mod provider;
 pub mod render;
 
-pub use provider::Provider;
+pub use provider::{GEMINI_KEYWORDS, OPENAI_STRICT_UNSUPPORTED, Provider, gemini_formats};
 
 use serde_json::{Map, Value, json};
 
@@ -27,6 +27,14 @@ pub fn no_parameters() -> Value {
             }
         }
     })
+}
+
+/// Whether a schema node describes an object: its type is (or includes) `object`, or it has
+/// properties.
+pub(crate) fn is_object_schema(node: &Map<String, Value>) -> bool {
+    node.get("type")
+        .is_some_and(|t| t == "object" || t.as_array().is_some_and(|a| a.iter().any(|k| k == "object")))
+        || node.contains_key("properties")
 }
 
 /// Turns whatever a tool declared into a JSON object schema: a non-object (or missing) schema

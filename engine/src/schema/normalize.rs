@@ -4,11 +4,15 @@
 //! `anyOf`, `allOf` is merged, a top-level union becomes one object, and every keyword the
 //! provider rejects moves into the description (`format: email`, `default: 10`, ...) so the LLM
 //! still reads it. For OpenAI strict mode every property becomes required (optional ones
-//! nullable) and every object closed. The lint of the result is clean for that provider.
+//! nullable) and every object closed. For Gemini, optional values become `nullable`, a type
+//! list becomes one type or an `anyOf`, what stands beside an `anyOf` moves into each of its
+//! branches, and enums become strings; an object without properties has no form in Gemini's
+//! `parameters` ([`NormalizeError::Inexpressible`]). The lint of the result is clean for that
+//! provider.
 
 use serde_json::{Map, Value, json};
 
-use super::{Provider, as_object_schema};
+use super::{Provider, as_object_schema, is_object_schema};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NormalizeError {
@@ -16,7 +20,7 @@ pub enum NormalizeError {
     #[error("`$ref` {0} is recursive: the schema cannot be inlined for this provider")]
     Recursive(String),
     /// A `$ref` points outside the schema or to nothing.
-    #[error("`$ref` {0} cannot be resolved (only local #/$defs/... and #/definitions/... references are)")]
+    #[error("`$ref` {0} cannot be resolved (only references into the schema itself, `#/...`, are)")]
     Unresolved(String),
     /// Inlining would build a schema too big or too deep to serve (definitions that each use
     /// the next several times grow exponentially).
@@ -24,6 +28,10 @@ pub enum NormalizeError {
         "the schema is too large once its `$ref`s are inlined (over {MAX_NODES} nodes or {MAX_DEPTH} levels deep)"
     )]
     TooLarge,
+    /// Gemini's `parameters` cannot say "any object": a free-form object (no properties)
+    /// below the root has no form there (the renderer serves `parametersJsonSchema` instead).
+    #[error("the object at `{0}` has no properties, which gemini's schema subset cannot express")]
+    Inexpressible(String),
 }
 
 /// The most nodes an inlined schema may have.
@@ -38,16 +46,13 @@ struct Budget {
 
 pub fn normalize(schema: &Value, provider: Provider, strict: bool) -> Result<Value, NormalizeError> {
     let mut root = as_object_schema(schema);
-    let mut defs = Map::new();
+    // References point into the schema as published (`#/$defs/A`, `#/properties/b`, ...).
+    let document = Value::Object(root.clone());
     for key in ["$defs", "definitions"] {
-        if let Some(Value::Object(found)) = root.remove(key) {
-            for (name, def) in found {
-                defs.insert(format!("#/{key}/{name}"), def);
-            }
-        }
+        root.remove(key);
     }
     let mut root = Value::Object(root);
-    inline_refs(&mut root, &defs, &mut Vec::new(), &mut Budget { nodes: MAX_NODES }, 0)?;
+    inline_refs(&mut root, &document, &mut Vec::new(), &mut Budget { nodes: MAX_NODES }, 0)?;
     let Value::Object(mut root) = root else { unreachable!("inlining keeps the root an object") };
     // A union can also come from a part of a top-level allOf.
     merge_all_of(&mut root);
@@ -56,14 +61,20 @@ pub fn normalize(schema: &Value, provider: Provider, strict: bool) -> Result<Val
     root.insert("type".into(), json!("object"));
     let normaliser = Normaliser { provider, strict: strict && provider == Provider::OpenAi };
     normaliser.node(&mut root, 1);
-    Ok(Value::Object(root))
+    let root = Value::Object(root);
+    if provider == Provider::Gemini
+        && let Some(at) = object_without_properties(&root, "")
+    {
+        return Err(NormalizeError::Inexpressible(if at.is_empty() { "/".into() } else { at }));
+    }
+    Ok(root)
 }
 
-/// Replaces every `$ref` under `node` (at `depth`) by its definition, counting what it builds
-/// against `budget`.
+/// Replaces every `$ref` under `node` (at `depth`) by what it points to in `document`,
+/// counting what it builds against `budget`.
 fn inline_refs(
     node: &mut Value,
-    defs: &Map<String, Value>,
+    document: &Value,
     stack: &mut Vec<String>,
     budget: &mut Budget,
     depth: usize,
@@ -81,19 +92,20 @@ fn inline_refs(
                 if stack.contains(&reference) {
                     return Err(NormalizeError::Recursive(reference));
                 }
-                let mut target = defs
-                    .get(&reference)
+                let mut target = reference
+                    .strip_prefix('#')
+                    .and_then(|pointer| document.pointer(pointer))
                     .cloned()
                     .ok_or_else(|| NormalizeError::Unresolved(reference.clone()))?;
                 stack.push(reference);
-                inline_refs(&mut target, defs, stack, budget, depth)?;
+                inline_refs(&mut target, document, stack, budget, depth)?;
                 stack.pop();
                 if let Value::Object(target) = target {
                     inlined = target;
                 }
             }
             for value in map.values_mut() {
-                inline_refs(value, defs, stack, budget, depth + 1)?;
+                inline_refs(value, document, stack, budget, depth + 1)?;
             }
             for (key, value) in inlined {
                 map.entry(key).or_insert(value);
@@ -101,7 +113,7 @@ fn inline_refs(
         }
         Value::Array(items) => {
             for item in items {
-                inline_refs(item, defs, stack, budget, depth + 1)?;
+                inline_refs(item, document, stack, budget, depth + 1)?;
             }
         }
         _ => {}
@@ -235,16 +247,20 @@ impl Normaliser {
             node.remove("enum");
             append_description(node, &note);
         }
-        if self.provider == Provider::Gemini && node.contains_key("anyOf") {
-            node.remove("type");
-        }
-        if self.provider == Provider::Gemini && node.get("additionalProperties") == Some(&Value::Bool(false))
-        {
-            node.remove("additionalProperties");
+        let gemini = self.provider == Provider::Gemini;
+        if gemini {
+            gemini_single_type(node);
+            gemini_string_enum(node);
+            if node.get("additionalProperties") == Some(&Value::Bool(false)) {
+                node.remove("additionalProperties");
+            }
         }
         self.move_rejected_keywords(node);
         self.children(node, depth);
-        if self.strict && (node.get("type") == Some(&json!("object")) || node.contains_key("properties")) {
+        if gemini {
+            gemini_fold_any_of(node);
+        }
+        if self.strict && is_object_schema(node) {
             strict_object(node);
         }
     }
@@ -293,6 +309,113 @@ impl Normaliser {
         }
         if let Value::Object(node) = child {
             self.node(node, depth + 1);
+        }
+    }
+}
+
+/// Where the first object schema without properties is under `node`, if anywhere.
+fn object_without_properties(node: &Value, pointer: &str) -> Option<String> {
+    let Value::Object(map) = node else { return None };
+    let empty = map.get("properties").and_then(Value::as_object).is_none_or(|p| p.is_empty());
+    if map.get("type") == Some(&json!("object")) && empty {
+        return Some(pointer.to_string());
+    }
+    let properties = map.get("properties").and_then(Value::as_object).into_iter().flatten();
+    let items = map.get("items").map(|items| ("items".to_string(), items));
+    let branches = map.get("anyOf").and_then(Value::as_array).into_iter().flatten().enumerate();
+    properties
+        .map(|(name, child)| (format!("properties/{name}"), child))
+        .chain(items)
+        .chain(branches.map(|(i, child)| (format!("anyOf/{i}"), child)))
+        .find_map(|(step, child)| object_without_properties(child, &format!("{pointer}/{step}")))
+}
+
+/// Gemini takes one type per schema: `null` among the types becomes `nullable`, several
+/// others become an `anyOf` of one type each.
+fn gemini_single_type(node: &mut Map<String, Value>) {
+    let Some(Value::Array(kinds)) = node.get("type") else { return };
+    let mut kinds = kinds.clone();
+    node.remove("type");
+    if kinds.iter().any(|k| k == "null") {
+        node.insert("nullable".into(), json!(true));
+        kinds.retain(|k| k != "null");
+    }
+    match kinds.len() {
+        0 => {}
+        1 => {
+            node.insert("type".into(), kinds.remove(0));
+        }
+        _ => {
+            let variants = kinds.into_iter().map(|kind| json!({"type": kind}));
+            match node.get_mut("anyOf") {
+                Some(Value::Array(existing)) => existing.extend(variants),
+                _ => {
+                    node.insert("anyOf".into(), Value::Array(variants.collect()));
+                }
+            }
+        }
+    }
+}
+
+/// Gemini's enums are strings: other values move into the description.
+fn gemini_string_enum(node: &mut Map<String, Value>) {
+    let Some(Value::Array(values)) = node.get("enum") else { return };
+    if values.iter().all(Value::is_string) {
+        return;
+    }
+    let listed: Vec<String> = values.iter().map(Value::to_string).collect();
+    node.remove("enum");
+    append_description(node, &format!("one of: {}", listed.join(", ")));
+}
+
+/// Gemini refuses keywords beside `anyOf`: a `null` branch becomes `nullable`, a single
+/// remaining branch replaces the `anyOf`, and everything else beside it moves into each branch.
+fn gemini_fold_any_of(node: &mut Map<String, Value>) {
+    let Some(Value::Array(branches)) = node.remove("anyOf") else { return };
+    let (nulls, mut branches): (Vec<Value>, Vec<Value>) =
+        branches.into_iter().partition(|b| b["type"] == "null");
+    if !nulls.is_empty() {
+        node.insert("nullable".into(), json!(true));
+    }
+    match branches.len() {
+        0 => {}
+        1 => {
+            let Value::Object(only) = branches.remove(0) else { return };
+            let beside = std::mem::take(node);
+            *node = only;
+            push_into(node, &beside);
+        }
+        _ => {
+            let beside = std::mem::take(node);
+            for branch in branches.iter_mut().filter_map(Value::as_object_mut) {
+                push_into(branch, &beside);
+            }
+            node.insert("anyOf".into(), Value::Array(branches));
+        }
+    }
+}
+
+/// Adds the keywords of `beside` to a branch (into each of its own branches when it is a
+/// union itself); descriptions are joined, the branch's own keywords win.
+fn push_into(branch: &mut Map<String, Value>, beside: &Map<String, Value>) {
+    if beside.is_empty() {
+        return;
+    }
+    if let Some(Value::Array(inner)) = branch.get_mut("anyOf") {
+        for inner in inner.iter_mut().filter_map(Value::as_object_mut) {
+            push_into(inner, beside);
+        }
+        return;
+    }
+    for (key, value) in beside {
+        match (key.as_str(), branch.get("description").and_then(Value::as_str), value.as_str()) {
+            ("description", Some(own), Some(outer)) if !own.is_empty() => {
+                let joined = format!("{outer} ({own})");
+                branch.insert("description".into(), Value::String(joined));
+            }
+            _ => {
+                branch.entry(key.clone()).or_insert_with(|| value.clone());
+            }
         }
     }
 }

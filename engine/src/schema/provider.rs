@@ -49,3 +49,53 @@ impl Provider {
     /// The most enum values a provider takes.
     pub const MAX_ENUM_VALUES: usize = 1000;
 }
+
+/// The keywords of Gemini's `Schema` (an OpenAPI 3.0 subset), which function declarations'
+/// `parameters` are written in; Gemini refuses any other.
+pub const GEMINI_KEYWORDS: &[&str] = &[
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "maxItems",
+    "minItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "example",
+    "anyOf",
+    "propertyOrdering",
+    "default",
+    "items",
+    "minimum",
+    "maximum",
+];
+
+/// The `format`s Gemini takes, by type.
+pub fn gemini_formats(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "string" => &["enum", "date-time"],
+        "number" => &["float", "double"],
+        "integer" => &["int32", "int64"],
+        _ => &[],
+    }
+}
+
+/// What OpenAI's strict mode (structured outputs) documents as not supported.
+pub const OPENAI_STRICT_UNSUPPORTED: &[&str] = &[
+    "allOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "patternProperties",
+];

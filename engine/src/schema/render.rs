@@ -17,17 +17,18 @@ pub struct ToolView<'a> {
     pub strict: bool,
 }
 
+/// The tool in `provider`'s format. Gemini gets `parameters` (its OpenAPI schema subset)
+/// whenever the schema can be said in it, else `parametersJsonSchema` (full JSON Schema, which
+/// Gemini documents for exactly this) with the portable schema.
 pub fn render(tool: &ToolView<'_>, provider: Provider) -> Result<Value, NormalizeError> {
-    let parameters = normalize(tool.input_schema, provider, tool.strict)?;
+    let (name, description) = (tool.name, tool.description);
+    let parameters = || normalize(tool.input_schema, provider, tool.strict);
     Ok(match provider {
         Provider::Mcp => {
-            let mut rendered = json!({
-                "name": tool.name,
-                "description": tool.description,
-                "inputSchema": parameters,
-            });
+            let mut rendered =
+                json!({"name": name, "description": description, "inputSchema": parameters()?});
             if let Some(output) = tool.output_schema {
-                rendered["outputSchema"] = output.clone();
+                rendered["outputSchema"] = without_metadata(output);
             }
             if tool.annotations.as_object().is_some_and(|a| !a.is_empty()) {
                 rendered["annotations"] = tool.annotations.clone();
@@ -36,22 +37,40 @@ pub fn render(tool: &ToolView<'_>, provider: Provider) -> Result<Value, Normaliz
         }
         Provider::OpenAi => json!({
             "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": parameters,
-                "strict": tool.strict,
+            "function": {"name": name, "description": description, "parameters": parameters()?, "strict": tool.strict}
+        }),
+        Provider::Anthropic => {
+            json!({"name": name, "description": description, "input_schema": parameters()?})
+        }
+        Provider::Gemini => match parameters() {
+            Ok(parameters) => json!({"name": name, "description": description, "parameters": parameters}),
+            Err(NormalizeError::Inexpressible(_)) => {
+                let schema = normalize(tool.input_schema, Provider::Mcp, false)?;
+                json!({"name": name, "description": description, "parametersJsonSchema": schema})
             }
-        }),
-        Provider::Anthropic => json!({
-            "name": tool.name,
-            "description": tool.description,
-            "input_schema": parameters,
-        }),
-        Provider::Gemini => json!({
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": parameters,
-        }),
+            Err(err) => return Err(err),
+        },
     })
+}
+
+/// The input schema inside a rendering of `provider`.
+pub fn input_schema(rendering: &Value, provider: Provider) -> &Value {
+    match provider {
+        Provider::Mcp => &rendering["inputSchema"],
+        Provider::OpenAi => &rendering["function"]["parameters"],
+        Provider::Anthropic => &rendering["input_schema"],
+        Provider::Gemini => rendering.get("parameters").unwrap_or(&rendering["parametersJsonSchema"]),
+    }
+}
+
+/// An output schema as served: like input schemas, without the schema's own metadata
+/// (`$schema`, `$id`, `$comment`), which says nothing to a client.
+fn without_metadata(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Value::Object(map) = &mut schema {
+        for key in ["$schema", "$id", "$comment"] {
+            map.remove(key);
+        }
+    }
+    schema
 }
