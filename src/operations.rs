@@ -19,6 +19,7 @@ use engine::db::PgPool;
 use engine::exec::CALL_SECONDS;
 use engine::upstream::{Status, Upstreams};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use subtle::ConstantTimeEq;
 
 /// Latency buckets of tool calls, in seconds: from local tools to slow upstreams.
 const BUCKETS: &[f64] =
@@ -31,6 +32,9 @@ pub struct Operations {
     pub upstreams: Arc<Upstreams>,
     /// When set, `/metrics` wants `Authorization: Bearer <token>`.
     pub metrics_token: Option<String>,
+    /// Whether the process listens on a loopback address only: without a token, metrics are
+    /// served there and nowhere else.
+    pub loopback: bool,
 }
 
 pub fn router(operations: Operations) -> Router {
@@ -95,16 +99,25 @@ async fn readyz(State(ops): State<Operations>) -> Response {
 
 /// `GET /metrics`: Prometheus text format.
 async fn metrics(State(ops): State<Operations>, headers: HeaderMap) -> Response {
-    if let Some(token) = &ops.metrics_token {
-        let sent = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        if sent.and_then(|v| v.strip_prefix("Bearer ")) != Some(token.as_str()) {
-            return (
-                StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
-                "metrics need the token",
-            )
-                .into_response();
+    match &ops.metrics_token {
+        Some(token) => {
+            let sent = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+            let sent = sent.and_then(|v| v.strip_prefix("Bearer ")).unwrap_or_default();
+            // In constant time: how much of a guess matched must not show in the timing.
+            if !bool::from(sent.as_bytes().ct_eq(token.as_bytes())) {
+                return (
+                    StatusCode::UNAUTHORIZED,
+                    [(header::WWW_AUTHENTICATE, "Bearer")],
+                    "metrics need the token",
+                )
+                    .into_response();
+            }
         }
+        None if !ops.loopback => {
+            let detail = "this server listens beyond loopback: set TOOLGATE_METRICS_TOKEN to serve metrics";
+            return (StatusCode::FORBIDDEN, detail).into_response();
+        }
+        None => {}
     }
     let mut text = recorder().render();
     let snapshot = ops.catalog.snapshot();

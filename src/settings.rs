@@ -52,12 +52,35 @@ pub struct ServeSettings {
     #[command(flatten)]
     pub tools: ToolSettings,
 
+    #[command(flatten)]
+    pub limits: LimitSettings,
+
     /// Seconds of inactivity after which an admin session ends (default 12 hours).
     #[arg(long, env = "TOOLGATE_SESSION_IDLE_SECONDS", default_value_t = 12 * 60 * 60)]
     pub session_idle_seconds: u64,
 
     #[command(flatten)]
     pub database: DatabaseSettings,
+}
+
+/// Bounds on what one key may hold or start.
+#[derive(Debug, Clone, Args)]
+pub struct LimitSettings {
+    /// The most MCP sessions one API key may have open; a further `initialize` gets 429.
+    #[arg(long, env = "TOOLGATE_MCP_SESSIONS_PER_KEY", default_value_t = 64)]
+    pub mcp_sessions_per_key: usize,
+
+    /// The most tool calls one `POST /api/v1/tool_calls` may hold; a larger batch gets 413.
+    #[arg(long, env = "TOOLGATE_BATCH_CALLS", default_value_t = 128)]
+    pub batch_calls: usize,
+
+    /// The most calls of one tenant running at once; more wait up to 2 s, then get 429.
+    #[arg(long, env = "TOOLGATE_CONCURRENT_CALLS_PER_TENANT", default_value_t = 128)]
+    pub concurrent_calls_per_tenant: usize,
+
+    /// The most calls of one API key running at once; more wait up to 2 s, then get 429.
+    #[arg(long, env = "TOOLGATE_CONCURRENT_CALLS_PER_KEY", default_value_t = 32)]
+    pub concurrent_calls_per_key: usize,
 }
 
 /// How tools run.
@@ -105,7 +128,12 @@ impl ServeSettings {
     }
 
     pub fn exec_config(&self) -> ExecConfig {
-        ExecConfig { output_cap_bytes: self.tools.output_cap_bytes, parallel: self.tools.parallel_calls }
+        ExecConfig {
+            output_cap_bytes: self.tools.output_cap_bytes,
+            parallel: self.tools.parallel_calls,
+            max_concurrent_per_tenant: self.limits.concurrent_calls_per_tenant,
+            max_concurrent_per_key: self.limits.concurrent_calls_per_key,
+        }
     }
 
     pub fn site_root(&self) -> PathBuf {

@@ -19,6 +19,7 @@ use engine::secret::SecretBox;
 use engine::upstream::Upstreams;
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use tokio::net::TcpListener;
 use tower::ServiceBuilder;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -30,6 +31,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::PostgresStore;
 
 use crate::admin_api;
+use crate::gateway::sessions::{self, SessionOwners};
 use crate::gateway::{self, mcp, rest};
 use crate::operations::{self, Operations};
 use crate::settings::ServeSettings;
@@ -115,6 +117,7 @@ impl Application {
             catalog: catalog.clone(),
             upstreams: upstreams.clone(),
             metrics_token: settings.metrics_token.clone(),
+            loopback: listener.local_addr()?.ip().is_loopback(),
         });
         let state = AppState {
             leptos_options,
@@ -161,7 +164,7 @@ async fn session_layer(
     tokio::spawn(store.clone().continuously_delete_expired(Duration::from_secs(300)));
     let ttl = time::Duration::try_from(settings.session_ttl()).context("session lifetime")?;
     Ok(SessionManagerLayer::new(store)
-        .with_name("toolgate_session")
+        .with_name(web::SESSION_COOKIE)
         .with_http_only(true)
         .with_same_site(SameSite::Strict)
         .with_secure(settings.secure_cookies())
@@ -225,11 +228,15 @@ fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
         .into_iter()
         .collect();
     let keys = gateway::KeyCheck::new(state.catalog.clone(), state.pool.clone());
-    let service = mcp::service(state.catalog.clone(), state.executor.clone(), public_hosts);
+    let sessions = Arc::new(LocalSessionManager::default());
+    let owners = SessionOwners::new(sessions.clone(), settings.limits.mcp_sessions_per_key);
+    let service = mcp::service(state.catalog.clone(), state.executor.clone(), sessions, public_hosts);
+    // The key check runs first: a named session must then be the key's own.
     let mcp = Router::new()
         .route_service("/mcp/{tenant}", service)
+        .route_layer(axum::middleware::from_fn_with_state(owners, sessions::bind_sessions))
         .route_layer(axum::middleware::from_fn_with_state(keys.clone(), gateway::require_key_of_path_tenant));
-    mcp.merge(rest::router(state.catalog.clone(), state.executor.clone(), keys))
+    mcp.merge(rest::router(state.catalog.clone(), state.executor.clone(), keys, settings.limits.batch_calls))
 }
 
 async fn shutdown_signal() {

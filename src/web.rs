@@ -57,10 +57,24 @@ impl AllowedOrigins {
     }
 }
 
+/// The panel's session cookie.
+pub const SESSION_COOKIE: &str = "toolgate_session";
+
+/// Whether the request carries the panel's session cookie.
+fn carries_session_cookie(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|cookies| cookies.split(';'))
+        .any(|cookie| cookie.trim_start().starts_with(&format!("{SESSION_COOKIE}=")))
+}
+
 /// CSRF defence, on top of the `SameSite=Strict` session cookie: a state-changing request
-/// from a browser must come from Toolgate's own origin (`Origin`, else `Referer`). Requests
-/// that carry `Authorization` (API keys, admin tokens) cannot be forged by another site and
-/// pass.
+/// from a browser must come from Toolgate's own origin (`Origin`, else `Referer`). A request
+/// with `Authorization` (an admin token) and no session cookie is authenticated by the token
+/// alone, which another site cannot have, and passes; with the cookie, the origin decides,
+/// whatever else the request carries.
 pub async fn same_origin_writes(
     State(allowed): State<Arc<AllowedOrigins>>,
     request: Request,
@@ -68,7 +82,7 @@ pub async fn same_origin_writes(
 ) -> Response {
     let safe = matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     let headers = request.headers();
-    if safe || headers.contains_key(header::AUTHORIZATION) {
+    if safe || (headers.contains_key(header::AUTHORIZATION) && !carries_session_cookie(headers)) {
         return next.run(request).await;
     }
     let origin =

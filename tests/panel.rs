@@ -140,6 +140,39 @@ async fn cross_site_writes_are_refused(pool: PgPool) {
     assert_eq!(no_origin.status(), StatusCode::FORBIDDEN);
 }
 
+/// An `Authorization` header used to skip the origin check even when the session cookie
+/// authenticated the request.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_session_cookie_needs_the_origin_whatever_else_the_request_carries(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    assert!(app.login(PASSWORD).await.status().is_success());
+    let forged = app
+        .client
+        .post(app.url("/api/logout"))
+        .header(reqwest::header::ORIGIN, "http://evil.example")
+        .header(reqwest::header::AUTHORIZATION, "Bearer anything")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::FORBIDDEN);
+    assert!(
+        app.client.post(app.url("/api/me")).send().await.unwrap().status().is_success(),
+        "still signed in"
+    );
+
+    // An admin token alone is not a browser's: it needs no origin.
+    let token = engine::admin::create_token(&pool, "script").await.unwrap();
+    let created = reqwest::Client::new()
+        .post(app.url("/api/admin/v1/tenants"))
+        .header(reqwest::header::ORIGIN, "http://evil.example")
+        .bearer_auth(&token)
+        .json(&serde_json::json!({"slug": "initech", "name": "Initech"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+}
+
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn healthz_reports_the_database(pool: PgPool) {
     let app = TestApp::spawn(pool).await;

@@ -116,3 +116,74 @@ async fn a_batch_of_tool_calls_runs_concurrently_in_order(pool: PgPool) {
     assert_eq!(results[1]["status"], "tool_error");
     assert!(results[1]["content"].as_str().unwrap().starts_with("arguments are not valid JSON"));
 }
+
+/// Metrics name every tenant and tool: beyond loopback they need the token.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn metrics_on_a_public_address_need_the_token(pool: PgPool) {
+    let open = TestApp::spawn_configured(pool.clone(), |s| s.addr = "0.0.0.0:0".parse().unwrap()).await;
+    let url = |app: &TestApp| format!("http://127.0.0.1:{}/metrics", app.address.port());
+    let refused = reqwest::get(url(&open)).await.unwrap();
+    assert_eq!(refused.status(), reqwest::StatusCode::FORBIDDEN);
+    assert!(refused.text().await.unwrap().contains("TOOLGATE_METRICS_TOKEN"));
+
+    let guarded = TestApp::spawn_configured(pool, |s| {
+        s.addr = "0.0.0.0:0".parse().unwrap();
+        s.metrics_token = Some("metrics-secret".into());
+    })
+    .await;
+    let http = reqwest::Client::new();
+    for wrong in ["", "metrics-secre", "metrics-secret-", "METRICS-SECRET"] {
+        let answer = http.get(url(&guarded)).bearer_auth(wrong).send().await.unwrap();
+        assert_eq!(answer.status(), reqwest::StatusCode::UNAUTHORIZED, "{wrong:?}");
+    }
+    let answer = http.get(url(&guarded)).bearer_auth("metrics-secret").send().await.unwrap();
+    assert_eq!(answer.status(), reqwest::StatusCode::OK);
+}
+
+/// One request cannot start unbounded work: a batch holds at most 128 calls, and one key's
+/// calls beyond its bound wait briefly, then get 429 with `Retry-After`.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn work_per_request_and_per_key_is_bounded(pool: PgPool) {
+    let app = TestApp::spawn_configured(pool.clone(), |s| s.limits.concurrent_calls_per_key = 2).await;
+    let key = tenant_key(&app, &pool).await;
+
+    let calls: Vec<Value> = (0..129)
+        .map(|i| json!({"id": i.to_string(), "type": "function", "function": {"name": "list_directory", "arguments": "{}"}}))
+        .collect();
+    let (status, problem) = post(&app, &key, "/api/v1/tool_calls", json!({"tool_calls": calls})).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(problem["code"], "too_many_calls");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("at most 128 tool calls; this one has 129"),
+        "{problem}"
+    );
+
+    let sleep = json!({"arguments": {"program": "sleep", "args": ["4"]}});
+    let running: Vec<_> = (0..3)
+        .map(|_| {
+            let request = reqwest::Client::new()
+                .post(app.url("/api/v1/tools/run_command/invoke"))
+                .bearer_auth(&key)
+                .json(&sleep);
+            tokio::spawn(async move { request.send().await.unwrap() })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for call in running {
+        let answer = call.await.unwrap();
+        if answer.status() == StatusCode::TOO_MANY_REQUESTS {
+            assert_eq!(answer.headers()["retry-after"], "1");
+            let problem: Value = answer.json().await.unwrap();
+            assert_eq!(problem["code"], "busy");
+            assert!(
+                problem["detail"].as_str().unwrap().contains("this API key (at most 2 at once)"),
+                "{problem}"
+            );
+            statuses.push(StatusCode::TOO_MANY_REQUESTS);
+        } else {
+            statuses.push(answer.status());
+        }
+    }
+    statuses.sort();
+    assert_eq!(statuses, [StatusCode::OK, StatusCode::OK, StatusCode::TOO_MANY_REQUESTS]);
+}

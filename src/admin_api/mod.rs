@@ -201,6 +201,9 @@ async fn invoke(
     match state.executor.call(&tenant, &Caller::Admin(admin.name), request, None).await {
         Ok(result) => Ok(Json(result).into_response()),
         Err(err @ (ExecError::UnknownTenant(_) | ExecError::UnknownTool(_))) => Err(not_found(err)),
+        Err(ExecError::Busy(busy)) => {
+            Err(Failure::new(problem(StatusCode::TOO_MANY_REQUESTS, "busy", busy.to_string())))
+        }
         Err(err) => Err(Failure::new(internal(&err))),
     }
 }

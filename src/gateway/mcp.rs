@@ -32,11 +32,12 @@ use tokio::sync::mpsc;
 
 use super::{RenderCache, TenantAccess, log_internal};
 
-/// The rmcp service behind `/mcp/{tenant}`. Requests must name a loopback host or one of
-/// `public_hosts` (DNS-rebinding protection).
+/// The rmcp service behind `/mcp/{tenant}`, its sessions kept by `sessions`. Requests must
+/// name a loopback host or one of `public_hosts` (DNS-rebinding protection).
 pub fn service(
     catalog: Catalog,
     executor: Executor,
+    sessions: Arc<LocalSessionManager>,
     public_hosts: Vec<String>,
 ) -> StreamableHttpService<Gateway, LocalSessionManager> {
     let rendered = Arc::new(RenderCache::new(Provider::Mcp, |value| serde_json::from_value(value).ok()));
@@ -46,10 +47,13 @@ pub fn service(
     // Each session gets its own handler state.
     StreamableHttpService::new(
         move || Ok(Gateway { equipped: Arc::default(), ..gateway.clone() }),
-        Default::default(),
+        sessions,
         config,
     )
 }
+
+/// How often a session's `list_changed` watcher checks that the session is still open.
+const SESSION_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The meta tool letting a session choose its active groups.
 const META_TOOL: &str = "reset_equipped_tools";
@@ -246,13 +250,25 @@ impl ServerHandler for Gateway {
         tokio::spawn(async move {
             let mut versions = gateway.catalog.versions();
             let mut names = gateway.tool_names(&access.tenant);
-            while versions.changed().await.is_ok() {
-                let now = gateway.tool_names(&access.tenant);
-                if now != names {
-                    names = now;
-                    if peer.notify_tool_list_changed().await.is_err() {
-                        break; // the session is gone
+            // The task ends with its session; rmcp has no signal for that, so it looks.
+            let mut check = tokio::time::interval(SESSION_CHECK);
+            loop {
+                tokio::select! {
+                    changed = versions.changed() => {
+                        if changed.is_err() {
+                            break;
+                        }
+                        let now = gateway.tool_names(&access.tenant);
+                        if now != names {
+                            names = now;
+                            if peer.notify_tool_list_changed().await.is_err() {
+                                break;
+                            }
+                        }
                     }
+                    _ = check.tick() => if peer.is_transport_closed() {
+                        break;
+                    },
                 }
             }
         });
@@ -317,6 +333,12 @@ impl ServerHandler for Gateway {
             }
             Err(err @ (ExecError::UnknownTool(_) | ExecError::UnknownTenant(_))) => {
                 Err(ErrorData::invalid_params(err.to_string(), None))
+            }
+            // A tool error the LLM reads, so it can wait and call again.
+            Err(ExecError::Busy(busy)) => {
+                Ok(CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(
+                    busy.to_string(),
+                )])))
             }
             Err(err) => Err(ErrorData::internal_error(log_internal(&err), None)),
         }

@@ -3,6 +3,7 @@
 
 pub mod mcp;
 pub mod rest;
+pub mod sessions;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

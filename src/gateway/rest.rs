@@ -55,9 +55,11 @@ struct Rest {
     executor: Executor,
     /// One rendering cache per provider format.
     rendered: Arc<HashMap<Provider, RenderCache<Value>>>,
+    /// The most calls one batch may hold.
+    batch_limit: usize,
 }
 
-pub fn router(catalog: Catalog, executor: Executor, keys: KeyCheck) -> Router {
+pub fn router(catalog: Catalog, executor: Executor, keys: KeyCheck, batch_limit: usize) -> Router {
     let caches = Provider::ALL.into_iter().map(|p| (p, RenderCache::new(p, Some))).collect();
     let document = Arc::new(ApiDoc::openapi().to_json().expect("the OpenAPI document serialises"));
     Router::new()
@@ -66,7 +68,7 @@ pub fn router(catalog: Catalog, executor: Executor, keys: KeyCheck) -> Router {
         .route("/api/v1/tool_calls", post(tool_calls))
         .route("/api/v1/calls/{id}/resume", post(resume))
         .route_layer(middleware::from_fn_with_state(keys, require_key))
-        .with_state(Rest { catalog, executor, rendered: Arc::new(caches) })
+        .with_state(Rest { catalog, executor, rendered: Arc::new(caches), batch_limit })
         .route(
             "/api/v1/openapi.json",
             get(move || async move {
@@ -88,6 +90,11 @@ fn exec_error(err: ExecError) -> Response {
         ExecError::UnknownTenant(_) => problem(StatusCode::NOT_FOUND, "unknown_tenant", err.to_string()),
         ExecError::InvalidResult(_) => {
             problem(StatusCode::UNPROCESSABLE_ENTITY, "invalid_result", err.to_string())
+        }
+        ExecError::Busy(busy) => {
+            let mut response = problem(StatusCode::TOO_MANY_REQUESTS, "busy", busy.to_string());
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, busy.retry_after.as_secs().into());
+            response
         }
         ExecError::Database(_) => internal(&err),
     }
@@ -235,12 +242,21 @@ fn tool_message(id: &str, result: Result<CallResult, String>) -> ToolMessage {
     (status = 200, body = ToolMessages),
     (status = 400, description = "The body is not valid JSON of this shape", body = Problem),
     (status = 401, description = "No valid API key", body = Problem),
+    (status = 413, description = "More calls than one batch may hold (`too_many_calls`)", body = Problem),
 ))]
 async fn tool_calls(
     State(rest): State<Rest>,
     Extension(access): Extension<TenantAccess>,
     Body(body): Body<ToolCalls>,
 ) -> Response {
+    if body.tool_calls.len() > rest.batch_limit {
+        let detail = format!(
+            "a batch holds at most {} tool calls; this one has {}: send them in several batches",
+            rest.batch_limit,
+            body.tool_calls.len()
+        );
+        return problem(StatusCode::PAYLOAD_TOO_LARGE, "too_many_calls", detail);
+    }
     // Arguments that are not a JSON object are the LLM's mistake: a tool error for that call.
     let parsed: Vec<Result<CallRequest, String>> = body
         .tool_calls

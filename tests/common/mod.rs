@@ -8,7 +8,7 @@ use std::time::Duration;
 use engine::admin::{self, LoginPolicy, Password, Role, Username};
 use reqwest::header::{HeaderMap, HeaderValue, ORIGIN};
 use sqlx::PgPool;
-use toolgate::settings::{DatabaseSettings, ServeSettings, ToolSettings};
+use toolgate::settings::{DatabaseSettings, LimitSettings, ServeSettings, ToolSettings};
 use toolgate::startup::{Application, Surfaces};
 
 pub const PASSWORD: &str = "a-long-test-password";
@@ -27,8 +27,13 @@ impl TestApp {
     }
 
     pub async fn spawn_with(pool: PgPool, session_idle_seconds: u64) -> Self {
+        Self::spawn_configured(pool, |settings| settings.session_idle_seconds = session_idle_seconds).await
+    }
+
+    /// A server with the test settings as `configure` changes them.
+    pub async fn spawn_configured(pool: PgPool, configure: impl FnOnce(&mut ServeSettings)) -> Self {
         let site = std::env::temp_dir().join("toolgate-test-site");
-        let settings = ServeSettings {
+        let mut settings = ServeSettings {
             addr: "127.0.0.1:0".parse().unwrap(),
             site_root: Some(site.clone()),
             public_url: None,
@@ -43,22 +48,30 @@ impl TestApp {
                 description_cap_bytes: 8 * 1024,
                 parallel_calls: true,
             },
-            session_idle_seconds,
+            limits: LimitSettings {
+                mcp_sessions_per_key: 64,
+                batch_calls: 128,
+                concurrent_calls_per_tenant: 128,
+                concurrent_calls_per_key: 32,
+            },
+            session_idle_seconds: 3600,
             database: DatabaseSettings { database_url: None, data_dir: site },
         };
+        configure(&mut settings);
         let policy = LoginPolicy {
             base_delay: Duration::from_millis(1),
             max_delay: Duration::from_millis(5),
             ..LoginPolicy::default()
         };
-        admin::create(
+        // Several servers may share one test database and its owner.
+        let owner = admin::create(
             &pool,
             &Username::parse("admin").unwrap(),
             Role::Owner,
             &Password::parse(PASSWORD.into()).unwrap(),
         )
-        .await
-        .unwrap();
+        .await;
+        assert!(matches!(owner, Ok(_) | Err(admin::Error::UsernameTaken(_))), "{owner:?}");
         let app = Application::build(&settings, pool, policy, Surfaces::All).await.unwrap();
         let address = app.address();
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();

@@ -80,6 +80,7 @@ pub async fn run_tool(tenant: String, tool: String, arguments: String) -> Result
             ExecError::UnknownTool(_) | ExecError::UnknownTenant(_) => {
                 PanelError::rejected(StatusCode::NOT_FOUND, err)
             }
+            ExecError::Busy(_) => PanelError::rejected(StatusCode::TOO_MANY_REQUESTS, err),
             other => PanelError::internal(&other),
         })?;
     Ok(RunOutcome {

@@ -3,7 +3,9 @@
 //! dispatched to its source under the tool's timeout. Every outcome becomes a [`CallResult`]:
 //! a tool error's message reaches the caller verbatim; any other failure (a panic included)
 //! becomes a generic message with a correlation id, and the details go to the log only.
+//! Concurrent calls are bounded per tenant and per key ([`admission`]).
 
+mod admission;
 mod record;
 pub mod validate;
 
@@ -23,6 +25,8 @@ use crate::tool::{
     Caller, ClientRelay, Content, ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
     ToolProvider,
 };
+use admission::Admission;
+pub use admission::{ADMISSION_WAIT, Busy};
 pub use record::{CALL_SECONDS, CALLS_TOTAL};
 use record::{Record, Recorder};
 
@@ -32,11 +36,20 @@ pub struct ExecConfig {
     pub output_cap_bytes: usize,
     /// Run the calls of a batch concurrently (the seeds' default) or one after another.
     pub parallel: bool,
+    /// The most calls of one tenant running at once.
+    pub max_concurrent_per_tenant: usize,
+    /// The most calls of one API key running at once.
+    pub max_concurrent_per_key: usize,
 }
 
 impl Default for ExecConfig {
     fn default() -> Self {
-        ExecConfig { output_cap_bytes: 1024 * 1024, parallel: true }
+        ExecConfig {
+            output_cap_bytes: 1024 * 1024,
+            parallel: true,
+            max_concurrent_per_tenant: 128,
+            max_concurrent_per_key: 32,
+        }
     }
 }
 
@@ -122,6 +135,10 @@ pub enum ExecError {
     /// A resumed call's result cannot be accepted; the message says why (HTTP 422).
     #[error("{0}")]
     InvalidResult(String),
+    /// Too many calls of the tenant or key are running (HTTP 429 with `Retry-After`; a tool
+    /// error for an LLM, which can wait and retry).
+    #[error(transparent)]
+    Busy(#[from] Busy),
     /// Internal; logged, never shown (HTTP 500).
     #[error("database error")]
     Database(#[from] sqlx::Error),
@@ -155,6 +172,7 @@ struct Inner {
     upstream: Option<Arc<dyn Upstream>>,
     config: ExecConfig,
     recorder: Recorder,
+    admission: Admission,
 }
 
 /// What the dispatch produced, before it is shaped into a [`CallResult`].
@@ -184,7 +202,9 @@ impl Executor {
             .flat_map(|p| p.tools().into_iter().map(|t| ((p.name().to_string(), t.spec().name), t)))
             .collect();
         let recorder = Recorder::start(pool.clone());
-        Executor { inner: Arc::new(Inner { catalog, pool, secrets, builtins, upstream, config, recorder }) }
+        let admission = Admission::new(config.max_concurrent_per_tenant, config.max_concurrent_per_key);
+        let inner = Inner { catalog, pool, secrets, builtins, upstream, config, recorder, admission };
+        Executor { inner: Arc::new(inner) }
     }
 
     /// Runs one call for `tenant`. Progress reports go to `progress` when given.
@@ -230,7 +250,10 @@ impl Executor {
         } else {
             match tool.validator().check(&arguments) {
                 Err(problems) => Outcome::ToolError(problems),
-                Ok(()) => self.dispatch(view.tenant_id, &tool, arguments.clone(), ctx).await,
+                Ok(()) => {
+                    let _places = self.inner.admission.admit(view.tenant_id, caller).await?;
+                    self.dispatch(view.tenant_id, &tool, arguments.clone(), ctx).await
+                }
             }
         };
         let result = self.finish(outcome, started);
