@@ -140,6 +140,28 @@ async fn cross_site_writes_are_refused(pool: PgPool) {
     assert_eq!(no_origin.status(), StatusCode::FORBIDDEN);
 }
 
+/// A new password (an owner's `toolgate admin reset-password`) ends the sessions opened with
+/// the old one.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_password_reset_ends_the_accounts_sessions(pool: PgPool) {
+    use engine::admin::{Password, Username};
+    let app = TestApp::spawn(pool.clone()).await;
+    assert!(app.login(PASSWORD).await.status().is_success());
+    assert!(app.client.post(app.url("/api/me")).send().await.unwrap().status().is_success());
+    let new = "a-brand-new-password";
+    engine::admin::set_password(
+        &pool,
+        &Username::parse("admin").unwrap(),
+        &Password::parse(new.into()).unwrap(),
+    )
+    .await
+    .unwrap();
+    let me = app.client.post(app.url("/api/me")).send().await.unwrap();
+    assert_eq!(me.status(), StatusCode::UNAUTHORIZED, "the old session still works");
+    assert!(app.login(new).await.status().is_success());
+    assert!(app.client.post(app.url("/api/me")).send().await.unwrap().status().is_success());
+}
+
 /// An `Authorization` header used to skip the origin check even when the session cookie
 /// authenticated the request.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

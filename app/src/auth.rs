@@ -1,7 +1,8 @@
 //! Signing in and out, and who is signed in.
 //!
 //! Sessions live in PostgreSQL (tower-sessions); the session holds only the administrator's
-//! id, and every request re-reads the account, so a deleted account loses access at once.
+//! id and the stamp of the password it was opened with, and every request re-reads the
+//! account, so a deleted account or a new password ends the account's sessions at once.
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -38,6 +39,7 @@ pub async fn login(username: String, password: String) -> Result<(), PanelError>
     // A fresh session id at sign-in defeats session fixation.
     session.cycle_id().await.map_err(|e| PanelError::internal(&e))?;
     session.insert(ssr::ADMIN_ID, admin.id).await.map_err(|e| PanelError::internal(&e))?;
+    session.insert(ssr::PASSWORD_STAMP, &admin.password_stamp).await.map_err(|e| PanelError::internal(&e))?;
     leptos_axum::redirect("/");
     Ok(())
 }
@@ -67,19 +69,23 @@ pub mod ssr {
 
     /// The session key holding the signed-in administrator's id.
     pub const ADMIN_ID: &str = "admin_id";
+    /// The session key holding the stamp of the password the session was opened with.
+    pub const PASSWORD_STAMP: &str = "password_stamp";
 
     pub async fn session() -> Result<Session, PanelError> {
         leptos_axum::extract::<Session>().await.map_err(|e| PanelError::internal(&e))
     }
 
     /// The administrator this session belongs to, if any. A session whose account was
-    /// deleted is emptied.
+    /// deleted, or whose password changed since the session was opened, is emptied.
     pub async fn signed_in(session: &Session, pool: &PgPool) -> Result<Option<AdminUser>, PanelError> {
         let Some(id) = session.get::<uuid::Uuid>(ADMIN_ID).await.map_err(|e| PanelError::internal(&e))?
         else {
             return Ok(None);
         };
+        let stamp = session.get::<String>(PASSWORD_STAMP).await.map_err(|e| PanelError::internal(&e))?;
         let admin = engine::admin::find(pool, id).await.map_err(|e| PanelError::internal(&e))?;
+        let admin = admin.filter(|admin| stamp.as_deref() == Some(admin.password_stamp.as_str()));
         if admin.is_none() {
             session.flush().await.map_err(|e| PanelError::internal(&e))?;
         }

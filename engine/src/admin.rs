@@ -1,8 +1,11 @@
 //! Administrators of the panel: accounts, argon2id passwords and throttled sign-in.
 //!
-//! Sign-in failures are counted in PostgreSQL (per username and per client address over a
-//! sliding window), so every replica applies the same limits: after a few failures each attempt
-//! is slowed, after more the account or address is refused until the window has passed.
+//! Sign-in attempts are recorded in PostgreSQL before the password is checked (so parallel
+//! guesses count each other) over a sliding window, and every replica applies the same limits:
+//! after a few failures for an account each attempt is slowed; after more, the account is
+//! refused from the address that failed (never from others: strangers cannot lock the owner
+//! out), and an address failing for many accounts is refused altogether, until the window has
+//! passed. At most [`CONCURRENT_HASHES`] argon2 computations (about 19 MiB each) run at once.
 
 use std::fmt;
 use std::time::Duration;
@@ -50,8 +53,12 @@ pub enum LoginError {
     /// Wrong username or password.
     #[error("invalid username or password")]
     InvalidCredentials,
-    /// Too many recent failures for this account or address.
-    #[error("too many failed sign-in attempts; try again in {} minute(s)", retry_after.as_secs().div_ceil(60).max(1))]
+    /// Too many recent failures for this account from this address, or from this address.
+    #[error(
+        "too many failed sign-in attempts from this address; try again in {} minute(s) (other addresses \
+         are not affected; an owner can set a new password with `toolgate admin reset-password <name>`)",
+        retry_after.as_secs().div_ceil(60).max(1)
+    )]
     Locked { retry_after: Duration },
     /// Internal; logged, never shown to a client.
     #[error(transparent)]
@@ -135,9 +142,22 @@ impl Password {
 /// An argon2id PHC string. Deliberately neither `Serialize` nor `Debug`.
 pub struct PasswordHash(String);
 
+/// The most argon2 computations running at once; more wait.
+pub const CONCURRENT_HASHES: usize = 2;
+
+static HASHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(CONCURRENT_HASHES);
+
+/// What a session keeps of the password it was opened with: it changes with the password, so
+/// a new password ends the sessions opened before.
+fn password_stamp(hash: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(hash.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
 impl PasswordHash {
     /// Hashes on a blocking thread: argon2id is deliberately slow.
     pub async fn new(password: &Password) -> Self {
+        let _place = HASHING.acquire().await.expect("the hashing semaphore is never closed");
         let password = password.0.clone();
         tokio::task::spawn_blocking(move || {
             let hash = Argon2::default()
@@ -151,6 +171,7 @@ impl PasswordHash {
 
     /// Checks a password against this hash on a blocking thread.
     pub async fn verify(&self, password: &str) -> bool {
+        let _place = HASHING.acquire().await.expect("the hashing semaphore is never closed");
         let (hash, password) = (self.0.clone(), password.to_string());
         tokio::task::spawn_blocking(move || {
             Phc::new(&hash)
@@ -167,6 +188,9 @@ pub struct AdminUser {
     pub id: Uuid,
     pub username: String,
     pub role: Role,
+    /// Changes with the password: a session opened under another stamp is no longer valid.
+    #[serde(skip)]
+    pub password_stamp: String,
 }
 
 /// Creates an administrator.
@@ -189,7 +213,8 @@ pub async fn create(
     .fetch_optional(db)
     .await?
     .ok_or_else(|| Error::UsernameTaken(username.as_str().to_string()))?;
-    Ok(AdminUser { id: row.id, username: username.as_str().to_string(), role })
+    let password_stamp = password_stamp(&hash.0);
+    Ok(AdminUser { id: row.id, username: username.as_str().to_string(), role, password_stamp })
 }
 
 /// Replaces an administrator's password.
@@ -212,10 +237,15 @@ pub async fn set_password(db: impl PgExecutor<'_>, username: &Username, password
 
 /// The administrator with this id, if it still exists.
 pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<AdminUser>> {
-    let row = sqlx::query!("select id, username, role from admin_user where id = $1", id)
+    let row = sqlx::query!("select id, username, role, password_hash from admin_user where id = $1", id)
         .fetch_optional(db)
         .await?;
-    Ok(row.map(|r| AdminUser { id: r.id, username: r.username, role: Role::from_db(&r.role) }))
+    Ok(row.map(|r| AdminUser {
+        id: r.id,
+        username: r.username,
+        role: Role::from_db(&r.role),
+        password_stamp: password_stamp(&r.password_hash),
+    }))
 }
 
 /// Which tenants an administrator may see and manage.
@@ -336,11 +366,26 @@ pub async fn login(
     address: &str,
 ) -> Result<AdminUser, LoginError> {
     let window_secs = policy.window.as_secs_f64();
+    // Recorded before anything is checked: a guess sent in parallel with others counts them.
+    sqlx::query!(
+        "delete from login_failure where failed_at < now() - make_interval(secs => $1)",
+        window_secs
+    )
+    .execute(pool)
+    .await?;
+    let attempt = sqlx::query_scalar!(
+        "insert into login_failure (username, address) values ($1, $2) returning id",
+        username,
+        address
+    )
+    .fetch_one(pool)
+    .await?;
     let recent = sqlx::query!(
         r#"select
              count(*) filter (where username = $1) as "by_user!",
+             count(*) filter (where username = $1 and address = $2) as "by_user_here!",
              count(*) filter (where address = $2) as "by_address!",
-             min(failed_at) filter (where username = $1) as oldest_by_user,
+             min(failed_at) filter (where username = $1 and address = $2) as oldest_by_user_here,
              min(failed_at) filter (where address = $2) as oldest_by_address
            from login_failure
            where (username = $1 or address = $2)
@@ -352,20 +397,23 @@ pub async fn login(
     .fetch_one(pool)
     .await?;
 
-    let locked_since = if recent.by_user >= policy.max_failures_per_user {
-        recent.oldest_by_user
-    } else if recent.by_address >= policy.max_failures_per_address {
+    // The counts include this attempt.
+    let locked_since = if recent.by_user_here > policy.max_failures_per_user {
+        recent.oldest_by_user_here
+    } else if recent.by_address > policy.max_failures_per_address {
         recent.oldest_by_address
     } else {
         None
     };
     if let Some(since) = locked_since {
+        // Refused unchecked: not a failure of its own.
+        sqlx::query!("delete from login_failure where id = $1", attempt).execute(pool).await?;
         let elapsed = (time::OffsetDateTime::now_utc() - since).unsigned_abs();
         let retry_after = policy.window.saturating_sub(elapsed);
         tracing::warn!(username, address, "sign-in refused: too many failures");
         return Err(LoginError::Locked { retry_after });
     }
-    let failures = recent.by_user.max(recent.by_address);
+    let failures = recent.by_user.max(recent.by_address) - 1;
     if failures >= policy.slow_after {
         tokio::time::sleep(policy.delay(failures)).await;
     }
@@ -378,10 +426,12 @@ pub async fn login(
     .await?;
     // Verify against a real hash even for unknown users, so timing does not reveal which exist.
     let (user, hash) = match row {
-        Some(r) => (
-            Some(AdminUser { id: r.id, username: r.username, role: Role::from_db(&r.role) }),
-            PasswordHash(r.password_hash),
-        ),
+        Some(r) => {
+            let password_stamp = password_stamp(&r.password_hash);
+            let user =
+                AdminUser { id: r.id, username: r.username, role: Role::from_db(&r.role), password_stamp };
+            (Some(user), PasswordHash(r.password_hash))
+        }
         None => (None, dummy_hash().await),
     };
     match (hash.verify(password).await, user) {
@@ -391,30 +441,10 @@ pub async fn login(
             Ok(user)
         }
         _ => {
-            record_failure(pool, policy, username, address).await?;
             tracing::info!(username, address, "sign-in failed");
             Err(LoginError::InvalidCredentials)
         }
     }
-}
-
-async fn record_failure(
-    pool: &PgPool,
-    policy: &LoginPolicy,
-    username: &str,
-    address: &str,
-) -> Result<(), sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    sqlx::query!(
-        "delete from login_failure where failed_at < now() - make_interval(secs => $1)",
-        policy.window.as_secs_f64()
-    )
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query!("insert into login_failure (username, address) values ($1, $2)", username, address)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await
 }
 
 /// A hash of a random password, computed once, to verify against for unknown usernames.

@@ -45,21 +45,60 @@ async fn wrong_password_and_unknown_user_fail_alike(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
-async fn repeated_failures_lock_the_account_even_for_the_right_password(pool: PgPool) {
+async fn repeated_failures_lock_the_account_from_that_address_even_for_the_right_password(pool: PgPool) {
     create(&pool, "alice", "alice-password-1").await;
     let policy = quick_policy();
-    for attempt in 0..policy.max_failures_per_user {
-        // A different address each time: the per-user limit is what locks.
-        let address = format!("10.0.0.{attempt}");
-        let result = admin::login(&pool, &policy, "alice", "guess", &address).await;
+    for _ in 0..policy.max_failures_per_user {
+        let result = admin::login(&pool, &policy, "alice", "guess", "10.6.6.6").await;
         assert!(matches!(result, Err(LoginError::InvalidCredentials)));
     }
-    let locked = admin::login(&pool, &policy, "alice", "alice-password-1", "10.9.9.9").await;
+    let locked = admin::login(&pool, &policy, "alice", "alice-password-1", "10.6.6.6").await;
     let Err(LoginError::Locked { retry_after }) = locked else {
         panic!("expected a lockout, got {locked:?}");
     };
     assert!(retry_after <= policy.window && retry_after > Duration::ZERO);
-    assert!(locked.unwrap_err().to_string().contains("try again in 15 minute"));
+    let message = locked.unwrap_err().to_string();
+    assert!(message.contains("try again in 15 minute") && message.contains("reset-password"), "{message}");
+    // The owner, elsewhere, is not locked out by a stranger's guesses.
+    admin::login(&pool, &policy, "alice", "alice-password-1", "10.0.0.1").await.unwrap();
+}
+
+/// Strangers guessing one account from many addresses slow its sign-in down but cannot
+/// lock its owner out.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn guesses_from_many_addresses_do_not_lock_the_owner_out(pool: PgPool) {
+    create(&pool, "alice", "alice-password-1").await;
+    let policy = quick_policy();
+    for attempt in 0..policy.max_failures_per_user * 2 {
+        let result = admin::login(&pool, &policy, "alice", "guess", &format!("10.0.1.{attempt}")).await;
+        assert!(matches!(result, Err(LoginError::InvalidCredentials)), "{result:?}");
+    }
+    admin::login(&pool, &policy, "alice", "alice-password-1", "10.0.0.1").await.unwrap();
+}
+
+/// Attempts are recorded before the password is checked: guesses sent all at once count each
+/// other, so no more are checked than the limit allows.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn parallel_guesses_cannot_race_the_limit(pool: PgPool) {
+    create(&pool, "alice", "alice-password-1").await;
+    let policy = quick_policy();
+    let guesses: Vec<_> = (0..20)
+        .map(|i| {
+            let (pool, policy) = (pool.clone(), policy.clone());
+            tokio::spawn(async move {
+                admin::login(&pool, &policy, "alice", &format!("guess-{i}"), "10.6.6.6").await
+            })
+        })
+        .collect();
+    let mut checked = 0;
+    for guess in guesses {
+        match guess.await.unwrap() {
+            Err(LoginError::InvalidCredentials) => checked += 1,
+            Err(LoginError::Locked { .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(checked <= policy.max_failures_per_user, "{checked} of 20 parallel guesses were checked");
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
