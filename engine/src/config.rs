@@ -286,7 +286,6 @@ fn group_view(group: &GroupConfig) -> Value {
 /// A tenant as the diff shows it: defaults filled in, secret presets redacted.
 fn tenant_view(
     tenant: &TenantConfig,
-    secrets: &SecretBox,
     stored: &HashMap<(String, String), Map<String, Value>>,
 ) -> Result<Value> {
     let mut tools = Map::new();
@@ -296,7 +295,7 @@ fn tenant_view(
         let mut presets = Map::new();
         for (name, secret) in &input.secret_presets {
             let kept = stored.and_then(|s| s.get(name)).and_then(Value::as_str);
-            presets.insert(name.clone(), secret.redact(secrets, name, kept).map_err(at(&place))?);
+            presets.insert(name.clone(), secret.redact(name, kept).map_err(at(&place))?);
         }
         let mut shown = serde_json::to_value(OverrideInput {
             enabled: input.enabled.filter(|enabled| !enabled),
@@ -348,7 +347,7 @@ fn diff(kind: &'static str, before: Vec<(String, Value)>, after: Vec<(String, Va
     changes
 }
 
-fn plan(secrets: &SecretBox, current: &Current, desired: &Document) -> Result<Vec<Change>> {
+fn plan(current: &Current, desired: &Document) -> Result<Vec<Change>> {
     let mut changes = diff(
         "settings",
         vec![("global".into(), settings_view(&current.document))],
@@ -360,10 +359,7 @@ fn plan(secrets: &SecretBox, current: &Current, desired: &Document) -> Result<Ve
             .iter()
             .map(|s| {
                 let stored = current.server_secrets.get(s.name.as_str());
-                Ok((
-                    s.name.to_string(),
-                    s.redacted(secrets, stored).map_err(at(format!("servers.{}", s.name)))?,
-                ))
+                Ok((s.name.to_string(), s.redacted(stored).map_err(at(format!("servers.{}", s.name)))?))
             })
             .collect()
     };
@@ -375,7 +371,7 @@ fn plan(secrets: &SecretBox, current: &Current, desired: &Document) -> Result<Ve
         document
             .tenants
             .iter()
-            .map(|t| Ok((t.slug.to_string(), tenant_view(t, secrets, &current.preset_secrets)?)))
+            .map(|t| Ok((t.slug.to_string(), tenant_view(t, &current.preset_secrets)?)))
             .collect()
     };
     changes.extend(diff("tenant", tenant_views(&current.document)?, tenant_views(desired)?));
@@ -475,7 +471,7 @@ pub async fn apply(
     // One apply at a time: the settings row is the lock.
     sqlx::query!("select id from setting for update").fetch_one(&mut *tx).await?;
     let current = current(&mut tx).await?;
-    let changes = plan(secrets, &current, desired)?;
+    let changes = plan(&current, desired)?;
     if dry_run || changes.is_empty() {
         return Ok(changes);
     }

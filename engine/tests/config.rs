@@ -133,9 +133,15 @@ async fn the_design_example_applies_round_trips_and_binds_tools_once_discovered(
     .unwrap();
     assert!(!raw.contains("sk-PLAINTEXT") && !raw.contains("Bearer abc"), "secrets are stored encrypted");
 
-    // Applying the export, or the original again, changes nothing.
+    // Applying the export changes nothing. The original again gives its secrets as values,
+    // which are never compared with the stored ones (that would confirm guesses): only they
+    // show as changes.
     assert_eq!(apply(&pool, exported.clone(), false).await.unwrap(), []);
-    assert_eq!(apply(&pool, example(), true).await.unwrap(), []);
+    let again = apply(&pool, example(), true).await.unwrap();
+    assert_eq!(
+        again.iter().map(|c| (c.kind, c.name.as_str())).collect::<Vec<_>>(),
+        [("server", "everything"), ("tenant", "acme")]
+    );
     assert_eq!(audit_count(&pool).await, 4);
 
     // The server's tools arrive later; the group and the overrides bind to them.
@@ -160,7 +166,7 @@ async fn the_design_example_applies_round_trips_and_binds_tools_once_discovered(
     // An upstream that drops the tool for a while loses none of the tenant's choices.
     let server = Name::parse("everything").unwrap();
     store::servers::record_discovery(&pool, &server, &[tool("echo")]).await.unwrap();
-    assert_eq!(apply(&pool, example(), true).await.unwrap(), []);
+    assert_eq!(apply(&pool, exported.clone(), true).await.unwrap(), []);
     store::servers::record_discovery(&pool, &server, &[tool("echo"), tool("get-sum")]).await.unwrap();
     // Back, it is a new tool to pinning, held until approved.
     let id = sqlx::query_scalar("select id from tool where upstream_name = 'get-sum'")
@@ -177,6 +183,7 @@ async fn secrets_keep_change_and_refuse_to_keep_nothing(pool: PgPool) {
     apply(&pool, example(), false).await.unwrap();
     let mut changed = example();
     changed["servers"][0]["headers"]["Authorization"] = json!({"secret": "Bearer xyz"});
+    changed["tenants"][0]["tools"]["everything_get-sum"]["secret_presets"]["apiKey"] = json!({"set": true});
     let diff = apply(&pool, changed, true).await.unwrap();
     assert_eq!(diff.len(), 1);
     assert_eq!(
@@ -187,6 +194,7 @@ async fn secrets_keep_change_and_refuse_to_keep_nothing(pool: PgPool) {
 
     let mut kept = example();
     kept["servers"][0]["headers"]["Authorization"] = json!({"set": true});
+    kept["tenants"][0]["tools"]["everything_get-sum"]["secret_presets"]["apiKey"] = json!({"set": true});
     assert_eq!(apply(&pool, kept, true).await.unwrap(), []);
 
     let mut nothing_to_keep = example();
@@ -195,10 +203,46 @@ async fn secrets_keep_change_and_refuse_to_keep_nothing(pool: PgPool) {
     assert!(err.to_string().contains("servers.everything: secret `X-Other` has no stored value"), "{err}");
 }
 
+/// A dry run must not confirm a guess: the stored value and any other show alike.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_dry_run_shows_a_given_secret_as_changed_whether_or_not_it_is_the_stored_one(pool: PgPool) {
+    apply(&pool, example(), false).await.unwrap();
+    let header_in = |document: Value| async {
+        let diff = apply(&pool, document, true).await.unwrap();
+        let server = diff.into_iter().find(|c| c.kind == "server").expect("the server shows");
+        server.after.unwrap()["headers"]["Authorization"].clone()
+    };
+    let right = header_in(example()).await;
+    let mut wrong = example();
+    wrong["servers"][0]["headers"]["Authorization"] = json!({"secret": "Bearer wrong"});
+    assert_eq!(right, header_in(wrong).await);
+    assert_eq!(right, json!({"set": true, "changed": true}));
+}
+
+/// A stored header kept with `{set: true}` would follow the server to wherever its URL now
+/// points: refused, with what to do.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_kept_secret_does_not_follow_its_server_to_a_new_url(pool: PgPool) {
+    apply(&pool, example(), false).await.unwrap();
+    let mut moved = serde_json::to_value(config::export(&pool).await.unwrap()).unwrap();
+    moved["servers"][0]["url"] = json!("http://127.0.0.1:3002/mcp");
+    for dry_run in [true, false] {
+        let err = apply(&pool, moved.clone(), dry_run).await.unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains("servers.everything: secret `Authorization` must be given again")
+                && message.contains("URL or command changed"),
+            "{message}"
+        );
+    }
+    moved["servers"][0]["headers"]["Authorization"] = json!({"secret": "Bearer abc"});
+    apply(&pool, moved, false).await.unwrap();
+}
+
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn what_the_document_leaves_out_is_removed(pool: PgPool) {
     apply(&pool, example(), false).await.unwrap();
-    let mut fewer = example();
+    let mut fewer = serde_json::to_value(config::export(&pool).await.unwrap()).unwrap();
     fewer["tenants"] = json!([]);
     fewer["groups"] = json!([]);
     let changes = apply(&pool, fewer, false).await.unwrap();

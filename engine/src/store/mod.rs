@@ -212,18 +212,14 @@ impl SecretInput {
         })
     }
 
-    /// How the secret shows in a diff: `{set: true}`, plus `changed: true` when applying it
-    /// would replace the stored value. Never the value.
-    pub(crate) fn redact(&self, secrets: &SecretBox, name: &str, stored: Option<&str>) -> Result<Value> {
+    /// How the secret shows in a diff: `{set: true}`, plus `changed: true` when a value is
+    /// given. A given value is never compared with the stored one: a dry run must not confirm
+    /// a guess.
+    pub(crate) fn redact(&self, name: &str, stored: Option<&str>) -> Result<Value> {
         self.check_keep(name, stored)?;
-        let unchanged = match self.new_value() {
-            None => true,
-            Some(value) => stored.and_then(|s| secrets.decrypt(s).ok()).is_some_and(|old| old == value),
-        };
-        Ok(if unchanged {
-            serde_json::json!({"set": true})
-        } else {
-            serde_json::json!({"set": true, "changed": true})
+        Ok(match self.new_value() {
+            None => serde_json::json!({"set": true}),
+            Some(_) => serde_json::json!({"set": true, "changed": true}),
         })
     }
 }

@@ -149,9 +149,14 @@ impl ServerConfig {
         }
     }
 
+    /// Where the server is: its URL, or its command and arguments. Stored secrets belong to it.
+    fn target(&self) -> Target {
+        Target { url: self.url.clone(), command: self.command.clone(), args: self.args.clone() }
+    }
+
     /// The configuration as a diff shows it: prefix filled in, secrets as `{set: true}`
-    /// (plus `changed: true` where applying would replace what `stored` holds).
-    pub(crate) fn redacted(&self, secrets: &SecretBox, stored: Option<&StoredSecrets>) -> Result<Value> {
+    /// (plus `changed: true` where a new value is given).
+    pub(crate) fn redacted(&self, stored: Option<&StoredSecrets>) -> Result<Value> {
         let mut shown = serde_json::to_value(ServerConfig {
             prefix: Some(self.prefix().to_owned()),
             env: BTreeMap::new(),
@@ -160,18 +165,18 @@ impl ServerConfig {
         })
         .expect("configs serialise");
         let empty = StoredSecrets::default();
-        let stored = stored.unwrap_or(&empty);
+        let stored = stored.unwrap_or(&empty).kept_for(self)?;
         let mut env = serde_json::Map::new();
         for (name, value) in &self.env {
             let shown = match value {
                 EnvValue::Plain(plain) => json!(plain),
-                EnvValue::Secret(secret) => secret.redact(secrets, name, stored.env_secret(name))?,
+                EnvValue::Secret(secret) => secret.redact(name, stored.env_secret(name))?,
             };
             env.insert(name.clone(), shown);
         }
         let mut headers = serde_json::Map::new();
         for (name, value) in &self.headers {
-            headers.insert(name.clone(), value.redact(secrets, name, stored.header(name))?);
+            headers.insert(name.clone(), value.redact(name, stored.header(name))?);
         }
         shown["env"] = Value::Object(env);
         shown["headers"] = Value::Object(headers);
@@ -179,14 +184,46 @@ impl ServerConfig {
     }
 }
 
+/// Where a server is; its stored secrets are for that target only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Target {
+    url: Option<String>,
+    command: Option<String>,
+    args: Vec<String>,
+}
+
 /// A server's encrypted values as stored: what `{set: true}` keeps.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct StoredSecrets {
     env: Value,
     headers: Value,
+    /// The target they were given for; `None` for a server not stored yet.
+    target: Option<Target>,
 }
 
 impl StoredSecrets {
+    /// The secrets `config` may keep: none unless it is for the same target. A secret would
+    /// otherwise follow the server to a new URL or command that an admin may not have meant
+    /// to give it to, so `{set: true}` is refused then, saying to give the value again.
+    fn kept_for(&self, config: &ServerConfig) -> Result<&StoredSecrets> {
+        let moved = self.target.as_ref().is_some_and(|target| *target != config.target());
+        let kept = config
+            .headers
+            .iter()
+            .chain(config.env.iter().filter_map(|(name, value)| match value {
+                EnvValue::Secret(secret) => Some((name, secret)),
+                EnvValue::Plain(_) => None,
+            }))
+            .find(|(_, value)| value.new_value().is_none());
+        match kept {
+            Some((name, _)) if moved => Err(Error::Invalid(format!(
+                "secret `{name}` must be given again: the server's URL or command changed, and a stored \
+                 secret never follows its server to a new target"
+            ))),
+            _ => Ok(self),
+        }
+    }
+
     fn env_secret(&self, name: &str) -> Option<&str> {
         self.env.get(name)?.get("secret")?.as_str()
     }
@@ -292,7 +329,8 @@ impl ServerRow {
     }
 
     pub(crate) fn secrets(&self) -> StoredSecrets {
-        StoredSecrets { env: self.env.clone(), headers: self.headers.clone() }
+        let target = Target { url: self.url.clone(), command: self.command.clone(), args: self.args.clone() };
+        StoredSecrets { env: self.env.clone(), headers: self.headers.clone(), target: Some(target) }
     }
 
     /// The server as the configuration document shows it, secrets as `{set: true}`.
@@ -401,8 +439,8 @@ pub(crate) async fn write(
         config.url,
         config.command,
         &config.args,
-        seal_env(secrets, &config.env, &stored)?,
-        seal_headers(secrets, &config.headers, &stored)?,
+        seal_env(secrets, &config.env, stored.kept_for(config)?)?,
+        seal_headers(secrets, &config.headers, stored.kept_for(config)?)?,
         config.on_definition_change.as_str(),
         config.new_tools_enabled,
     )
