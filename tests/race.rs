@@ -94,15 +94,18 @@ async fn fifty_config_writes_racing_the_calls_leave_no_torn_snapshot_and_the_las
     // Let the calls run on a little past the last write, then stop them.
     tokio::time::sleep(Duration::from_millis(300)).await;
     running.store(false, Ordering::SeqCst);
-    let mut calls = 0;
+    let mut counts = Vec::new();
     for caller in callers {
-        calls += caller.await.unwrap();
+        counts.push(caller.await.unwrap());
     }
+    let calls: usize = counts.iter().sum();
     let rate = calls as f64 / started.elapsed().as_secs_f64();
     // The rate is reported, not asserted: this is a test of correctness (a debug build on two
     // cores shared with the writers manages about 900 calls/s).
     eprintln!("{WRITES} writes in {writing:?} raced {calls} calls ({rate:.0}/s)");
-    assert!(calls > 1000, "only {calls} calls raced the writes");
+    // Every caller raced the writes; how many calls fit depends on how fast the writes go
+    // (1.5 to 6 s here), so no total is asserted.
+    assert!(counts.iter().all(|&n| n >= 5), "some callers barely ran during the writes: {counts:?}");
 
     // The write committed last is the one whose audit event came last; both the stored
     // configuration and what the gateway serves are exactly it.
