@@ -228,9 +228,9 @@ fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
         .into_iter()
         .collect();
     let keys = gateway::KeyCheck::new(state.catalog.clone(), state.pool.clone());
-    let sessions = Arc::new(LocalSessionManager::default());
-    let owners = SessionOwners::new(sessions.clone(), settings.limits.mcp_sessions_per_key);
-    let service = mcp::service(state.catalog.clone(), state.executor.clone(), sessions, public_hosts);
+    let manager = Arc::new(LocalSessionManager::default());
+    let owners = SessionOwners::new(manager.clone(), settings.limits.mcp_sessions_per_key);
+    let service = mcp::service(state.catalog.clone(), state.executor.clone(), manager, public_hosts);
     // The key check runs first: a named session must then be the key's own.
     let mcp = Router::new()
         .route_service("/mcp/{tenant}", service)

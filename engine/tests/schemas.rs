@@ -114,19 +114,24 @@ fn the_corpus_is_large_enough() {
     assert!(corpus().len() >= 20);
 }
 
+static NO_ANNOTATIONS: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| json!({}));
+
+/// A tool `t` with these schemas, to render.
+fn tool<'a>(input_schema: &'a Value, output_schema: Option<&'a Value>) -> ToolView<'a> {
+    ToolView {
+        name: "t",
+        description: "",
+        input_schema,
+        output_schema,
+        annotations: &NO_ANNOTATIONS,
+        strict: false,
+    }
+}
+
 /// The schema a tool with `schema` is served with for `provider`, and the rules it is judged
 /// by: Gemini's `parametersJsonSchema` is full JSON Schema, judged as MCP's is.
 fn served(schema: &Value, provider: Provider, strict: bool) -> Result<(Value, Provider), NormalizeError> {
-    let annotations = json!({});
-    let tool = ToolView {
-        name: "t",
-        description: "",
-        input_schema: schema,
-        output_schema: None,
-        annotations: &annotations,
-        strict,
-    };
-    let rendered = render(&tool, provider)?;
+    let rendered = render(&ToolView { strict, ..tool(schema, None) }, provider)?;
     let rules = if rendered.get("parametersJsonSchema").is_some() { Provider::Mcp } else { provider };
     Ok((input_schema(&rendered, provider).clone(), rules))
 }
@@ -394,16 +399,7 @@ fn a_free_form_object_is_served_to_gemini_as_json_schema() {
         normalize(schema, Provider::Gemini, false).unwrap_err(),
         NormalizeError::Inexpressible("/properties/headers".into())
     );
-    let annotations = json!({});
-    let tool = ToolView {
-        name: "h",
-        description: "",
-        input_schema: schema,
-        output_schema: None,
-        annotations: &annotations,
-        strict: false,
-    };
-    let rendered = render(&tool, Provider::Gemini).unwrap();
+    let rendered = render(&tool(schema, None), Provider::Gemini).unwrap();
     assert!(rendered.get("parameters").is_none());
     assert_eq!(rendered["parametersJsonSchema"], normalize(schema, Provider::Mcp, false).unwrap());
     assert_eq!(
@@ -416,16 +412,7 @@ fn a_free_form_object_is_served_to_gemini_as_json_schema() {
 fn output_schemas_are_served_without_their_metadata_like_input_schemas() {
     let output = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {"n": {"type": "integer"}}});
     let input = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {"q": {"type": "string"}}});
-    let annotations = json!({});
-    let tool = ToolView {
-        name: "t",
-        description: "",
-        input_schema: &input,
-        output_schema: Some(&output),
-        annotations: &annotations,
-        strict: false,
-    };
-    let rendered = render(&tool, Provider::Mcp).unwrap();
+    let rendered = render(&tool(&input, Some(&output)), Provider::Mcp).unwrap();
     assert!(rendered["inputSchema"].get("$schema").is_none());
     assert_eq!(rendered["outputSchema"], json!({"type": "object", "properties": {"n": {"type": "integer"}}}));
 }
