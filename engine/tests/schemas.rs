@@ -428,3 +428,17 @@ fn references_into_the_schema_itself_are_inlined() {
     let normalised = normalize(&schema, Provider::Anthropic, false).unwrap();
     assert_eq!(normalised["properties"]["second"], json!({"type": "boolean", "description": "Whether"}));
 }
+
+/// Found by the `schema` fuzz target: nesting past the depth cap leaves an object without
+/// properties deep inside, which Gemini's `parameters` cannot hold.
+#[test]
+fn a_schema_cut_at_the_depth_cap_is_still_served_clean() {
+    let schema: Value = serde_json::from_str(include_str!("fuzz_found/deep_objects.json")).unwrap();
+    for provider in Provider::ALL {
+        for strict in [false, true] {
+            let (normalised, rules) = served(&schema, provider, strict).unwrap();
+            let findings = lint(&normalised, rules, strict);
+            assert!(findings.is_empty(), "{provider:?} strict={strict}: {findings:#?}\n{normalised:#}");
+        }
+    }
+}

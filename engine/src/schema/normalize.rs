@@ -445,10 +445,22 @@ fn make_nullable(schema: &mut Value) {
         }
         Some(Value::Array(kinds)) if !kinds.contains(&json!("null")) => kinds.push(json!("null")),
         Some(_) => {}
-        None => {
-            let inner = std::mem::take(node);
-            node.insert("anyOf".into(), json!([Value::Object(inner), {"type": "null"}]));
-        }
+        // Without a type, null is allowed already unless a union or an enum says otherwise;
+        // those take null in place (wrapping the node would nest it a level deeper).
+        None => match node.get_mut("anyOf") {
+            Some(Value::Array(branches)) => {
+                if !branches.iter().any(|b| b["type"] == "null") {
+                    branches.push(json!({"type": "null"}));
+                }
+            }
+            _ => {
+                if let Some(Value::Array(values)) = node.get_mut("enum")
+                    && !values.contains(&Value::Null)
+                {
+                    values.push(Value::Null);
+                }
+            }
+        },
     }
 }
 
