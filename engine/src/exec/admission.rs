@@ -70,6 +70,10 @@ async fn acquire(
         .entry(id)
         .or_insert_with(|| Arc::new(Semaphore::new(max)))
         .clone();
+    // A free place needs no timer: that is the common case, on every call.
+    if let Ok(permit) = semaphore.clone().try_acquire_owned() {
+        return Ok(permit);
+    }
     match tokio::time::timeout(ADMISSION_WAIT, semaphore.acquire_owned()).await {
         Ok(Ok(permit)) => Ok(permit),
         _ => {

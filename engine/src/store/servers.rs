@@ -151,7 +151,7 @@ impl ServerConfig {
 
     /// Where the server is: its URL, or its command and arguments. Stored secrets belong to it.
     fn target(&self) -> Target {
-        Target { url: self.url.clone(), command: self.command.clone(), args: self.args.clone() }
+        Target::of(&self.url, &self.command, &self.args)
     }
 
     /// The configuration as a diff shows it: prefix filled in, secrets as `{set: true}`
@@ -190,6 +190,12 @@ struct Target {
     url: Option<String>,
     command: Option<String>,
     args: Vec<String>,
+}
+
+impl Target {
+    fn of(url: &Option<String>, command: &Option<String>, args: &[String]) -> Self {
+        Target { url: url.clone(), command: command.clone(), args: args.to_vec() }
+    }
 }
 
 /// A server's encrypted values as stored: what `{set: true}` keeps.
@@ -329,8 +335,8 @@ impl ServerRow {
     }
 
     pub(crate) fn secrets(&self) -> StoredSecrets {
-        let target = Target { url: self.url.clone(), command: self.command.clone(), args: self.args.clone() };
-        StoredSecrets { env: self.env.clone(), headers: self.headers.clone(), target: Some(target) }
+        let target = Some(Target::of(&self.url, &self.command, &self.args));
+        StoredSecrets { env: self.env.clone(), headers: self.headers.clone(), target }
     }
 
     /// The server as the configuration document shows it, secrets as `{set: true}`.
@@ -425,6 +431,7 @@ pub(crate) async fn write(
     )
     .execute(&mut **tx)
     .await?;
+    let stored = stored.kept_for(config)?;
     sqlx::query!(
         "insert into mcp_server (source_id, transport, url, command, args, env, headers,
                                  on_definition_change, new_tools_enabled)
@@ -439,8 +446,8 @@ pub(crate) async fn write(
         config.url,
         config.command,
         &config.args,
-        seal_env(secrets, &config.env, stored.kept_for(config)?)?,
-        seal_headers(secrets, &config.headers, stored.kept_for(config)?)?,
+        seal_env(secrets, &config.env, stored)?,
+        seal_headers(secrets, &config.headers, stored)?,
         config.on_definition_change.as_str(),
         config.new_tools_enabled,
     )
