@@ -81,6 +81,11 @@ pub struct LimitSettings {
     /// The most calls of one API key running at once; more wait up to 2 s, then get 429.
     #[arg(long, env = "TOOLGATE_CONCURRENT_CALLS_PER_KEY", default_value_t = 32)]
     pub concurrent_calls_per_key: usize,
+
+    /// The most calls of one API key waiting for its MCP client's input at once (revision
+    /// 2026-07-28, multi-round-trip); beyond that, an upstream's question is refused.
+    #[arg(long, env = "TOOLGATE_INPUT_WAITS_PER_KEY", default_value_t = 16)]
+    pub input_waits_per_key: usize,
 }
 
 /// How tools run.

@@ -230,7 +230,13 @@ fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
     let keys = gateway::KeyCheck::new(state.catalog.clone(), state.pool.clone());
     let manager = Arc::new(LocalSessionManager::default());
     let owners = SessionOwners::new(manager.clone(), settings.limits.mcp_sessions_per_key);
-    let service = mcp::service(state.catalog.clone(), state.executor.clone(), manager, public_hosts);
+    let service = mcp::service(
+        state.catalog.clone(),
+        state.executor.clone(),
+        manager,
+        public_hosts,
+        settings.limits.input_waits_per_key,
+    );
     // The key check runs first: a named session must then be the key's own.
     let mcp = Router::new()
         .route_service("/mcp/{tenant}", service)

@@ -415,5 +415,5 @@ async fn servers_sharing_an_endpoint_each_serve_their_own_tools(pool: PgPool) {
         let (_, detail) = call(&app, &token, "GET", &format!("/api/admin/v1/servers/{server}"), None).await;
         assert_eq!(detail["connections"][0]["status"], "ready", "{server}: {detail}");
     }
-    assert_eq!(upstream.sessions(), 1, "one upstream session for the three servers");
+    assert_eq!(upstream.connections(), 1, "one upstream connection for the three servers");
 }

@@ -12,7 +12,7 @@ use engine::model::{Tag, TenantSlug};
 use engine::store::tenants::TenantUpdate;
 use engine::store::{self, Actor};
 use rmcp::model::{CallToolRequestParams, ClientConfig};
-use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
@@ -210,9 +210,13 @@ async fn the_meta_tool_equips_groups_for_one_session_only(pool: PgPool) {
     assert!(other.call_tool(CallToolRequestParams::new("run_command").with_arguments(args)).await.is_err());
 }
 
-/// An upstream whose `ask` tool, mid-call, asks the caller a question (elicitation) and logs.
+/// An upstream whose `ask` tool, mid-call, logs and asks the caller a question (elicitation):
+/// with a request to a session's client, or with an `InputRequiredResult` to a client on
+/// 2026-07-28. A `legacy` one predates 2026-07-28: it knows no `server/discover`.
 #[derive(Clone)]
-struct Asking;
+struct Asking {
+    legacy: bool,
+}
 
 impl rmcp::ServerHandler for Asking {
     #[allow(deprecated)] // logging: deprecated by SEP-2577, still sent by servers
@@ -220,6 +224,17 @@ impl rmcp::ServerHandler for Asking {
         rmcp::model::ServerConfig::new(
             rmcp::model::ServerCapabilities::builder().enable_tools().enable_logging().build(),
         )
+    }
+
+    async fn discover(
+        &self,
+        _: rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<rmcp::model::DiscoverResult, rmcp::ErrorData> {
+        if self.legacy {
+            return Err(rmcp::ErrorData::method_not_found::<rmcp::model::DiscoverRequestMethod>());
+        }
+        let versions = self.supported_protocol_versions().into_owned();
+        Ok(rmcp::model::DiscoverResult::from_server_info(versions, self.get_info()))
     }
 
     async fn list_tools(
@@ -237,9 +252,10 @@ impl rmcp::ServerHandler for Asking {
 
     async fn call_tool(
         &self,
-        _: CallToolRequestParams,
+        request: CallToolRequestParams,
         context: rmcp::service::RequestContext<rmcp::service::RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let failed = |e: &dyn std::fmt::Display| rmcp::ErrorData::internal_error(e.to_string(), None);
         let log =
             json!({"method": "notifications/message", "params": {"level": "info", "data": "about to ask"}});
         let _ = context.peer.send_notification(serde_json::from_value(log).unwrap()).await;
@@ -248,14 +264,21 @@ impl rmcp::ServerHandler for Asking {
             "message": "Proceed?",
             "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
         }});
-        let answer = context
-            .peer
-            .send_request(serde_json::from_value(question).unwrap())
-            .await
-            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))?;
-        let text = serde_json::to_string(&answer).unwrap();
+        let stateless = context.protocol_version().is_some_and(|v| !v.has_initialize());
+        let answer = if !stateless {
+            let answer = context.peer.send_request(serde_json::from_value(question).unwrap()).await;
+            serde_json::to_value(answer.map_err(|e| failed(&e))?).unwrap()
+        } else if let Some(answer) = request.input_responses.and_then(|mut answers| answers.remove("proceed"))
+        {
+            assert_eq!(request.request_state.as_deref(), Some("asked"), "the request state comes back");
+            answer
+        } else {
+            let questions = [("proceed".to_string(), serde_json::from_value(question).unwrap())];
+            let asked = rmcp::model::InputRequiredResult::new(Some(questions.into()), Some("asked".into()));
+            return Ok(rmcp::model::CallToolResponse::InputRequired(asked));
+        };
         Ok(rmcp::model::CallToolResponse::Complete(rmcp::model::CallToolResult::success(vec![
-            rmcp::model::ContentBlock::text(text),
+            rmcp::model::ContentBlock::text(answer.to_string()),
         ])))
     }
 }
@@ -294,13 +317,13 @@ impl ClientHandler for Answering {
     }
 }
 
-#[sqlx::test(migrator = "engine::db::MIGRATOR")]
-async fn an_upstreams_questions_and_logs_reach_the_caller_and_the_answer_goes_back(pool: PgPool) {
-    let app = TestApp::spawn(pool.clone()).await;
-    let key = tenant_with_key(&pool, "acme").await;
+/// Tenant `acme` (its key returned) with the `Asking` upstream registered as `up`.
+async fn with_asking_upstream(pool: &PgPool, legacy: bool) -> String {
+    let key = tenant_with_key(pool, "acme").await;
+    let asking = Asking { legacy };
     let service: rmcp::transport::streamable_http_server::StreamableHttpService<Asking, _> =
         rmcp::transport::streamable_http_server::StreamableHttpService::new(
-            || Ok(Asking),
+            move || Ok(asking.clone()),
             rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default().into(),
             Default::default(),
         );
@@ -311,22 +334,52 @@ async fn an_upstreams_questions_and_logs_reach_the_caller_and_the_answer_goes_ba
     );
     let server = engine::store::servers::ServerConfig::http(engine::model::Name::parse("up").unwrap(), url);
     let secrets = engine::secret::SecretBox::from_key(&[0; 32]).unwrap();
-    store::servers::create(&pool, &secrets, &Actor::system(), &server).await.unwrap();
+    store::servers::create(pool, &secrets, &Actor::system(), &server).await.unwrap();
+    key
+}
 
+/// An `Answering` client of `acme` in the given era, once `up_ask` is listed.
+async fn answering_client(
+    app: &TestApp,
+    key: &str,
+    lifecycle: ClientLifecycleMode,
+) -> RunningService<RoleClient, Answering> {
     let until = Instant::now() + Duration::from_secs(10);
-    let client = loop {
-        let config =
-            StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.clone());
-        if let Ok(client) =
-            Answering::default().serve(StreamableHttpClientTransport::from_config(config)).await
+    loop {
+        let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key);
+        let transport = StreamableHttpClientTransport::from_config(config);
+        if let Ok(client) = Answering::default().serve_with_lifecycle(transport, lifecycle.clone()).await
             && client.list_all_tools().await.unwrap().iter().any(|t| t.name == "up_ask")
         {
-            break client;
+            return client;
         }
         assert!(Instant::now() < until, "the upstream tool never appeared");
         tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let result = client.call_tool(CallToolRequestParams::new("up_ask")).await.unwrap();
+    }
+}
+
+/// `tools/call` of `up_ask`, asking for log messages of `info` and above (revision 2026-07-28).
+fn ask_logging_info() -> CallToolRequestParams {
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    #[allow(deprecated)]
+    meta.set_log_level(rmcp::model::LoggingLevel::Info);
+    let mut call = CallToolRequestParams::new("up_ask");
+    call.meta = Some(meta);
+    call
+}
+
+/// An upstream of either protocol era asks the caller, of either era, a question during a
+/// call and logs: the question reaches the caller, the answer goes back, the log message
+/// arrives (on 2026-07-28 because the call asked for `info` and above).
+async fn questions_and_logs_cross(
+    pool: PgPool,
+    upstream_legacy: bool,
+    client_lifecycle: ClientLifecycleMode,
+) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = with_asking_upstream(&pool, upstream_legacy).await;
+    let client = answering_client(&app, &key, client_lifecycle).await;
+    let result = client.call_tool(ask_logging_info()).await.unwrap();
     assert_ne!(result.is_error, Some(true), "{result:?}");
     let text = format!("{:?}", result.content);
     assert!(text.contains("accept") && text.contains("ok"), "the answer went back upstream: {text}");
@@ -337,4 +390,128 @@ async fn an_upstreams_questions_and_logs_reach_the_caller_and_the_answer_goes_ba
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(client.service().logs.lock().unwrap()[0]["data"], "about to ask");
+}
+
+fn legacy_client() -> ClientLifecycleMode {
+    ClientLifecycleMode::Initialize
+}
+
+fn current_client() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover { preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28] }
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_legacy_upstream_asks_a_legacy_client(pool: PgPool) {
+    questions_and_logs_cross(pool, true, legacy_client()).await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_legacy_upstream_asks_a_client_on_2026_07_28(pool: PgPool) {
+    questions_and_logs_cross(pool, true, current_client()).await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn an_upstream_on_2026_07_28_asks_a_legacy_client(pool: PgPool) {
+    questions_and_logs_cross(pool, false, legacy_client()).await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn an_upstream_on_2026_07_28_asks_a_client_on_2026_07_28(pool: PgPool) {
+    questions_and_logs_cross(pool, false, current_client()).await;
+}
+
+/// A session's `logging/setLevel` holds back the relayed messages below it; a call on
+/// 2026-07-28 that asks for no level gets none (SEP-2575).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn log_messages_reach_a_caller_only_at_the_level_it_chose(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = with_asking_upstream(&pool, false).await;
+    let session = answering_client(&app, &key, legacy_client()).await;
+    #[allow(deprecated)]
+    {
+        let warning = rmcp::model::SetLevelRequestParams::new(rmcp::model::LoggingLevel::Warning);
+        session.peer().set_level(warning).await.expect("logging/setLevel is accepted");
+    }
+    let current = answering_client(&app, &key, current_client()).await;
+    for client in [&session, &current] {
+        let result = client.call_tool(CallToolRequestParams::new("up_ask")).await.unwrap();
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+    }
+    // The messages would have come before the results.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(session.service().logs.lock().unwrap().is_empty(), "an info message passed `warning`");
+    assert!(
+        current.service().logs.lock().unwrap().is_empty(),
+        "a message reached a call that asked for none"
+    );
+}
+
+/// The `requestState` of a call waiting for input is its key's alone: another key of the
+/// tenant presenting it is told it is unknown, and the call still waits for its owner.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_call_waiting_for_input_is_resumed_only_by_its_own_key(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = with_asking_upstream(&pool, false).await;
+    let other_key =
+        store::keys::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "other", None)
+            .await
+            .unwrap()
+            .1;
+    let owner = answering_client(&app, &key, current_client()).await;
+    let other = answering_client(&app, &other_key, current_client()).await;
+    let rmcp::model::CallToolResponse::InputRequired(asked) =
+        owner.call_tool_once(CallToolRequestParams::new("up_ask")).await.unwrap()
+    else {
+        panic!("the call should wait for input");
+    };
+    let questions = asked.input_requests.expect("the question");
+    let handle = asked.request_state.expect("a request state");
+    let answer = json!({"action": "accept", "content": {"ok": true}});
+    let retry = |handle: String| {
+        let mut retry = CallToolRequestParams::new("up_ask");
+        retry.input_responses = Some(questions.keys().map(|k| (k.clone(), answer.clone())).collect());
+        retry.request_state = Some(handle);
+        retry
+    };
+    let refused = other.call_tool_once(retry(handle.clone())).await.unwrap_err();
+    assert!(refused.to_string().contains("unknown or expired `requestState`"), "{refused}");
+    let forged = owner.call_tool_once(retry(format!("{handle}x"))).await.unwrap_err();
+    assert!(forged.to_string().contains("unknown or expired `requestState`"), "{forged}");
+    let rmcp::model::CallToolResponse::Complete(done) = owner.call_tool_once(retry(handle)).await.unwrap()
+    else {
+        panic!("the retry should complete the call");
+    };
+    let text = format!("{:?}", done.content);
+    assert!(text.contains("accept"), "the owner's answer went upstream: {text}");
+}
+
+/// A client on 2026-07-28 has no session: it hears of tool list changes on
+/// `subscriptions/listen`.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_client_on_2026_07_28_hears_of_changes_on_subscriptions_listen(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_with_key(&pool, "acme").await;
+    let client = until_key_works(&app, "acme", &key).await;
+    drop(client);
+    let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key);
+    let client = ListChangedCounter::default()
+        .serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), current_client())
+        .await
+        .unwrap();
+    let filter = rmcp::model::SubscriptionFilter::builder().tools_list_changed().build();
+    let mut subscription = client.peer().listen(filter).await.expect("subscriptions/listen is served");
+    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+
+    let only_files =
+        TenantUpdate { enabled_tags: Some(Some(vec![Tag::parse("files").unwrap()])), ..Default::default() };
+    store::tenants::update(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), only_files)
+        .await
+        .unwrap();
+    let heard = tokio::time::timeout(Duration::from_secs(5), subscription.next()).await;
+    let notification = heard.expect("no notification within 5 s").unwrap().expect("the stream is open");
+    assert!(
+        matches!(notification, rmcp::model::ServerNotification::ToolListChangedNotification(_)),
+        "{notification:?}"
+    );
+    assert!(!names(&client).await.contains(&"run_command".to_string()));
 }

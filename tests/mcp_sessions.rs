@@ -112,7 +112,8 @@ async fn one_key_opens_a_bounded_number_of_sessions(pool: PgPool) {
     let other = key_of(&pool, "acme").await;
     open_session(&app, "acme", &other).await.unwrap();
     let closed = send(&app, reqwest::Method::DELETE, "acme", &key, Some(&first), None).await;
-    assert!(closed.status().is_success(), "{}", closed.status());
+    // The SDKs log "Session termination failed" for anything but 200 or 204.
+    assert_eq!(closed.status(), StatusCode::NO_CONTENT);
     open_session(&app, "acme", &key).await.unwrap();
 }
 

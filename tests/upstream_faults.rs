@@ -151,6 +151,12 @@ async fn serve_broken() -> Upstream {
                 };
                 ([(header::CONTENT_TYPE, "application/json")], body).into_response()
             }
+            // Any other request (`server/discover` among them) is unknown; a notification is
+            // accepted.
+            Some(_) if !id.is_null() => Json(json!({
+                "jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}
+            }))
+            .into_response(),
             _ => StatusCode::ACCEPTED.into_response(),
         }
     }

@@ -1,6 +1,7 @@
 //! An rmcp upstream on a loopback port (streamable HTTP) publishing a fixed list of tools, for
 //! the load benchmark and the tests: `echo` and `add` answer cheaply, so what is measured is
-//! the path, not the work. It counts the MCP sessions opened on it.
+//! the path, not the work. It counts the clients that connect to it (`initialize` or
+//! `server/discover`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,8 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::Result;
 use axum::serve::ListenerExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -20,14 +22,17 @@ use serde_json::{Value, json};
 /// How many tools the big upstream publishes.
 pub const MANY: usize = 5_000;
 
-/// The tools an upstream publishes.
+/// The tools an upstream publishes, and how many clients connected.
 #[derive(Clone)]
-pub struct Upstream(Arc<Vec<Tool>>);
+pub struct Upstream {
+    tools: Arc<Vec<Tool>>,
+    connections: Arc<AtomicUsize>,
+}
 
 impl Upstream {
     pub fn echo_and_add() -> Self {
         let schema = |v: Value| Arc::new(v.as_object().cloned().unwrap_or_default());
-        Upstream(Arc::new(vec![
+        Upstream::of(vec![
             Tool::new(
                 "echo",
                 "Says it back",
@@ -40,7 +45,11 @@ impl Upstream {
                     json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}),
                 ),
             ),
-        ]))
+        ])
+    }
+
+    fn of(tools: Vec<Tool>) -> Self {
+        Upstream { tools: Arc::new(tools), connections: Arc::default() }
     }
 
     /// [`MANY`] tools, each with a small schema of its own.
@@ -58,7 +67,7 @@ impl Upstream {
                 )
             })
             .collect();
-        Upstream(Arc::new(tools))
+        Upstream::of(tools)
     }
 }
 
@@ -67,12 +76,27 @@ impl ServerHandler for Upstream {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.connections.fetch_add(1, Ordering::SeqCst);
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(&self, _: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        self.connections.fetch_add(1, Ordering::SeqCst);
+        Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.get_info()))
+    }
+
     async fn list_tools(
         &self,
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.0.to_vec()))
+        Ok(ListToolsResult::with_all_items(self.tools.to_vec()))
     }
 
     async fn call_tool(
@@ -95,26 +119,22 @@ impl ServerHandler for Upstream {
 pub struct Served {
     /// `http://127.0.0.1:<port>/mcp`.
     pub url: String,
-    sessions: Arc<AtomicUsize>,
+    connections: Arc<AtomicUsize>,
 }
 
 impl Served {
-    /// How many MCP sessions clients have opened on it.
-    pub fn sessions(&self) -> usize {
-        self.sessions.load(Ordering::SeqCst)
+    /// How many MCP clients have connected to it.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 }
 
 /// Serves `upstream` over streamable HTTP on a loopback port, with `TCP_NODELAY` on accepted
 /// connections as production servers set it.
 pub async fn serve(upstream: Upstream) -> Result<Served> {
-    let sessions = Arc::new(AtomicUsize::new(0));
-    let counter = sessions.clone();
+    let connections = upstream.connections.clone();
     let service = StreamableHttpService::new(
-        move || {
-            counter.fetch_add(1, Ordering::SeqCst);
-            Ok(upstream.clone())
-        },
+        move || Ok(upstream.clone()),
         LocalSessionManager::default().into(),
         StreamableHttpServerConfig::default(),
     );
@@ -126,5 +146,5 @@ pub async fn serve(upstream: Upstream) -> Result<Served> {
     tokio::spawn(
         async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await },
     );
-    Ok(Served { url, sessions })
+    Ok(Served { url, connections })
 }

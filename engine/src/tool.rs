@@ -56,6 +56,9 @@ pub trait ClientRelay: Send + Sync {
     fn request(&self, request: serde_json::Value) -> RelayFuture;
     /// Relays a notification to the client.
     fn notify(&self, notification: serde_json::Value);
+    /// The least severe log level the client wants messages of (`"debug"` ... `"emergency"`);
+    /// `None` when it wants none.
+    fn log_level(&self) -> Option<String>;
 }
 
 /// What a running tool knows about its call.

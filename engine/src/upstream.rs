@@ -21,15 +21,18 @@ use std::time::{Duration, Instant};
 #[allow(deprecated)]
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientConfig,
-    ClientRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, RequestId, ServerResult,
+    ClientRequest, CreateMessageRequestParams, CreateMessageResult, DEFAULT_MRTR_MAX_ROUNDS,
+    ElicitRequestParams, ElicitResult, InputRequests, InputResponses, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
+    RequestMetaObject, ServerNotification, ServerResult, SubscriptionFilter,
 };
 use rmcp::service::{
-    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, ServiceError,
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, Peer, PeerRequestOptions, RequestContext,
+    RoleClient, ServiceError,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientCacheConfig, ClientHandler, ServiceExt};
+use rmcp::{ClientCacheConfig, ClientHandler};
 use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -145,7 +148,7 @@ async fn connect(
                 .envs(endpoint.env.iter().cloned())
                 .kill_on_drop(true);
             let transport = TokioChildProcess::new(command).map_err(|e| format!("cannot start the server: {e}"))?;
-            handler.serve(transport).await.map_err(|e| format!("initialisation failed: {e}"))
+            start(handler, transport).await
         }
         Transport::StreamableHttp => {
             let mut headers = HashMap::new();
@@ -159,11 +162,36 @@ async fn connect(
                 .custom_headers(headers)
                 .max_sse_event_size(MAX_ANSWER)
                 .max_json_response_size(MAX_ANSWER);
-            let transport = StreamableHttpClientTransport::from_config(config);
-            handler.serve(transport).await.map_err(|e| format!("initialisation failed: {e}"))
+            start(handler, StreamableHttpClientTransport::from_config(config)).await
         }
         Transport::Sse => Err("the legacy SSE transport is not supported by this version of Toolgate (rmcp 3 has no SSE client); use streamable HTTP".into()),
     }
+}
+
+/// Starts the MCP lifecycle on `transport`: `server/discover` first (revision 2026-07-28), the
+/// `initialize` handshake for a server that does not know it.
+async fn start<T, E, A>(
+    handler: Handler,
+    transport: T,
+) -> Result<rmcp::service::RunningService<RoleClient, Handler>, String>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    };
+    handler
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .map_err(|e| format!("initialisation failed: {e}"))
+}
+
+/// Whether the server speaks revision 2026-07-28 or later on this connection: it then sends
+/// tool list changes only on a `subscriptions/listen` stream.
+fn is_stateless(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info().is_some_and(|info| !info.protocol_version.has_initialize())
 }
 
 /// Receives what an upstream sends on its own: tool list changes, progress, log messages, and
@@ -402,10 +430,15 @@ impl Slot {
                     tracing::info!(servers = %self.label(), "upstream connected");
                     // Probes must reach the server, never a cached answer.
                     peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
+                    let stop = service.cancellation_token();
                     if self.discovers {
                         self.discover(&peer, &self.member_names()).await;
+                        if is_stateless(&peer) {
+                            // Ends with the connection's stream.
+                            let (slot, peer) = (self.clone(), peer.clone());
+                            tokio::spawn(async move { slot.follow_changes(&peer).await });
+                        }
                     }
-                    let stop = service.cancellation_token();
                     let waiting = service.waiting();
                     let probe = self.probe(&peer);
                     tokio::pin!(waiting, probe);
@@ -456,6 +489,33 @@ impl Slot {
             s.status = Status::Down;
             s.peer = None;
         });
+    }
+
+    /// Rediscovers whenever a server on revision 2026-07-28 says its tools changed, for as long
+    /// as its `subscriptions/listen` stream lasts.
+    async fn follow_changes(&self, peer: &Peer<RoleClient>) {
+        let advertised = peer.peer_info().is_some_and(|info| {
+            info.capabilities.tools.as_ref().is_some_and(|tools| tools.list_changed == Some(true))
+        });
+        if !advertised {
+            return;
+        }
+        let mut subscription = match peer
+            .listen(SubscriptionFilter::builder().tools_list_changed().build())
+            .await
+        {
+            Ok(subscription) => subscription,
+            Err(err) => {
+                tracing::warn!(servers = %self.label(), error = %err, "upstream refused subscriptions/listen");
+                return;
+            }
+        };
+        while let Ok(Some(notification)) = subscription.next().await {
+            if matches!(notification, ServerNotification::ToolListChangedNotification(_)) {
+                tracing::info!(servers = %self.label(), "upstream tool list changed; rediscovering");
+                self.discover(peer, &self.member_names()).await;
+            }
+        }
     }
 
     /// Probes the connection every `health_interval`; returns when a probe fails.
@@ -546,28 +606,31 @@ impl Slot {
             Value::Object(map) => map,
             _ => Default::default(),
         };
-        let params = CallToolRequestParams::new(tool.upstream_name.clone()).with_arguments(arguments);
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        // rmcp gives every request its own progress token; progress reports come back under it.
-        let result = match peer.send_request_with_option(request, PeerRequestOptions::no_options()).await {
-            Ok(handle) => {
-                let key = token_key(&handle.progress_token);
-                if let Some(sink) = ctx.progress_sink() {
-                    self.progress.lock().expect("progress map").insert(key.clone(), sink);
+        let mut params = CallToolRequestParams::new(tool.upstream_name.clone()).with_arguments(arguments);
+        // A server on 2026-07-28 logs only at the level a request asks for: the caller's.
+        #[allow(deprecated)]
+        let level: Option<LoggingLevel> = ctx
+            .client()
+            .and_then(|client| client.log_level())
+            .and_then(|name| serde_json::from_value(Value::String(name)).ok());
+        if let Some(level) = level {
+            let mut meta = RequestMetaObject::default();
+            meta.set_log_level(level);
+            params.meta = Some(meta);
+        }
+        // A server on 2026-07-28 asks the caller for input by answering with the questions;
+        // the call is sent again with the answers (SEP-2322).
+        let mut rounds = 0;
+        let result = loop {
+            match self.send_call(&peer, params.clone(), ctx).await {
+                Ok(ServerResult::InputRequiredResult(asked)) if rounds < DEFAULT_MRTR_MAX_ROUNDS => {
+                    rounds += 1;
+                    let questions = asked.input_requests.unwrap_or_default();
+                    params.input_responses = Some(answer_inputs(server, questions, ctx).await?);
+                    params.request_state = asked.request_state;
                 }
-                // Registered for as long as the call runs, timed out or not.
-                let _relay = ctx.client().map(|client| {
-                    self.relays.lock().expect("relay map").insert(key.clone(), client);
-                    RelayRegistration { slot: self.me.clone(), key: key.clone() }
-                });
-                // If this future is dropped (the call timed out), tell the server to stop.
-                let guard = CancelOnDrop { peer: Some(peer.clone()), request: handle.id.clone() };
-                let response = handle.await_response().await;
-                guard.disarm();
-                self.forget_progress(key);
-                response
+                other => break other,
             }
-            Err(err) => Err(err),
         };
         match result {
             Ok(ServerResult::CallToolResult(result)) => {
@@ -575,6 +638,9 @@ impl Slot {
                 let value = serde_json::to_value(&result).map_err(ToolError::internal)?;
                 serde_json::from_value(value).map_err(ToolError::internal)
             }
+            Ok(ServerResult::InputRequiredResult(_)) => Err(ToolError::tool(format!(
+                "MCP server `{server}` asked for input {DEFAULT_MRTR_MAX_ROUNDS} times without finishing the call"
+            ))),
             Ok(other) => Err(ToolError::internal(format!("unexpected answer to tools/call: {other:?}"))),
             Err(err) => {
                 tracing::warn!(%server, error = %err, "upstream call failed");
@@ -604,6 +670,34 @@ impl Slot {
         }
     }
 
+    /// Sends one `tools/call`, relaying its progress and what the server asks of the caller
+    /// while it runs.
+    async fn send_call(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        ctx: &ToolContext,
+    ) -> Result<ServerResult, ServiceError> {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // rmcp gives every request its own progress token; progress reports come back under it.
+        let handle = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await?;
+        let key = token_key(&handle.progress_token);
+        if let Some(sink) = ctx.progress_sink() {
+            self.progress.lock().expect("progress map").insert(key.clone(), sink);
+        }
+        // Registered for as long as the call runs, timed out or not.
+        let _relay = ctx.client().map(|client| {
+            self.relays.lock().expect("relay map").insert(key.clone(), client);
+            RelayRegistration { slot: self.me.clone(), key: key.clone() }
+        });
+        // If this future is dropped (the call timed out), tell the server to stop.
+        let guard = CancelOnDrop { peer: Some(peer.clone()), request: handle.id.clone() };
+        let response = handle.await_response().await;
+        guard.disarm();
+        self.forget_progress(key);
+        response
+    }
+
     /// Unregisters a finished call's progress sink, after a short drain.
     fn forget_progress(&self, key: String) {
         if let Some(slot) = self.me.upgrade() {
@@ -613,6 +707,32 @@ impl Slot {
             });
         }
     }
+}
+
+/// The caller's answers to what a server on 2026-07-28 asked during a call.
+async fn answer_inputs(
+    server: &str,
+    questions: InputRequests,
+    ctx: &ToolContext,
+) -> Result<InputResponses, ToolError> {
+    let client = ctx.client().ok_or_else(|| {
+        ToolError::tool(format!(
+            "MCP server `{server}` asks the caller for input, which only an MCP client can give"
+        ))
+    })?;
+    let mut answers = InputResponses::new();
+    for (key, question) in questions {
+        let question = serde_json::to_value(question).map_err(ToolError::internal)?;
+        let method = question["method"].as_str().unwrap_or_default().to_string();
+        let answer =
+            client.request(json!({"method": method, "params": question["params"]})).await.map_err(|err| {
+                ToolError::tool(format!(
+                    "MCP server `{server}` asked the caller ({method}), who could not answer: {err}"
+                ))
+            })?;
+        answers.insert(key, answer);
+    }
+    Ok(answers)
 }
 
 /// Unregisters a call's MCP client when the call ends, however it ends.

@@ -17,10 +17,13 @@ use engine::store::{self, Actor, SecretInput};
 use engine::tool::{Caller, Content, ToolOutput};
 use engine::upstream::{Status as Health, UpstreamConfig, Upstreams, test_connection};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext, SubscriptionSink,
+};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
@@ -33,8 +36,11 @@ use tokio_util::sync::CancellationToken;
 struct ServerState {
     echo_description: Mutex<String>,
     extra_tool: AtomicBool,
-    sessions: AtomicUsize,
+    /// Clients that connected: an `initialize` or a `server/discover`.
+    connections: AtomicUsize,
+    /// Where tool list changes go: legacy sessions, and `subscriptions/listen` streams.
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    listeners: Mutex<Vec<SubscriptionSink>>,
     saw_cancel: AtomicBool,
 }
 
@@ -44,6 +50,10 @@ impl ServerState {
         let peers = self.peers.lock().unwrap().clone();
         for peer in peers {
             let _ = peer.notify_tool_list_changed().await;
+        }
+        let listeners = self.listeners.lock().unwrap().clone();
+        for listener in listeners {
+            let _ = listener.notify_tool_list_changed().await;
         }
     }
 }
@@ -60,8 +70,33 @@ impl ServerHandler for TestServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.0.connections.fetch_add(1, Ordering::SeqCst);
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn discover(&self, _: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        self.0.connections.fetch_add(1, Ordering::SeqCst);
+        Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.get_info()))
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.0.peers.lock().unwrap().push(context.peer);
+    }
+
+    fn accepted_subscription_filter(&self, _: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        self.0.listeners.lock().unwrap().push(subscription.sink().clone());
+        subscription.cancelled().await;
+        Ok(())
     }
 
     async fn list_tools(
@@ -148,10 +183,7 @@ async fn serve(address: SocketAddr, state: Arc<ServerState>) -> Upstream {
     let stop = CancellationToken::new();
     let factory_state = state.clone();
     let service: StreamableHttpService<TestServer, LocalSessionManager> = StreamableHttpService::new(
-        move || {
-            factory_state.sessions.fetch_add(1, Ordering::SeqCst);
-            Ok(TestServer(factory_state.clone()))
-        },
+        move || Ok(TestServer(factory_state.clone())),
         Default::default(),
         StreamableHttpServerConfig::default()
             .with_sse_keep_alive(None)
@@ -327,14 +359,14 @@ async fn unauthenticated_connections_are_shared_and_authenticated_ones_are_per_t
         }
     }
     assert_eq!(
-        open.state.sessions.load(Ordering::SeqCst),
+        open.state.connections.load(Ordering::SeqCst),
         1,
-        "one shared session for discovery and both tenants"
+        "one shared connection for discovery and both tenants"
     );
     assert_eq!(
-        authed.state.sessions.load(Ordering::SeqCst),
+        authed.state.connections.load(Ordering::SeqCst),
         3,
-        "discovery plus one private session per tenant"
+        "discovery plus one private connection per tenant"
     );
 }
 
@@ -386,7 +418,7 @@ async fn servers_on_one_endpoint_share_its_session_and_each_keeps_its_own_tools(
         assert_eq!(gw.call("acme", tool, json!({"message": "x"})).await.status, Status::Ok);
     }
     assert!(gw.upstreams.refresh("beta").await.is_err(), "a disabled server is not connected");
-    assert_eq!(upstream.state.sessions.load(Ordering::SeqCst), 1, "one upstream session for all three");
+    assert_eq!(upstream.state.connections.load(Ordering::SeqCst), 1, "one upstream connection for all three");
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

@@ -5,48 +5,65 @@
 //! (normalised, lint-clean); `tools/call` runs through the engine's executor. When the
 //! tenant's tool list changes, connected sessions get `notifications/tools/list_changed`.
 //!
-//! What an upstream server asks of the caller during a call (sampling, elicitation) and the log
-//! messages it sends are relayed to the session that made the call, and the answers back.
+//! Both protocol eras are served on the one endpoint. Sessions (revisions up to 2025-11-25)
+//! get `list_changed` on their GET stream; requests on 2026-07-28, which have no session, get it
+//! on `subscriptions/listen`.
 //!
-//! A tenant with the meta tool on also offers `reset_equipped_tools(groups)`: a session may
-//! choose its own active groups, which then replace the tenant's group activation for that
-//! session only (and it gets `list_changed`).
+//! What an upstream server asks of the caller during a call (sampling, elicitation) is relayed
+//! to the client that made the call, and the answer back: as a request to a session's client,
+//! as rounds of the call ([`super::rounds`]) for a client on 2026-07-28. Log messages reach the
+//! caller at the level it chose: `logging/setLevel` for a session (default: every message), the
+//! request's `_meta` on 2026-07-28 (default: none).
+//!
+//! A tenant with the meta tool on also offers sessions `reset_equipped_tools(groups)`: a session
+//! may choose its own active groups, which then replace the tenant's group activation for that
+//! session only (and it gets `list_changed`). Requests on 2026-07-28 have no session to keep a
+//! choice in and a list that may not vary per connection (SEP-2567), so they are not offered the
+//! meta tool and see the tenant's activation.
+
+// Logging is deprecated by SEP-2577 and still what clients and servers use.
+#![allow(deprecated)]
 
 use std::sync::{Arc, Mutex, OnceLock};
 
 use engine::catalog::{Catalog, GroupInfo, TenantTools};
-use engine::exec::{CallHooks, CallRequest, ExecError, Executor};
+use engine::exec::{CallHooks, CallRequest, CallResult, ExecError, Executor};
 use engine::schema::Provider;
 use engine::tool::{Caller, ClientRelay, RelayFuture, ToolOutput};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, ServerNotification,
-    ServerRequest, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, JsonObject,
+    ListToolsResult, LoggingLevel, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, ServerNotification, ServerRequest, SetLevelRequestParams,
+    SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
+use super::rounds::{Owner, Question, Round, Rounds, RunningCall};
 use super::{RenderCache, TenantAccess, log_internal};
 
 /// The rmcp service behind `/mcp/{tenant}`, its sessions kept by `sessions`. Requests must
-/// name a loopback host or one of `public_hosts` (DNS-rebinding protection).
+/// name a loopback host or one of `public_hosts` (DNS-rebinding protection). At most
+/// `input_waits_per_key` calls of a key wait for their client's input at once.
 pub fn service(
     catalog: Catalog,
     executor: Executor,
     sessions: Arc<LocalSessionManager>,
     public_hosts: Vec<String>,
+    input_waits_per_key: usize,
 ) -> StreamableHttpService<Gateway, LocalSessionManager> {
     let rendered = Arc::new(RenderCache::new(Provider::Mcp, |value| serde_json::from_value(value).ok()));
-    let gateway = Gateway { catalog, executor, rendered, equipped: Arc::default() };
+    let rounds = Arc::new(Rounds::new(input_waits_per_key));
+    let gateway = Gateway { catalog, executor, rendered, rounds, session: Arc::default() };
     let mut config = StreamableHttpServerConfig::default();
     config.allowed_hosts.extend(public_hosts);
     // Each session gets its own handler state.
     StreamableHttpService::new(
-        move || Ok(Gateway { equipped: Arc::default(), ..gateway.clone() }),
+        move || Ok(Gateway { session: Arc::default(), ..gateway.clone() }),
         sessions,
         config,
     )
@@ -58,14 +75,28 @@ const SESSION_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
 /// The meta tool letting a session choose its active groups.
 const META_TOOL: &str = "reset_equipped_tools";
 
-/// One MCP session's handler; all sessions share the rendering cache, the clones of one
-/// session share its equipped groups.
+/// One MCP session's handler; all sessions share the rendering cache and the calls waiting
+/// for input, the clones of one session share its state.
 #[derive(Clone)]
 pub struct Gateway {
     catalog: Catalog,
     executor: Executor,
     rendered: Arc<RenderCache<Tool>>,
-    equipped: Arc<Mutex<Option<Equipped>>>,
+    rounds: Arc<Rounds<Listening>>,
+    session: Arc<Mutex<Session>>,
+}
+
+/// What a session chose.
+struct Session {
+    equipped: Option<Equipped>,
+    /// From `logging/setLevel`.
+    level: LoggingLevel,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session { equipped: None, level: LoggingLevel::Debug }
+    }
 }
 
 /// The groups a session chose with the meta tool, and its view for one snapshot version.
@@ -85,8 +116,8 @@ impl Gateway {
     fn view(&self, tenant: &str) -> Option<(Arc<TenantTools>, bool)> {
         let snapshot = self.catalog.snapshot();
         let tenant_view = snapshot.tenant(tenant)?.clone();
-        let mut equipped = self.equipped.lock().expect("equipped groups");
-        let Some(choice) = equipped.as_mut().filter(|_| tenant_view.meta_tool) else {
+        let mut session = self.session.lock().expect("session");
+        let Some(choice) = session.equipped.as_mut().filter(|_| tenant_view.meta_tool) else {
             return Some((tenant_view, false));
         };
         if choice.version != snapshot.version {
@@ -132,7 +163,7 @@ impl Gateway {
             }
         };
         let count = view.tools().len();
-        *self.equipped.lock().expect("equipped groups") =
+        self.session.lock().expect("session").equipped =
             Some(Equipped { groups: groups.clone(), version: snapshot.version, view });
         let _ = peer.notify_tool_list_changed().await;
         let message = format!("Equipped groups: {}. {count} tools are available now.", groups.join(", "));
@@ -140,30 +171,88 @@ impl Gateway {
     }
 }
 
-/// A session's client as the engine relays to it what an upstream server asks during a call
-/// (sampling, elicitation) and the log messages it sends.
-struct SessionRelay {
+/// Where a call's notifications go: the request waiting for its answer. In a multi-round
+/// call that is a new request every round.
+struct Listener {
     peer: Peer<RoleServer>,
-    /// Log messages on their way to the client, through one task started by the first of them.
-    /// The queue is short: an upstream flooding messages faster than the client reads loses
-    /// messages, not Toolgate's memory.
+    progress: Option<ProgressToken>,
+    /// The least severe log message the request wants; `None`: none at all.
+    level: Option<LoggingLevel>,
+    /// What the client said it can answer (elicitation, sampling).
+    capabilities: Option<ClientCapabilities>,
+}
+
+type Listening = Arc<Mutex<Listener>>;
+
+impl Listener {
+    fn of(context: &RequestContext<RoleServer>, session_level: LoggingLevel) -> Self {
+        let stateless = is_stateless(context);
+        Listener {
+            peer: context.peer.clone(),
+            progress: context.meta.get_progress_token(),
+            // SEP-2575: a request on 2026-07-28 gets log messages only when it asks for them.
+            level: if stateless { context.meta.log_level() } else { Some(session_level) },
+            capabilities: context.client_capabilities(),
+        }
+    }
+
+    fn wants(&self, notification: &ServerNotification) -> bool {
+        match notification {
+            ServerNotification::LoggingMessageNotification(message) => {
+                self.level.is_some_and(|least| severity(message.params.level) >= severity(least))
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether the client can answer `method`.
+    fn answers(&self, method: &str) -> bool {
+        let capabilities = self.capabilities.as_ref();
+        match method {
+            "elicitation/create" => capabilities.is_some_and(|c| c.elicitation.is_some()),
+            "sampling/createMessage" => capabilities.is_some_and(|c| c.sampling.is_some()),
+            _ => false,
+        }
+    }
+}
+
+fn severity(level: LoggingLevel) -> u8 {
+    level as u8
+}
+
+/// Whether the request is on revision 2026-07-28 or later: no session, no requests to the
+/// client.
+fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|version| !version.has_initialize())
+}
+
+/// The client of a call as the engine relays to it what an upstream server asks during the
+/// call (sampling, elicitation) and the log messages it sends.
+struct CallRelay {
+    listening: Listening,
+    /// Set for a client that takes no requests: questions become rounds of the call.
+    rounds: Option<mpsc::Sender<Question>>,
+    /// Notifications on their way to the client, through one task started by the first of
+    /// them. The queue is short: an upstream flooding messages faster than the client reads
+    /// loses messages, not Toolgate's memory.
     notices: OnceLock<mpsc::Sender<ServerNotification>>,
 }
 
 /// How many relayed notifications wait for a slow client before more are dropped.
 const NOTICE_BUFFER: usize = 256;
 
-impl SessionRelay {
-    fn new(peer: Peer<RoleServer>) -> Self {
-        SessionRelay { peer, notices: OnceLock::new() }
+impl CallRelay {
+    fn new(listening: Listening, rounds: Option<mpsc::Sender<Question>>) -> Self {
+        CallRelay { listening, rounds, notices: OnceLock::new() }
     }
 
     fn notices(&self) -> &mpsc::Sender<ServerNotification> {
         self.notices.get_or_init(|| {
             let (sender, mut queue) = mpsc::channel(NOTICE_BUFFER);
-            let peer = self.peer.clone();
+            let listening = self.listening.clone();
             tokio::spawn(async move {
                 while let Some(notification) = queue.recv().await {
+                    let peer = listening.lock().expect("listener").peer.clone();
                     let _ = peer.send_notification(notification).await;
                 }
             });
@@ -172,10 +261,26 @@ impl SessionRelay {
     }
 }
 
-impl ClientRelay for SessionRelay {
+impl ClientRelay for CallRelay {
     fn request(&self, request: Value) -> RelayFuture {
-        let peer = self.peer.clone();
+        let method = request["method"].as_str().unwrap_or_default().to_string();
+        let (peer, answers) = {
+            let listener = self.listening.lock().expect("listener");
+            (listener.peer.clone(), listener.answers(&method))
+        };
+        let rounds = self.rounds.clone();
         Box::pin(async move {
+            if !answers {
+                return Err(format!("the caller's MCP client does not take {method} requests"));
+            }
+            if let Some(rounds) = rounds {
+                let (answer, answered) = oneshot::channel();
+                rounds
+                    .send(Question { request, answer })
+                    .await
+                    .map_err(|_| "the call has ended".to_string())?;
+                return answered.await.map_err(|_| "the call has ended".to_string())?;
+            }
             let request: ServerRequest = serde_json::from_value(request).map_err(|e| e.to_string())?;
             let answer = peer.send_request(request).await.map_err(|e| e.to_string())?;
             serde_json::to_value(answer).map_err(|e| e.to_string())
@@ -184,14 +289,40 @@ impl ClientRelay for SessionRelay {
 
     fn notify(&self, notification: Value) {
         match serde_json::from_value::<ServerNotification>(notification) {
-            Ok(notification) => {
+            Ok(notification) if self.listening.lock().expect("listener").wants(&notification) => {
                 if self.notices().try_send(notification).is_err() {
                     tracing::debug!("upstream notification dropped: the client reads slower than it arrives");
                 }
             }
+            Ok(_) => {}
             Err(err) => tracing::warn!(error = %err, "upstream notification not relayed"),
         }
     }
+
+    fn log_level(&self) -> Option<String> {
+        let level = self.listening.lock().expect("listener").level?;
+        serde_json::to_value(level).ok()?.as_str().map(String::from)
+    }
+}
+
+/// A call's progress reports, sent to whichever request is waiting for the call.
+fn progress_reports(listening: &Listening) -> engine::tool::ProgressSink {
+    let (sink, mut reports) = engine::tool::progress_channel();
+    let listening = listening.clone();
+    tokio::spawn(async move {
+        while let Some(report) = reports.recv().await {
+            let (peer, token) = {
+                let listener = listening.lock().expect("listener");
+                (listener.peer.clone(), listener.progress.clone())
+            };
+            let Some(token) = token else { continue };
+            let mut param = ProgressNotificationParam::new(token, report.progress);
+            param.total = report.total;
+            param.message = report.message;
+            let _ = peer.notify_progress(param).await;
+        }
+    });
+    sink
 }
 
 /// The meta tool's definition, offering `groups`.
@@ -239,39 +370,149 @@ fn not_authenticated() -> ErrorData {
     ErrorData::invalid_request("the request carries no tenant authentication", None)
 }
 
+impl Gateway {
+    /// Calls `announce` whenever the tenant's tool list (as this handler sees it) changes,
+    /// until `announce` fails or the catalog closes.
+    async fn announce_changes<F, E>(&self, tenant: &str, mut announce: impl FnMut() -> F)
+    where
+        F: Future<Output = Result<(), E>>,
+    {
+        let mut versions = self.catalog.versions();
+        let mut names = self.tool_names(tenant);
+        while versions.changed().await.is_ok() {
+            let now = self.tool_names(tenant);
+            if now != names {
+                names = now;
+                if announce().await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Runs a call for a client that takes no requests from the server: what an upstream asks
+    /// during the call becomes an `InputRequiredResult`, and the retry carrying its
+    /// `requestState` continues the same call.
+    async fn call_in_rounds(
+        &self,
+        owner: Owner,
+        view: Arc<TenantTools>,
+        request: CallToolRequestParams,
+        listener: Listener,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(handle) = &request.request_state {
+            let resumed = self.rounds.resume(handle, &owner, request.input_responses).ok_or_else(|| {
+                ErrorData::invalid_params(
+                    "unknown or expired `requestState`: call the tool again without it",
+                    None,
+                )
+            })?;
+            let (call, listening) = resumed.map_err(|message| ErrorData::invalid_params(message, None))?;
+            *listening.lock().expect("listener") = listener;
+            return self.round(owner, call, listening).await;
+        }
+        let listening = Arc::new(Mutex::new(listener));
+        let (asks, questions) = mpsc::channel(1);
+        let hooks = CallHooks {
+            progress: Some(progress_reports(&listening)),
+            client: Some(Arc::new(CallRelay::new(listening.clone(), Some(asks)))),
+        };
+        let (executor, caller, call) =
+            (self.executor.clone(), Caller::ApiKey(owner.key), call_request(request));
+        let task = tokio::spawn(async move { executor.call_in(&view, &caller, call, hooks).await });
+        self.round(owner, RunningCall { task, questions }, listening).await
+    }
+
+    async fn round(
+        &self,
+        owner: Owner,
+        call: RunningCall,
+        listening: Listening,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match self.rounds.next(owner, call, listening).await {
+            Round::Done(outcome) => complete(outcome),
+            Round::Asks(input) => Ok(CallToolResponse::InputRequired(input)),
+            Round::Lost(err) => Err(ErrorData::internal_error(log_internal(&err), None)),
+        }
+    }
+}
+
+fn call_request(request: CallToolRequestParams) -> CallRequest {
+    CallRequest {
+        name: request.name.to_string(),
+        arguments: request.arguments.map(Value::Object).unwrap_or(Value::Null),
+    }
+}
+
+/// A finished call as the MCP answer to `tools/call`.
+fn complete(outcome: Result<CallResult, ExecError>) -> Result<CallToolResponse, ErrorData> {
+    match outcome {
+        Ok(result) => {
+            let result =
+                mcp_result(result.output).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            Ok(CallToolResponse::Complete(result))
+        }
+        Err(err @ (ExecError::UnknownTool(_) | ExecError::UnknownTenant(_))) => {
+            Err(ErrorData::invalid_params(err.to_string(), None))
+        }
+        // A tool error the LLM reads, so it can wait and call again.
+        Err(ExecError::Busy(busy)) => {
+            Ok(CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(busy.to_string())])))
+        }
+        Err(err) => Err(ErrorData::internal_error(log_internal(&err), None)),
+    }
+}
+
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        let capabilities =
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build();
+        ServerConfig::new(capabilities)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let Some(access) = access(&context.extensions) else { return };
         let (gateway, peer) = (self.clone(), context.peer);
         tokio::spawn(async move {
-            let mut versions = gateway.catalog.versions();
-            let mut names = gateway.tool_names(&access.tenant);
             // The task ends with its session; rmcp has no signal for that, so it looks.
-            let mut check = tokio::time::interval(SESSION_CHECK);
-            loop {
-                tokio::select! {
-                    changed = versions.changed() => {
-                        if changed.is_err() {
-                            break;
-                        }
-                        let now = gateway.tool_names(&access.tenant);
-                        if now != names {
-                            names = now;
-                            if peer.notify_tool_list_changed().await.is_err() {
-                                break;
-                            }
-                        }
-                    }
-                    _ = check.tick() => if peer.is_transport_closed() {
-                        break;
-                    },
+            let closed = async {
+                let mut check = tokio::time::interval(SESSION_CHECK);
+                while !peer.is_transport_closed() {
+                    check.tick().await;
                 }
+            };
+            tokio::select! {
+                () = gateway.announce_changes(&access.tenant, || peer.notify_tool_list_changed()) => {}
+                () = closed => {}
             }
         });
+    }
+
+    fn accepted_subscription_filter(&self, _: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let access = access(&subscription.request_context().extensions).ok_or_else(not_authenticated)?;
+        if subscription.accepted().tools_list_changed == Some(true) {
+            let sink = subscription.sink();
+            tokio::select! {
+                () = self.announce_changes(&access.tenant, || sink.notify_tool_list_changed()) => {}
+                () = subscription.cancelled() => {}
+            }
+        } else {
+            subscription.cancelled().await;
+        }
+        Ok(())
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.session.lock().expect("session").level = request.level;
+        Ok(())
     }
 
     async fn list_tools(
@@ -288,7 +529,7 @@ impl ServerHandler for Gateway {
         } else {
             self.rendered.tools(&self.catalog, &access.tenant).as_ref().clone()
         };
-        if view.meta_tool && view.resolve(META_TOOL).is_none() {
+        if offers_meta_tool(&view, &context) {
             tools.extend(meta_tool(&view.groups));
         }
         Ok(ListToolsResult::with_all_items(tools))
@@ -303,44 +544,27 @@ impl ServerHandler for Gateway {
         let (view, _) = self
             .view(&access.tenant)
             .ok_or_else(|| ErrorData::invalid_params(format!("unknown tenant `{}`", access.tenant), None))?;
-        if view.meta_tool && request.name == META_TOOL && view.resolve(META_TOOL).is_none() {
+        if request.name == META_TOOL && offers_meta_tool(&view, &context) {
             let result = self.equip(&access.tenant, request.arguments, &context.peer).await;
             return Ok(CallToolResponse::Complete(result));
         }
-        let progress = context.meta.get_progress_token().map(|token| {
-            let (sink, mut reports) = engine::tool::progress_channel();
-            let peer = context.peer.clone();
-            tokio::spawn(async move {
-                while let Some(report) = reports.recv().await {
-                    let mut param = ProgressNotificationParam::new(token.clone(), report.progress);
-                    param.total = report.total;
-                    param.message = report.message;
-                    let _ = peer.notify_progress(param).await;
-                }
-            });
-            sink
-        });
-        let call = CallRequest {
-            name: request.name.to_string(),
-            arguments: request.arguments.map(Value::Object).unwrap_or(Value::Null),
-        };
-        let hooks = CallHooks { progress, client: Some(Arc::new(SessionRelay::new(context.peer.clone()))) };
-        match self.executor.call_in(&view, &Caller::ApiKey(access.key_id), call, hooks).await {
-            Ok(result) => {
-                let result =
-                    mcp_result(result.output).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                Ok(CallToolResponse::Complete(result))
-            }
-            Err(err @ (ExecError::UnknownTool(_) | ExecError::UnknownTenant(_))) => {
-                Err(ErrorData::invalid_params(err.to_string(), None))
-            }
-            // A tool error the LLM reads, so it can wait and call again.
-            Err(ExecError::Busy(busy)) => {
-                Ok(CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(
-                    busy.to_string(),
-                )])))
-            }
-            Err(err) => Err(ErrorData::internal_error(log_internal(&err), None)),
+        let listener = Listener::of(&context, self.session.lock().expect("session").level);
+        if is_stateless(&context) {
+            let owner = Owner { tenant: access.tenant, key: access.key_id, tool: request.name.to_string() };
+            return self.call_in_rounds(owner, view, request, listener).await;
         }
+        let listening = Arc::new(Mutex::new(listener));
+        let hooks = CallHooks {
+            progress: context.meta.get_progress_token().map(|_| progress_reports(&listening)),
+            client: Some(Arc::new(CallRelay::new(listening, None))),
+        };
+        let caller = Caller::ApiKey(access.key_id);
+        complete(self.executor.call_in(&view, &caller, call_request(request), hooks).await)
     }
+}
+
+/// Whether the request is offered the meta tool: a session's, of a tenant with it on, unless a
+/// tool of the tenant has its name.
+fn offers_meta_tool(view: &TenantTools, context: &RequestContext<RoleServer>) -> bool {
+    view.meta_tool && !is_stateless(context) && view.resolve(META_TOOL).is_none()
 }

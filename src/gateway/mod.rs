@@ -3,6 +3,7 @@
 
 pub mod mcp;
 pub mod rest;
+pub mod rounds;
 pub mod sessions;
 
 use std::collections::HashMap;

@@ -6,7 +6,8 @@
 //! session (a `POST`, the `GET` stream of notifications and relayed requests, a `DELETE`) as
 //! rmcp answers an unknown one: `404 Session not found`, revealing nothing. It also caps the
 //! sessions open per key, and closes sessions that have had no request for [`IDLE`] (rmcp
-//! stops an idle session's worker after five minutes but keeps its entry).
+//! stops an idle session's worker after five minutes but keeps its entry). A session ended by
+//! its client's `DELETE` is answered `204 No Content`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -114,7 +115,7 @@ pub async fn bind_sessions(State(owners): State<SessionOwners>, request: Request
         return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
     }
     let deleting = request.method() == Method::DELETE;
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
     match (named, response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())) {
         (None, Some(created)) => {
             let created: Arc<str> = created.into();
@@ -123,7 +124,11 @@ pub async fn bind_sessions(State(owners): State<SessionOwners>, request: Request
                 return too_many_sessions(owners.per_key);
             }
         }
-        (Some(id), _) if deleting && response.status().is_success() => owners.forget(&id),
+        (Some(id), _) if deleting && response.status().is_success() => {
+            owners.forget(&id);
+            // rmcp answers 202; the SDKs expect 200 or 204 and log a failure otherwise.
+            *response.status_mut() = StatusCode::NO_CONTENT;
+        }
         _ => {}
     }
     response

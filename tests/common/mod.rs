@@ -53,6 +53,7 @@ impl TestApp {
                 batch_calls: 128,
                 concurrent_calls_per_tenant: 128,
                 concurrent_calls_per_key: 32,
+                input_waits_per_key: 16,
             },
             session_idle_seconds: 3600,
             database: DatabaseSettings { database_url: None, data_dir: site },

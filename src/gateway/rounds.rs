@@ -1,0 +1,164 @@
+//! Multi-round-trip tool calls (SEP-2322) for clients on revision 2026-07-28, which take no
+//! requests from the server: when an upstream asks the caller something during a call
+//! (elicitation, sampling), the call is answered with an `InputRequiredResult`, the upstream's
+//! request is kept waiting, and the client's retry with `inputResponses` answers it and picks up
+//! the same call where it stood.
+//!
+//! The `requestState` handed out is an unguessable handle to state kept here, valid for
+//! [`INPUT_WAIT`], for the tenant, key and tool it was issued to and for nothing else: someone
+//! else's retry is answered as if the handle did not exist. At most `per_key` calls of one key
+//! wait for input at a time; beyond that the upstream's question is refused.
+//! The waiting call lives in this process, so a retry must reach the replica that issued it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use engine::exec::{CallResult, ExecError};
+use rand::distr::{Alphanumeric, SampleString};
+use rmcp::model::{InputRequest, InputRequests, InputRequiredResult, InputResponses};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+/// How long a call waits for the client to come back with the input asked for.
+pub const INPUT_WAIT: Duration = Duration::from_secs(5 * 60);
+
+/// The key of the one input request in each `InputRequiredResult`: an upstream asks one thing
+/// at a time.
+const INPUT_KEY: &str = "input";
+
+/// What an upstream asked of the caller (`{"method", "params"}`), and where the answer goes.
+pub struct Question {
+    pub request: Value,
+    pub answer: oneshot::Sender<Result<Value, String>>,
+}
+
+/// The caller of one multi-round call: the call in flight, and the questions it asks.
+pub struct RunningCall {
+    pub task: JoinHandle<Result<CallResult, ExecError>>,
+    pub questions: mpsc::Receiver<Question>,
+}
+
+/// How a round ended.
+pub enum Round {
+    Done(Result<CallResult, ExecError>),
+    Asks(InputRequiredResult),
+    /// The call's task panicked.
+    Lost(tokio::task::JoinError),
+}
+
+/// Who may resume a waiting call.
+#[derive(Clone, PartialEq)]
+pub struct Owner {
+    pub tenant: String,
+    pub key: Uuid,
+    pub tool: String,
+}
+
+/// A call waiting for its client's input, with whatever travels with it between rounds.
+struct Waiting<T> {
+    owner: Owner,
+    call: RunningCall,
+    answer: oneshot::Sender<Result<Value, String>>,
+    extra: T,
+}
+
+/// The calls waiting for input, by handle. `T` travels with a call from round to round.
+pub struct Rounds<T> {
+    waiting: Arc<Mutex<HashMap<String, Waiting<T>>>>,
+    per_key: usize,
+}
+
+impl<T: Send + 'static> Rounds<T> {
+    pub fn new(per_key: usize) -> Self {
+        Rounds { waiting: Arc::default(), per_key }
+    }
+
+    /// Runs `call` until it finishes or asks something its client must answer.
+    pub async fn next(&self, owner: Owner, mut call: RunningCall, extra: T) -> Round {
+        loop {
+            let question = tokio::select! {
+                outcome = &mut call.task => return joined(outcome),
+                question = call.questions.recv() => question,
+            };
+            let Some(Question { request, answer }) = question else {
+                return joined((&mut call.task).await);
+            };
+            let input: InputRequest = match serde_json::from_value(request) {
+                Ok(input) => input,
+                Err(err) => {
+                    let _ = answer.send(Err(format!("not a request a client can be asked: {err}")));
+                    continue;
+                }
+            };
+            if self.waiting_of(owner.key) >= self.per_key {
+                let refusal = format!(
+                    "this API key has {} calls waiting for input already; answer or abandon one first",
+                    self.per_key
+                );
+                let _ = answer.send(Err(refusal));
+                continue;
+            }
+            let handle = new_handle();
+            let waiting = Waiting { owner: owner.clone(), call, answer, extra };
+            self.waiting.lock().expect("waiting calls").insert(handle.clone(), waiting);
+            self.expire(handle.clone());
+            let requests = InputRequests::from([(INPUT_KEY.to_string(), input)]);
+            return Round::Asks(InputRequiredResult::new(Some(requests), Some(handle)));
+        }
+    }
+
+    /// The call `handle` stands for, if `owner` may resume it, answered with `responses`.
+    /// `None` for a handle unknown, expired or someone else's.
+    pub fn resume(
+        &self,
+        handle: &str,
+        owner: &Owner,
+        responses: Option<InputResponses>,
+    ) -> Option<Result<(RunningCall, T), String>> {
+        let waiting = {
+            let mut all = self.waiting.lock().expect("waiting calls");
+            if all.get(handle)?.owner != *owner {
+                return None;
+            }
+            all.remove(handle)?
+        };
+        let Some(response) = responses.and_then(|mut r| r.remove(INPUT_KEY)) else {
+            // Back where it was: the client may retry with the answer.
+            let missing = format!("`inputResponses` must answer the input request `{INPUT_KEY}`");
+            self.waiting.lock().expect("waiting calls").insert(handle.to_string(), waiting);
+            return Some(Err(missing));
+        };
+        let _ = waiting.answer.send(Ok(response));
+        Some(Ok((waiting.call, waiting.extra)))
+    }
+
+    fn waiting_of(&self, key: Uuid) -> usize {
+        self.waiting.lock().expect("waiting calls").values().filter(|w| w.owner.key == key).count()
+    }
+
+    /// Forgets `handle` after [`INPUT_WAIT`]: the upstream's question is answered with an
+    /// error, and the call goes on to its end without a listener.
+    fn expire(&self, handle: String) {
+        let waiting = Arc::downgrade(&self.waiting);
+        tokio::spawn(async move {
+            tokio::time::sleep(INPUT_WAIT).await;
+            let expired =
+                waiting.upgrade().and_then(|all| all.lock().expect("waiting calls").remove(&handle));
+            if let Some(expired) = expired {
+                let _ = expired.answer.send(Err("the client did not answer in time".into()));
+            }
+        });
+    }
+}
+
+fn joined(outcome: Result<Result<CallResult, ExecError>, tokio::task::JoinError>) -> Round {
+    outcome.map_or_else(Round::Lost, Round::Done)
+}
+
+/// 256 random bits.
+fn new_handle() -> String {
+    Alphanumeric.sample_string(&mut rand::rng(), 43)
+}
