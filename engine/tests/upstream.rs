@@ -590,6 +590,72 @@ async fn server_everything_over_stdio_and_streamable_http(pool: PgPool) {
     child.kill().await.unwrap();
 }
 
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// server-everything in its legacy HTTP+SSE mode on `port`.
+fn server_everything_sse(port: u16) -> tokio::process::Child {
+    tokio::process::Command::new("node")
+        .args([server_everything(), "sse".into()])
+        .env("PORT", port.to_string())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// A legacy HTTP+SSE server (server-everything's `sse` mode, the TypeScript SDK's
+/// `SSEServerTransport`) is tested, discovered and called; after it restarts, calls work
+/// again on a new stream.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_legacy_sse_server_is_tested_called_and_reconnected(pool: PgPool) {
+    let gw = gateway(pool).await;
+    let port = free_port();
+    let mut child = server_everything_sse(port);
+    let url = format!("http://127.0.0.1:{port}/sse");
+    let mut server = http_server("evx", url.clone());
+    server.transport = Transport::Sse;
+
+    let endpoint = Endpoint {
+        transport: Transport::Sse,
+        url: Some(url),
+        command: None,
+        args: vec![],
+        env: vec![],
+        headers: vec![],
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let probe = loop {
+        match test_connection(&endpoint, &UpstreamConfig::default()).await {
+            Ok(probe) => break probe,
+            Err(err) => assert!(Instant::now() < deadline, "the SSE server never answered: {err}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(probe.tool_count > 5, "{probe:?}");
+
+    gw.register(server).await;
+    gw.visible("acme", "evx_echo").await;
+    let echo = gw.call("acme", "evx_echo", json!({"message": "over sse"})).await;
+    assert_eq!(echo.status, Status::Ok, "{:?}", echo.output);
+    assert!(text(&echo.output).contains("over sse"), "{}", text(&echo.output));
+
+    child.kill().await.unwrap();
+    let mut child = server_everything_sse(port);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let sum = gw.call("acme", "evx_get-sum", json!({"a": 2, "b": 3})).await;
+        if sum.status == Status::Ok {
+            assert!(text(&sum.output).contains('5'), "{}", text(&sum.output));
+            break;
+        }
+        assert!(Instant::now() < deadline, "no reconnection: {:?}", sum.output);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    child.kill().await.unwrap();
+}
+
 /// A stdio server starts with a cleared environment: `PATH`, `HOME` and `LANG` of Toolgate's,
 /// and its own `env`; never Toolgate's secret key, database URL or anything else.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

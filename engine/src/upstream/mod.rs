@@ -1,4 +1,5 @@
-//! Connections to upstream MCP servers, through rmcp: streamable HTTP or a stdio child.
+//! Connections to upstream MCP servers, through rmcp: streamable HTTP, a stdio child, or the
+//! legacy HTTP+SSE transport ([`sse`]).
 //!
 //! Each connection lives in a slot with its own task that connects, discovers (for a server's
 //! own connection), watches the session, and reconnects with exponential backoff and jitter.
@@ -39,6 +40,8 @@ use sqlx::PgPool;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
+
+mod sse;
 
 use crate::catalog::{Catalog, CatalogTool};
 use crate::exec::Upstream;
@@ -147,16 +150,13 @@ async fn connect(
                 .envs(inherited)
                 .envs(endpoint.env.iter().cloned())
                 .kill_on_drop(true);
-            let transport = TokioChildProcess::new(command).map_err(|e| format!("cannot start the server: {e}"))?;
+            let transport =
+                TokioChildProcess::new(command).map_err(|e| format!("cannot start the server: {e}"))?;
             start(handler, transport).await
         }
         Transport::StreamableHttp => {
-            let mut headers = HashMap::new();
-            for (name, value) in &endpoint.headers {
-                let name = http::HeaderName::try_from(name.as_str()).map_err(|e| format!("header `{name}`: {e}"))?;
-                let value = http::HeaderValue::try_from(value.as_str()).map_err(|_| format!("header `{name}` has an invalid value"))?;
-                headers.insert(name, value);
-            }
+            let headers =
+                headers(endpoint)?.into_iter().filter_map(|(name, value)| Some((name?, value))).collect();
             let url = endpoint.url.clone().unwrap_or_default();
             let config = StreamableHttpClientTransportConfig::with_uri(url)
                 .custom_headers(headers)
@@ -164,8 +164,29 @@ async fn connect(
                 .max_json_response_size(MAX_ANSWER);
             start(handler, StreamableHttpClientTransport::from_config(config)).await
         }
-        Transport::Sse => Err("the legacy SSE transport is not supported by this version of Toolgate (rmcp 3 has no SSE client); use streamable HTTP".into()),
+        Transport::Sse => {
+            let url = endpoint.url.as_deref().unwrap_or_default();
+            let transport = sse::SseTransport::connect(url, headers(endpoint)?, MAX_ANSWER, SSE_POST_TIMEOUT)
+                .await
+                .map_err(|e| format!("cannot open the event stream: {e}"))?;
+            start(handler, transport).await
+        }
     }
+}
+
+/// The longest a message POSTed to a legacy SSE server may take to be accepted.
+const SSE_POST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The endpoint's HTTP headers, checked.
+fn headers(endpoint: &Endpoint) -> Result<http::HeaderMap, String> {
+    let mut headers = http::HeaderMap::new();
+    for (name, value) in &endpoint.headers {
+        let name = http::HeaderName::try_from(name.as_str()).map_err(|e| format!("header `{name}`: {e}"))?;
+        let value = http::HeaderValue::try_from(value.as_str())
+            .map_err(|_| format!("header `{name}` has an invalid value"))?;
+        headers.insert(name, value);
+    }
+    Ok(headers)
 }
 
 /// Starts the MCP lifecycle on `transport`: `server/discover` first (revision 2026-07-28), the
