@@ -2,29 +2,61 @@
 
 Usage: mcp_client.py <endpoint url> <tenant api key> <auto|legacy>
 `auto` is the SDK's default (it discovers with `server/discover` and speaks revision 2026-07-28
-when the server does), `legacy` the initialize handshake. Lists the tenant's tools, writes a file
-with one tool and reads it back with another; exits non-zero with a message on any difference
-from what the Rust tests expect.
+when the server does), `legacy` the initialize handshake. One row of the compatibility matrix,
+against a tenant with the built-in tools and server-everything (over stdio) under the prefix
+`ev`: list, call (a file written and read back), structured content, progress, elicitation,
+sampling, and `tools/list_changed` after an admin change (the `shell` tag goes) — the script prints `listening` when
+it waits for that change, which the test then makes. Exits non-zero with a message on any
+difference from what the Rust test expects.
 """
 
 import asyncio
 import sys
 
 import httpx2
-from mcp import Client
+from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
 EXPECTED_VERSION = {"auto": "2026-07-28", "legacy": "2025-11-25"}
+ELICITED_NAME = "Ada from Python"
+SAMPLED_TEXT = "sampled by the Python client"
+
+
+async def answer_elicitation(_context, params):
+    return types.ElicitResult(action="accept", content={"name": ELICITED_NAME})
+
+
+async def answer_sampling(_context, params):
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text=SAMPLED_TEXT), model="test-model"
+    )
+
+
+def text_of(result) -> str:
+    return "".join(block.text for block in result.content if block.type == "text")
 
 
 async def main(url: str, key: str, mode: str) -> None:
+    list_changed = asyncio.Event()
+
+    async def on_message(message) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            list_changed.set()
+
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30)
     transport = streamable_http_client(url, http_client=http)
-    async with http, Client(transport, mode=mode) as client:
+    client = Client(
+        transport,
+        mode=mode,
+        elicitation_callback=answer_elicitation,
+        sampling_callback=answer_sampling,
+        message_handler=on_message,
+    )
+    async with http, client:
         version = client.protocol_version
         assert version == EXPECTED_VERSION[mode], f"{mode} mode negotiated {version}"
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        for name in ("write_text_file", "view_text_file"):
+        for name in ("write_text_file", "view_text_file", "run_command", "ev_echo"):
             assert name in tools, f"{name} missing from {sorted(tools)}"
         assert tools["view_text_file"].input_schema["type"] == "object"
 
@@ -33,16 +65,42 @@ async def main(url: str, key: str, mode: str) -> None:
         )
         assert not written.is_error, written
         read_back = await client.call_tool("view_text_file", {"path": "python.txt"})
-        text = "".join(block.text for block in read_back.content if block.type == "text")
-        assert "written by the Python SDK" in text, text
-
-        listing = await client.call_tool("list_directory", {"path": ""})
-        assert listing.structured_content is not None, "structured content is kept"
-
+        assert "written by the Python SDK" in text_of(read_back), read_back
         missing = await client.call_tool("view_text_file", {})
         assert missing.is_error, "a call that breaks the schema is a tool error"
-    print(f"ok: {mode} mode on {version}, {len(tools)} tools listed, write and read back through {url}")
+
+        weather = await client.call_tool("ev_get-structured-content", {"location": "New York"})
+        assert weather.structured_content and "temperature" in weather.structured_content, weather
+
+        reports = []
+
+        async def on_progress(progress, total, message):
+            reports.append(progress)
+
+        ran = await client.call_tool(
+            "ev_trigger-long-running-operation", {"duration": 1, "steps": 3}, progress_callback=on_progress
+        )
+        assert not ran.is_error, ran
+        assert reports, "no progress reached the client"
+
+        elicited = await client.call_tool("ev_trigger-elicitation-request", {})
+        assert ELICITED_NAME in text_of(elicited), f"the elicitation answer did not reach the upstream: {elicited}"
+        sampled = await client.call_tool("ev_trigger-sampling-request", {"prompt": "Say something"})
+        assert SAMPLED_TEXT in text_of(sampled), f"the sampling answer did not reach the upstream: {sampled}"
+
+        if mode == "auto":
+            async with client.listen(tools_list_changed=True) as subscription:
+                print("listening", flush=True)
+                async for _event in subscription:
+                    break
+        else:
+            print("listening", flush=True)
+            await asyncio.wait_for(list_changed.wait(), timeout=20)
+        after = {tool.name for tool in (await client.list_tools()).tools}
+        assert "run_command" not in after, f"the admin change is not in the list: {sorted(after)}"
+    print(f"ok: {mode} mode on {version}, {len(tools)} tools; call, structured, progress, elicitation, "
+          "sampling, list_changed")
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+    asyncio.run(asyncio.wait_for(main(sys.argv[1], sys.argv[2], sys.argv[3]), timeout=60))
