@@ -169,3 +169,16 @@ pub fn start_process(command: &str, pool: &PgPool) -> toolgate_bench::ToolgatePr
     let bin = env!("CARGO_BIN_EXE_toolgate");
     toolgate_bench::ToolgateProcess::start(bin, command, &data, Some(&database_url(pool))).unwrap()
 }
+
+/// A program of the test virtualenv (`TOOLGATE_VENV`, installed by `make test`).
+pub fn venv_program(name: &str) -> std::path::PathBuf {
+    let venv = std::env::var("TOOLGATE_VENV")
+        .unwrap_or_else(|_| format!("{}/.cache/toolgate/venv", std::env::var("HOME").unwrap()));
+    let program = std::path::PathBuf::from(venv).join("bin").join(name);
+    assert!(
+        program.exists(),
+        "{} is missing: `make test` installs it (scripts/install-deps.sh --test)",
+        program.display()
+    );
+    program
+}

@@ -1,13 +1,13 @@
 """An independent MCP client against Toolgate: the official Python SDK over streamable HTTP.
 
-Usage: mcp_client.py <endpoint url> <tenant api key> <auto|legacy>
+Usage: mcp_client.py <auto|legacy> <endpoint url> <tenant api key>
 `auto` is the SDK's default (it discovers with `server/discover` and speaks revision 2026-07-28
-when the server does), `legacy` the initialize handshake. One row of the compatibility matrix,
-against a tenant with the built-in tools and server-everything (over stdio) under the prefix
-`ev`: list, call (a file written and read back), structured content, progress, elicitation,
-sampling, and `tools/list_changed` after an admin change (the `shell` tag goes) — the script prints `listening` when
-it waits for that change, which the test then makes. Exits non-zero with a message on any
-difference from what the Rust test expects.
+when the server does), `legacy` the initialize handshake. One row of the compatibility matrix
+(`tests/clients.rs`): against a tenant with the built-in tools and server-everything (over
+stdio) under the prefix `ev`: list, call (a file written and read back), structured content,
+progress, elicitation, sampling, and `tools/list_changed` after an admin change (the `shell`
+tag goes); it prints `listening` when it waits for that change, which the test then makes.
+Exits non-zero with a message on any difference from what the test expects.
 """
 
 import asyncio
@@ -103,4 +103,5 @@ async def main(url: str, key: str, mode: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(asyncio.wait_for(main(sys.argv[1], sys.argv[2], sys.argv[3]), timeout=60))
+    mode, url, key = sys.argv[1:4]
+    asyncio.run(asyncio.wait_for(main(url, key, mode), timeout=60))
