@@ -118,19 +118,15 @@ impl<T: Send + 'static> Rounds<T> {
         owner: &Owner,
         responses: Option<InputResponses>,
     ) -> Option<Result<(RunningCall, T), String>> {
-        let waiting = {
-            let mut all = self.waiting.lock().expect("waiting calls");
-            if all.get(handle)?.owner != *owner {
-                return None;
-            }
-            all.remove(handle)?
-        };
+        let mut all = self.waiting.lock().expect("waiting calls");
+        if all.get(handle)?.owner != *owner {
+            return None;
+        }
+        // Without the answer the call stays where it was: the client may retry with it.
         let Some(response) = responses.and_then(|mut r| r.remove(INPUT_KEY)) else {
-            // Back where it was: the client may retry with the answer.
-            let missing = format!("`inputResponses` must answer the input request `{INPUT_KEY}`");
-            self.waiting.lock().expect("waiting calls").insert(handle.to_string(), waiting);
-            return Some(Err(missing));
+            return Some(Err(format!("`inputResponses` must answer the input request `{INPUT_KEY}`")));
         };
+        let waiting = all.remove(handle)?;
         let _ = waiting.answer.send(Ok(response));
         Some(Ok((waiting.call, waiting.extra)))
     }
