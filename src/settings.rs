@@ -156,7 +156,8 @@ impl ServeSettings {
         Duration::from_secs(self.session_idle_seconds)
     }
 
-    pub fn secure_cookies(&self) -> bool {
+    /// Whether `TOOLGATE_PUBLIC_URL` is https: cookies are `Secure` and answers carry HSTS.
+    pub fn served_over_https(&self) -> bool {
         self.public_url.as_deref().is_some_and(|url| url.starts_with("https://"))
     }
 }

@@ -133,7 +133,8 @@ impl Application {
             let sessions = session_layer(settings, &state.pool).await?;
             router = router.merge(panel_router(state, sessions, settings.public_url.clone()));
         }
-        Ok(Application { listener, router: with_request_ids(router) })
+        let router = web::security_headers(with_request_ids(router), settings.served_over_https());
+        Ok(Application { listener, router })
     }
 
     pub fn address(&self) -> SocketAddr {
@@ -167,7 +168,7 @@ async fn session_layer(
         .with_name(web::SESSION_COOKIE)
         .with_http_only(true)
         .with_same_site(SameSite::Strict)
-        .with_secure(settings.secure_cookies())
+        .with_secure(settings.served_over_https())
         .with_expiry(Expiry::OnInactivity(ttl)))
 }
 

@@ -207,3 +207,54 @@ async fn healthz_reports_the_database(pool: PgPool) {
     assert_eq!((body["ready"].as_bool(), body["database"].as_str()), (Some(true), Some("ok")));
     assert!(body["snapshot_version"].as_u64().unwrap() >= 1);
 }
+
+fn header<'r>(response: &'r reqwest::Response, name: &str) -> Option<&'r str> {
+    response.headers().get(name).map(|value| value.to_str().unwrap())
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn pages_admit_only_their_own_scripts_and_every_answer_carries_the_security_headers(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let login_page = app.get("/login").await;
+    let policy = header(&login_page, "content-security-policy").expect("the page's policy").to_string();
+    for directive in
+        ["default-src 'none'", "script-src 'self' 'nonce-", "'wasm-unsafe-eval'", "frame-ancestors 'none'"]
+    {
+        assert!(policy.contains(directive), "{directive} missing from {policy}");
+    }
+    let nonce = policy.split("'nonce-").nth(1).unwrap().split('\'').next().unwrap().to_string();
+    let html = login_page.text().await.unwrap();
+    assert!(html.contains(&format!("nonce=\"{nonce}\"")), "the hydration script carries the policy's nonce");
+    let next_page = app.get("/login").await;
+    assert!(
+        !header(&next_page, "content-security-policy").unwrap().contains(&nonce),
+        "a nonce serves one page"
+    );
+
+    let refused = app.client.post(app.url("/api/me")).send().await.unwrap();
+    for answer in [&next_page, &refused, &app.get("/healthz").await, &app.get("/api/v1/tools").await] {
+        let url = answer.url().path();
+        assert_eq!(header(answer, "x-content-type-options"), Some("nosniff"), "{url}");
+        assert_eq!(header(answer, "x-frame-options"), Some("DENY"), "{url}");
+        assert_eq!(header(answer, "referrer-policy"), Some("same-origin"), "{url}");
+        assert!(
+            header(answer, "content-security-policy").unwrap().contains("frame-ancestors 'none'"),
+            "{url}"
+        );
+        assert_eq!(header(answer, "strict-transport-security"), None, "plain http: no HSTS ({url})");
+    }
+    assert_eq!(
+        header(&refused, "content-security-policy"),
+        Some("default-src 'none'; frame-ancestors 'none'")
+    );
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn an_https_public_url_turns_on_hsts(pool: PgPool) {
+    let app = TestApp::spawn_configured(pool, |settings| {
+        settings.public_url = Some("https://gate.example.com".into());
+    })
+    .await;
+    let answer = app.get("/login").await;
+    assert_eq!(header(&answer, "strict-transport-security"), Some("max-age=31536000"));
+}

@@ -21,8 +21,20 @@ use pages::{
     TenantPage, TenantsPage, ToolPage, ToolsPage,
 };
 
-/// The HTML document around the app, rendered on the server.
+/// The HTML document around the app, rendered on the server. Its Content-Security-Policy
+/// admits only this response's nonce for inline scripts (the hydration bootstrap) and the
+/// site's own files for everything else.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let (Some(nonce), Some(response)) =
+        (leptos::nonce::use_nonce(), use_context::<leptos_axum::ResponseOptions>())
+    {
+        let policy = content_security_policy(&nonce);
+        response.insert_header(
+            axum::http::header::CONTENT_SECURITY_POLICY,
+            axum::http::HeaderValue::from_str(&policy).expect("a nonce is URL-safe base64"),
+        );
+    }
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -39,6 +51,18 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             </body>
         </html>
     }
+}
+
+/// The panel's policy: scripts from this site or carrying `nonce`, WebAssembly compiled from
+/// them, styles, images (tool output arrives as `data:` URLs) and requests to this site only;
+/// never framed.
+#[cfg(feature = "ssr")]
+fn content_security_policy(nonce: &str) -> String {
+    format!(
+        "default-src 'none'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self'; \
+         img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; \
+         frame-ancestors 'none'"
+    )
 }
 
 #[component]

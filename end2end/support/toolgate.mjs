@@ -89,3 +89,12 @@ export async function open(page, toolgate, path) {
   await page.goto(`${toolgate.url}${path}`);
   await page.waitForSelector('html[data-hydrated="true"]');
 }
+
+/** Collects what the page's Content-Security-Policy refused (Chromium reports each on the console). */
+export function policyRefusals(page) {
+  const refused = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error' && message.text().includes('Content Security Policy')) refused.push(`${page.url()}: ${message.text()}`);
+  });
+  return refused;
+}

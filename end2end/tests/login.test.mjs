@@ -1,6 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchChromium, screenshots, startToolgate } from '../support/toolgate.mjs';
+import { launchChromium, policyRefusals, screenshots, startToolgate } from '../support/toolgate.mjs';
 
 let toolgate;
 let browser;
@@ -17,10 +17,12 @@ after(async () => {
 
 test('an administrator signs in through the hydrated form, stays signed in, and signs out', async () => {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const refusals = policyRefusals(page);
   const wasmLoaded = page.waitForResponse((r) => r.url().endsWith('/pkg/toolgate_bg.wasm') && r.ok());
 
-  await page.goto(`${toolgate.url}/`);
+  const first = await page.goto(`${toolgate.url}/`);
   assert.equal(new URL(page.url()).pathname, '/login', 'signed out, the panel leads to login');
+  assert.match(first.headers()['content-security-policy'], /script-src 'self' 'nonce-/);
   await wasmLoaded;
   await page.waitForSelector('html[data-hydrated="true"]');
   await page.screenshot({ path: `${screenshots}/login.png` });
@@ -54,6 +56,7 @@ test('an administrator signs in through the hydrated form, stays signed in, and 
   await page.waitForURL(`${toolgate.url}/login`);
   await page.goto(`${toolgate.url}/`);
   assert.equal(new URL(page.url()).pathname, '/login', 'signed out for good');
+  assert.deepEqual(refusals, [], 'the Content-Security-Policy refused part of a page');
 });
 
 test('the panel fits a narrow window', async () => {

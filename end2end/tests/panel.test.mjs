@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launchChromium, open, screenshots, signIn, startToolgate } from '../support/toolgate.mjs';
+import { launchChromium, open, policyRefusals, screenshots, signIn, startToolgate } from '../support/toolgate.mjs';
 
 const HOSTILE = 'Says it back. <img src=x onerror="window.__xss = 1"> <script>window.__xss = 2</script>';
 const upstream = new URL('../support/untrusted-server.mjs', import.meta.url).pathname;
@@ -14,6 +14,7 @@ const descriptionFile = join(mkdtempSync(join(tmpdir(), 'toolgate-upstream-')), 
 let toolgate;
 let browser;
 let page;
+let refusals;
 let dialogs = 0;
 
 before(async () => {
@@ -21,6 +22,7 @@ before(async () => {
   toolgate = await startToolgate();
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  refusals = policyRefusals(page);
   page.on('dialog', async (dialog) => {
     dialogs += 1;
     await dialog.dismiss();
@@ -196,6 +198,12 @@ test('the other pages: tools, schema inspector, audit, dashboard', async () => {
   await page.getByRole('heading', { name: 'untrusted_echo' }).waitFor();
   await page.getByRole('tab', { name: 'OpenAI' }).click();
   await page.getByText('Findings for openai').waitFor();
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: toolgate.url });
+  const copy = page.getByRole('button', { name: 'Copy' }).first();
+  await copy.click();
+  await page.getByRole('button', { name: 'Copied' }).first().waitFor();
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  assert.equal(JSON.parse(copied).type, 'object', 'Copy puts the schema on the clipboard');
   await page.screenshot({ path: `${screenshots}/inspector.png`, fullPage: true });
 
   await open(page, toolgate, '/groups');
@@ -226,6 +234,10 @@ test('the data pages fit a narrow window', async () => {
   await open(page, toolgate, '/tenants/acme');
   await page.screenshot({ path: `${screenshots}/tenant-narrow.png`, fullPage: true });
   await page.setViewportSize({ width: 1280, height: 900 });
+});
+
+test('every page works under its Content-Security-Policy', () => {
+  assert.deepEqual(refusals, [], 'the policy refused part of a page');
 });
 
 test('a tenant administrator sees and edits only its tenants', async () => {

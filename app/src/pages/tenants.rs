@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
 
-use super::ui::{ErrorNote, action_error, loaded, succeeded};
+use super::ui::{CopyButton, ErrorNote, action_error, loaded, succeeded};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -857,9 +857,7 @@ fn Keys(
                             <figure class="json new-key">
                                 <figcaption>
                                     <span>"The new key — copy it now, it is not shown again"</span>
-                                    <button type="button" class="link copy" onclick="navigator.clipboard && navigator.clipboard.writeText(this.closest('figure').querySelector('pre').textContent)">
-                                        "Copy"
-                                    </button>
+                                    <CopyButton text=key.clone() />
                                 </figcaption>
                                 <pre>{key}</pre>
                             </figure>

@@ -21,17 +21,42 @@ pub fn JsonBlock(value: Value, #[prop(optional, into)] label: Option<String>) ->
         <figure class="json">
             <figcaption>
                 <span>{label}</span>
-                // A fixed script (no data in it) copying the block below it.
-                <button
-                    type="button"
-                    class="link copy"
-                    onclick="navigator.clipboard && navigator.clipboard.writeText(this.closest('figure').querySelector('pre').textContent)"
-                >
-                    "Copy"
-                </button>
+                <CopyButton text=text.clone() />
             </figcaption>
             <pre>{text}</pre>
         </figure>
+    }
+}
+
+/// A button copying `text` to the clipboard, and saying whether it could.
+#[component]
+pub fn CopyButton(text: String) -> impl IntoView {
+    let said = RwSignal::new("Copy");
+    let text = StoredValue::new(text);
+    let copy = move |_| {
+        leptos::task::spawn_local(async move {
+            let copied = copy_to_clipboard(&text.get_value()).await;
+            said.set(if copied { "Copied" } else { "Copying failed: select the text and copy it" });
+        });
+    };
+    view! { <button type="button" class="link copy" on:click=copy>{said}</button> }
+}
+
+/// Writes `text` to the clipboard; false where the browser has none for this page (it needs
+/// a secure context) or refused.
+async fn copy_to_clipboard(text: &str) -> bool {
+    #[cfg(feature = "hydrate")]
+    {
+        let navigator = window().navigator();
+        if !js_sys::Reflect::has(&navigator, &"clipboard".into()).unwrap_or(false) {
+            return false;
+        }
+        wasm_bindgen_futures::JsFuture::from(navigator.clipboard().write_text(text)).await.is_ok()
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = text;
+        false
     }
 }
 
