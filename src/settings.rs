@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use engine::builtin::BuiltinConfig;
+use engine::builtin::shell::ProgramRule;
 use engine::exec::ExecConfig;
 use engine::upstream::UpstreamConfig;
 
@@ -91,14 +92,20 @@ pub struct LimitSettings {
 /// How tools run.
 #[derive(Debug, Clone, Args)]
 pub struct ToolSettings {
-    /// Folder of the built-in `files` tools; each tenant gets `<root>/<tenant>`.
-    /// Default: `files` in the data folder.
+    /// Folder of the built-in `files` tools (and `run_command`'s working folders); each tenant
+    /// gets `<root>/<tenant>`. Default: `<data dir>-files`, beside the data folder.
     #[arg(long, env = "TOOLGATE_FILES_ROOT")]
     pub files_root: Option<PathBuf>,
 
-    /// Programs the built-in `run_command` may start, comma-separated (default: none).
+    /// The most bytes one tenant's `files` folder may hold (default 100 MiB).
+    #[arg(long, env = "TOOLGATE_FILES_QUOTA_BYTES", default_value_t = 100 * 1024 * 1024)]
+    pub files_quota_bytes: u64,
+
+    /// Programs the built-in `run_command` may start, comma-separated, each with the flags it
+    /// may take: `cat,ls:-l:-a,grep:-n:-i` (default: none). Other arguments must be paths
+    /// inside the tenant's folder.
     #[arg(long, env = "TOOLGATE_SHELL_ALLOW", value_delimiter = ',')]
-    pub shell_allow: Vec<String>,
+    pub shell_allow: Vec<ProgramRule>,
 
     /// The longest a `run_command` program may run, in seconds.
     #[arg(long, env = "TOOLGATE_SHELL_TIMEOUT_SECONDS", default_value_t = 30)]
@@ -121,7 +128,8 @@ impl ServeSettings {
     pub fn builtin_config(&self) -> BuiltinConfig {
         let tools = &self.tools;
         BuiltinConfig {
-            files_root: tools.files_root.clone().unwrap_or_else(|| self.database.data_dir.join("files")),
+            files_root: tools.files_root.clone().unwrap_or_else(|| self.default_files_root()),
+            files_quota: tools.files_quota_bytes,
             shell_allow: tools.shell_allow.clone(),
             shell_timeout: Duration::from_secs(tools.shell_timeout_seconds),
             shell_output_cap: tools.output_cap_bytes,
@@ -156,8 +164,71 @@ impl ServeSettings {
         Duration::from_secs(self.session_idle_seconds)
     }
 
+    /// `<data dir>-files`: beside the data folder, not in it, so nothing in a tenant's folder is
+    /// a `..` away from the secret key or the database.
+    fn default_files_root(&self) -> PathBuf {
+        let mut name = self.database.data_dir.clone().into_os_string();
+        name.push("-files");
+        PathBuf::from(name)
+    }
+
+    /// Moves tenants' files from `<data dir>/files`, the default before 2026-12, to the
+    /// default root, when the root is the default and has not been made yet.
+    pub fn move_files_from_the_old_default(&self) -> std::io::Result<()> {
+        let (old, new) = (self.database.data_dir.join("files"), self.default_files_root());
+        if self.tools.files_root.is_some() || !old.is_dir() || new.exists() {
+            return Ok(());
+        }
+        std::fs::rename(&old, &new)?;
+        tracing::info!(from = %old.display(), to = %new.display(), "moved the tenants' files out of the data folder");
+        Ok(())
+    }
+
     /// Whether `TOOLGATE_PUBLIC_URL` is https: cookies are `Secure` and answers carry HSTS.
     pub fn served_over_https(&self) -> bool {
         self.public_url.as_deref().is_some_and(|url| url.starts_with("https://"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        serve: ServeSettings,
+    }
+
+    fn settings(args: &[&str]) -> ServeSettings {
+        Command::try_parse_from(std::iter::once("toolgate").chain(args.iter().copied())).unwrap().serve
+    }
+
+    #[test]
+    fn tenants_files_live_beside_the_data_folder_and_move_there_once() {
+        let data = std::env::temp_dir().join(format!("toolgate-settings-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(data.join("files/acme")).unwrap();
+        std::fs::write(data.join("files/acme/notes.txt"), "kept").unwrap();
+        let settings = settings(&["--data-dir", data.to_str().unwrap()]);
+        let root = settings.builtin_config().files_root;
+        assert_eq!(root, PathBuf::from(format!("{}-files", data.display())));
+
+        settings.move_files_from_the_old_default().unwrap();
+        assert_eq!(std::fs::read_to_string(root.join("acme/notes.txt")).unwrap(), "kept");
+        assert!(!data.join("files").exists());
+        settings.move_files_from_the_old_default().unwrap();
+        std::fs::remove_dir_all(&data).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn allowed_programs_name_their_flags() {
+        let rules = settings(&["--shell-allow", "cat,ls:-l:-a"]).builtin_config().shell_allow;
+        let named: Vec<_> = rules.iter().map(|rule| (rule.program.as_str(), rule.flags.len())).collect();
+        assert_eq!(named, [("cat", 0), ("ls", 2)]);
+        let bad = Command::try_parse_from(["toolgate", "--shell-allow", "ls:l"]).err().unwrap().to_string();
+        assert!(bad.contains("`l` is not a flag"), "{bad}");
     }
 }

@@ -8,6 +8,9 @@ use engine::builtin::{BuiltinConfig, providers};
 use engine::tool::{Caller, Content, Tool, ToolContext, ToolError, ToolOutput};
 use serde_json::{Value, json};
 
+/// Each tenant's folder may hold this many bytes.
+const QUOTA: u64 = 1000;
+
 struct Sandbox {
     root: PathBuf,
     tools: Vec<Arc<dyn Tool>>,
@@ -18,9 +21,10 @@ impl Sandbox {
         let root = std::env::temp_dir().join(format!("toolgate-builtin-{}", uuid::Uuid::new_v4()));
         let config = BuiltinConfig {
             files_root: root.clone(),
-            shell_allow: vec!["echo".into(), "sleep".into(), "seq".into()],
+            shell_allow: ["echo", "sleep", "seq", "cat", "ls:-a:--color"].map(|rule| rule.parse().unwrap()).to_vec(),
             shell_timeout: Duration::from_secs(1),
             shell_output_cap: 1000,
+            files_quota: QUOTA,
         };
         let tools = providers(&config).iter().flat_map(|p| p.tools()).collect();
         Sandbox { root, tools }
@@ -127,6 +131,37 @@ async fn escapes_are_refused_with_a_clear_error() {
 }
 
 #[tokio::test]
+async fn a_dangling_symlink_does_not_lead_a_write_outside() {
+    let sandbox = Sandbox::new();
+    sandbox.ok("acme", "list_directory", json!({})).await;
+    let outside = sandbox.root.join("outside.txt");
+    std::os::unix::fs::symlink(&outside, sandbox.root.join("acme/dangling")).unwrap();
+    let refused = sandbox.refused("acme", "write_text_file", json!({"path": "dangling", "content": "x"})).await;
+    assert!(refused.contains("leads outside your folder"), "{refused}");
+    assert!(!outside.exists(), "the write followed the symlink out of the folder");
+    std::os::unix::fs::symlink("../../outside-dir/f", sandbox.root.join("acme/up")).unwrap();
+    let up = sandbox.refused("acme", "write_text_file", json!({"path": "up", "content": "x"})).await;
+    assert!(up.contains("leads outside your folder"), "{up}");
+}
+
+#[tokio::test]
+async fn a_tenant_folder_holds_at_most_its_quota() {
+    let sandbox = Sandbox::new();
+    let big = "x".repeat(600);
+    sandbox.ok("acme", "write_text_file", json!({"path": "a.txt", "content": big})).await;
+    let over = sandbox.refused("acme", "write_text_file", json!({"path": "b/b.txt", "content": big})).await;
+    assert!(over.contains("over the folder's quota of 1000 bytes"), "{over}");
+    assert!(!sandbox.root.join("acme/b/b.txt").exists());
+    // Rewriting a file counts its new size, not both.
+    sandbox.ok("acme", "write_text_file", json!({"path": "a.txt", "content": "x".repeat(900)})).await;
+    let insert =
+        sandbox.refused("acme", "insert_text_file", json!({"path": "a.txt", "content": big, "line": 1})).await;
+    assert!(insert.contains("quota"), "{insert}");
+    // Another tenant has its own quota.
+    sandbox.ok("globex", "write_text_file", json!({"path": "a.txt", "content": big})).await;
+}
+
+#[tokio::test]
 async fn line_ranges_outside_the_file_are_explained() {
     let sandbox = Sandbox::new();
     sandbox.ok("acme", "write_text_file", json!({"path": "f.txt", "content": "a\nb\n"})).await;
@@ -154,7 +189,46 @@ async fn programs_off_the_allow_list_are_refused() {
     let sandbox = Sandbox::new();
     let message =
         sandbox.refused("acme", "run_command", json!({"program": "sh", "args": ["-c", "id"]})).await;
-    assert_eq!(message, "program `sh` is not allowed (allowed: echo, sleep, seq)");
+    assert_eq!(message, "program `sh` is not allowed (allowed: echo, sleep, seq, cat, ls)");
+}
+
+#[tokio::test]
+async fn program_arguments_stay_in_the_tenant_folder_and_flags_on_the_list() {
+    let sandbox = Sandbox::new();
+    sandbox.ok("acme", "write_text_file", json!({"path": "notes.txt", "content": "acme's notes"})).await;
+    let run = |program: &str, args: &[&str]| json!({"program": program, "args": args});
+    let cat = sandbox.ok("acme", "run_command", run("cat", &["notes.txt"])).await.structured.unwrap();
+    assert_eq!(cat["stdout"], "acme's notes", "programs run in the tenant's folder");
+    let listed = sandbox.ok("acme", "run_command", run("ls", &["-a", "--color=never", "."])).await;
+    assert!(listed.structured.unwrap()["stdout"].as_str().unwrap().contains("notes.txt"));
+
+    std::fs::write(sandbox.root.join("secret.key"), "not for tenants").unwrap();
+    let up = sandbox.refused("acme", "run_command", run("cat", &["../secret.key"])).await;
+    assert!(up.contains("absolute paths and `..` are not allowed"), "{up}");
+    let absolute = sandbox.refused("acme", "run_command", run("cat", &["/etc/hostname"])).await;
+    assert!(absolute.contains("absolute paths and `..` are not allowed"), "{absolute}");
+    let in_value = sandbox.refused("acme", "run_command", run("ls", &["--color=/etc"])).await;
+    assert!(in_value.contains("absolute paths"), "a flag's value is checked as a path: {in_value}");
+    std::os::unix::fs::symlink(sandbox.root.join("secret.key"), sandbox.root.join("acme/key")).unwrap();
+    let linked = sandbox.refused("acme", "run_command", run("cat", &["key"])).await;
+    assert!(linked.contains("leads outside your folder"), "{linked}");
+    let after_dashes = sandbox.refused("acme", "run_command", run("cat", &["--", "/etc/hostname"])).await;
+    assert!(after_dashes.contains("absolute paths"), "{after_dashes}");
+
+    let flag = sandbox.refused("acme", "run_command", run("ls", &["-l"])).await;
+    assert_eq!(flag, "`ls` may not take the flag `-l` (allowed: -a, --color)");
+    let none = sandbox.refused("acme", "run_command", run("cat", &["-v", "notes.txt"])).await;
+    assert_eq!(none, "`cat` may not take the flag `-v` (allowed: none)");
+}
+
+#[test]
+fn program_rules_are_parsed_with_clear_errors() {
+    use engine::builtin::shell::ProgramRule;
+    let rule: ProgramRule = "grep:-n:--ignore-case".parse().unwrap();
+    assert_eq!((rule.program.as_str(), rule.flags), ("grep", vec!["-n".to_string(), "--ignore-case".to_string()]));
+    assert!("".parse::<ProgramRule>().unwrap_err().contains("name a program"));
+    assert!("find:-name:exec".parse::<ProgramRule>().unwrap_err().contains("`exec` is not a flag"));
+    assert!("git:-c=x".parse::<ProgramRule>().unwrap_err().contains("no `=value`"));
 }
 
 #[tokio::test]

@@ -42,7 +42,8 @@ impl TestApp {
             tools_enabled: true,
             tools: ToolSettings {
                 files_root: None,
-                shell_allow: vec!["sleep".into()],
+                files_quota_bytes: 1024 * 1024,
+                shell_allow: vec!["sleep".parse().unwrap()],
                 shell_timeout_seconds: 30,
                 output_cap_bytes: 1024 * 1024,
                 description_cap_bytes: 8 * 1024,

@@ -1,10 +1,16 @@
 //! `files`: list, view (by line range), write and insert into text files, confined to the
-//! calling tenant's folder. Absolute paths, `..`, and symlinks that lead outside the folder
-//! are refused with a clear error.
+//! calling tenant's folder. Every path is opened relative to that folder with `cap-std`
+//! (`openat2` with `RESOLVE_BENEATH` on Linux), so no path, `..` or symlink — dangling ones
+//! included — leads outside it, between a check and a write or otherwise. Writes keep the
+//! folder within its quota.
 
+use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -15,12 +21,13 @@ use crate::tool::{Tool, ToolContext, ToolError, ToolOutput, ToolProvider, ToolRe
 const MAX_READ_BYTES: u64 = 10 * 1024 * 1024;
 
 pub struct Files {
-    root: Arc<PathBuf>,
+    root: Root,
 }
 
 impl Files {
-    pub fn new(root: PathBuf) -> Self {
-        Files { root: Arc::new(root) }
+    /// Tenants' folders under `root`, each holding at most `quota` bytes.
+    pub fn new(root: PathBuf, quota: u64) -> Self {
+        Files { root: Root(Arc::new(RootState { base: root, quota, writers: Mutex::default() })) }
     }
 }
 
@@ -34,7 +41,7 @@ impl ToolProvider for Files {
     }
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        let root = || Root(self.root.clone());
+        let root = || self.root.clone();
         vec![
             Arc::new(ListDirectory(root())),
             Arc::new(ViewTextFile(root())),
@@ -46,48 +53,111 @@ impl ToolProvider for Files {
 
 /// The base folder under which each tenant has its own.
 #[derive(Clone)]
-struct Root(Arc<PathBuf>);
+struct Root(Arc<RootState>);
 
-fn io_error(path: &str) -> impl Fn(std::io::Error) -> ToolError + '_ {
-    move |err| match err.kind() {
+struct RootState {
+    base: PathBuf,
+    quota: u64,
+    /// One lock per tenant, held from the quota check to the end of the write.
+    writers: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+}
+
+fn io_error(path: &str, err: std::io::Error) -> ToolError {
+    match err.kind() {
         std::io::ErrorKind::NotFound => ToolError::tool(format!("`{path}` does not exist")),
         std::io::ErrorKind::IsADirectory => ToolError::tool(format!("`{path}` is a directory")),
         std::io::ErrorKind::NotADirectory => ToolError::tool(format!("`{path}` is not a directory")),
+        // cap-std's answer to any way out (a symlink, dangling or not, or `..` through one).
+        std::io::ErrorKind::PermissionDenied => {
+            ToolError::tool(format!("`{path}` leads outside your folder (through a symlink) or is not accessible"))
+        }
         _ => ToolError::internal(format!("{path}: {err}")),
     }
 }
 
+/// Refuses what is never a path inside a folder, with a message saying why.
+fn relative(path: &str) -> Result<&Path, ToolError> {
+    let relative = Path::new(path);
+    if relative.is_absolute() {
+        return Err(ToolError::tool(format!(
+            "`{path}`: absolute paths are not allowed; give a path inside your folder"
+        )));
+    }
+    if relative.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(ToolError::tool(format!("`{path}`: `..` is not allowed")));
+    }
+    Ok(relative)
+}
+
+/// The bytes of the files under `dir`, symlinks not followed.
+fn usage(dir: &Dir) -> std::io::Result<u64> {
+    let mut total = 0;
+    for entry in dir.entries()? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            total += usage(&entry.open_dir()?)?;
+        } else if kind.is_file() {
+            total += entry.metadata()?.len();
+        }
+    }
+    Ok(total)
+}
+
 impl Root {
-    /// The tenant's folder, created on first use.
-    async fn tenant_dir(&self, ctx: &ToolContext) -> Result<PathBuf, ToolError> {
-        let dir = self.0.join(&ctx.tenant);
-        tokio::fs::create_dir_all(&dir).await.map_err(ToolError::internal)?;
-        dir.canonicalize().map_err(ToolError::internal)
+    /// Runs `work` on a blocking thread with the tenant's folder (created on first use) and
+    /// `path` checked as relative.
+    async fn with_dir<T: Send + 'static>(
+        &self,
+        ctx: &ToolContext,
+        path: &str,
+        work: impl FnOnce(&Dir, &Path) -> Result<T, ToolError> + Send + 'static,
+    ) -> Result<T, ToolError> {
+        let relative = relative(path)?.to_path_buf();
+        let folder = self.0.base.join(&ctx.tenant);
+        tokio::task::spawn_blocking(move || {
+            std::fs::create_dir_all(&folder).map_err(ToolError::internal)?;
+            let dir = Dir::open_ambient_dir(&folder, ambient_authority()).map_err(ToolError::internal)?;
+            work(&dir, &relative)
+        })
+        .await
+        .map_err(ToolError::internal)?
     }
 
-    /// Resolves `path` inside the tenant's folder, refusing every way out.
-    async fn resolve(&self, ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
-        let relative = Path::new(path);
-        if relative.is_absolute() {
-            return Err(ToolError::tool(format!(
-                "`{path}`: absolute paths are not allowed; give a path inside your folder"
-            )));
-        }
-        if relative.components().any(|c| matches!(c, Component::ParentDir)) {
-            return Err(ToolError::tool(format!("`{path}`: `..` is not allowed")));
-        }
-        let base = self.tenant_dir(ctx).await?;
-        let full = base.join(relative);
-        // The deepest part that exists, with every symlink followed, must stay inside.
-        let mut existing = full.as_path();
-        while !existing.exists() {
-            existing = existing.parent().unwrap_or(&base);
-        }
-        let real = existing.canonicalize().map_err(io_error(path))?;
-        if !real.starts_with(&base) {
-            return Err(ToolError::tool(format!("`{path}` leads outside your folder (through a symlink)")));
-        }
-        Ok(full)
+    /// Replaces the file at `path` with what `edit` makes of its current text (`None` when it
+    /// does not exist), creating its folders, if the tenant's folder stays within its quota.
+    async fn rewrite(
+        &self,
+        ctx: &ToolContext,
+        path: &str,
+        edit: impl FnOnce(Option<String>) -> Result<String, ToolError> + Send + 'static,
+    ) -> Result<usize, ToolError> {
+        let (state, shown) = (self.0.clone(), path.to_string());
+        let writer = state.writers.lock().expect("writers").entry(ctx.tenant.clone()).or_default().clone();
+        self.with_dir(ctx, path, move |dir, file| {
+            let _one_writer = writer.lock().expect("writer");
+            let old = match dir.read_to_string(file) {
+                Ok(text) => Some(text),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
+                Err(err) => return Err(io_error(&shown, err)),
+            };
+            let old_len = old.as_ref().map_or(0, |text| text.len() as u64);
+            let text = edit(old)?;
+            let after = usage(dir).map_err(ToolError::internal)?.saturating_sub(old_len) + text.len() as u64;
+            if after > state.quota {
+                return Err(ToolError::tool(format!(
+                    "writing `{shown}` would put your folder at {after} bytes, over the folder's quota of {} bytes; \
+                     remove or shorten files first",
+                    state.quota
+                )));
+            }
+            if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
+                dir.create_dir_all(parent).map_err(|err| io_error(&shown, err))?;
+            }
+            dir.write(file, &text).map_err(|err| io_error(&shown, err))?;
+            Ok(text.len())
+        })
+        .await
     }
 }
 
@@ -114,21 +184,28 @@ impl TypedTool for ListDirectory {
     }
 
     async fn run(&self, args: ListArgs, ctx: &ToolContext) -> ToolResult {
-        let dir = self.0.resolve(ctx, &args.path).await?;
-        let mut entries = tokio::fs::read_dir(&dir).await.map_err(io_error(&args.path))?;
-        let mut listing = Vec::new();
-        while let Some(entry) = entries.next_entry().await.map_err(ToolError::internal)? {
-            let meta = entry.metadata().await.map_err(ToolError::internal)?;
-            let kind = if meta.is_dir() {
-                "directory"
-            } else if meta.is_symlink() {
-                "symlink"
-            } else {
-                "file"
-            };
-            listing
-                .push(json!({"name": entry.file_name().to_string_lossy(), "type": kind, "size": meta.len()}));
-        }
+        let shown = args.path.clone();
+        let mut listing = self
+            .0
+            .with_dir(ctx, &args.path, move |dir, path| {
+                let entries = dir.read_dir(path).map_err(|err| io_error(&shown, err))?;
+                let mut listing = Vec::new();
+                for entry in entries {
+                    let entry = entry.map_err(ToolError::internal)?;
+                    let meta = entry.metadata().map_err(ToolError::internal)?;
+                    let kind = if meta.is_dir() {
+                        "directory"
+                    } else if meta.is_symlink() {
+                        "symlink"
+                    } else {
+                        "file"
+                    };
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    listing.push(json!({"name": name, "type": kind, "size": meta.len()}));
+                }
+                Ok(listing)
+            })
+            .await?;
         listing.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
         Ok(ToolOutput::json(json!({"path": args.path, "entries": listing})))
     }
@@ -156,17 +233,22 @@ impl TypedTool for ViewTextFile {
     }
 
     async fn run(&self, args: ViewArgs, ctx: &ToolContext) -> ToolResult {
-        let file = self.0.resolve(ctx, &args.path).await?;
-        let size = tokio::fs::metadata(&file).await.map_err(io_error(&args.path))?.len();
-        if size > MAX_READ_BYTES {
-            return Err(ToolError::tool(format!(
-                "`{}` is {size} bytes; view_text_file reads at most {MAX_READ_BYTES}",
-                args.path
-            )));
-        }
-        let bytes = tokio::fs::read(&file).await.map_err(io_error(&args.path))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| ToolError::tool(format!("`{}` is not UTF-8 text", args.path)))?;
+        let shown = args.path.clone();
+        let text = self
+            .0
+            .with_dir(ctx, &args.path, move |dir, path| {
+                let file = dir.open(path).map_err(|err| io_error(&shown, err))?;
+                let size = file.metadata().map_err(|err| io_error(&shown, err))?.len();
+                if size > MAX_READ_BYTES {
+                    return Err(ToolError::tool(format!(
+                        "`{shown}` is {size} bytes; view_text_file reads at most {MAX_READ_BYTES}"
+                    )));
+                }
+                let mut bytes = Vec::new();
+                file.take(MAX_READ_BYTES).read_to_end(&mut bytes).map_err(|err| io_error(&shown, err))?;
+                String::from_utf8(bytes).map_err(|_| ToolError::tool(format!("`{shown}` is not UTF-8 text")))
+            })
+            .await?;
         let lines: Vec<&str> = text.lines().collect();
         let start = args.start_line.unwrap_or(1).max(1);
         let end = args.end_line.unwrap_or(lines.len()).min(lines.len());
@@ -201,33 +283,27 @@ impl TypedTool for WriteTextFile {
     const DESCRIPTION: &'static str = "Create or overwrite a text file, or replace a range of its lines.";
 
     async fn run(&self, args: WriteArgs, ctx: &ToolContext) -> ToolResult {
-        let file = self.0.resolve(ctx, &args.path).await?;
-        let text = match (args.start_line, args.end_line) {
-            (None, None) => args.content,
-            (Some(start), Some(end)) if start >= 1 && start <= end => {
-                let old = tokio::fs::read_to_string(&file).await.map_err(io_error(&args.path))?;
-                let mut lines: Vec<&str> = old.lines().collect();
-                if end > lines.len() {
-                    return Err(ToolError::tool(format!(
-                        "`{}` has {} lines; cannot replace up to line {end}",
-                        args.path,
-                        lines.len()
-                    )));
+        let (content, range, shown) = (args.content, (args.start_line, args.end_line), args.path.clone());
+        let written = self
+            .0
+            .rewrite(ctx, &args.path, move |old| match range {
+                (None, None) => Ok(content),
+                (Some(start), Some(end)) if start >= 1 && start <= end => {
+                    let old = old.ok_or_else(|| ToolError::tool(format!("`{shown}` does not exist")))?;
+                    let mut lines: Vec<&str> = old.lines().collect();
+                    if end > lines.len() {
+                        return Err(ToolError::tool(format!(
+                            "`{shown}` has {} lines; cannot replace up to line {end}",
+                            lines.len()
+                        )));
+                    }
+                    lines.splice(start - 1..end, content.lines());
+                    Ok(lines.join("\n") + "\n")
                 }
-                lines.splice(start - 1..end, args.content.lines());
-                lines.join("\n") + "\n"
-            }
-            _ => {
-                return Err(ToolError::tool(
-                    "give both start_line and end_line (1-based, start <= end), or neither",
-                ));
-            }
-        };
-        if let Some(parent) = file.parent() {
-            tokio::fs::create_dir_all(parent).await.map_err(io_error(&args.path))?;
-        }
-        tokio::fs::write(&file, &text).await.map_err(io_error(&args.path))?;
-        Ok(ToolOutput::text(format!("wrote {} bytes to `{}`", text.len(), args.path)))
+                _ => Err(ToolError::tool("give both start_line and end_line (1-based, start <= end), or neither")),
+            })
+            .await?;
+        Ok(ToolOutput::text(format!("wrote {written} bytes to `{}`", args.path)))
     }
 }
 
@@ -249,20 +325,21 @@ impl TypedTool for InsertTextFile {
     const DESCRIPTION: &'static str = "Insert text into a file before the given line.";
 
     async fn run(&self, args: InsertArgs, ctx: &ToolContext) -> ToolResult {
-        let file = self.0.resolve(ctx, &args.path).await?;
-        let old = tokio::fs::read_to_string(&file).await.map_err(io_error(&args.path))?;
-        let mut lines: Vec<&str> = old.lines().collect();
-        if args.line == 0 || args.line > lines.len() + 1 {
-            return Err(ToolError::tool(format!(
-                "line {} is outside `{}` (1 to {})",
-                args.line,
-                args.path,
-                lines.len() + 1
-            )));
-        }
-        let at = args.line - 1;
-        lines.splice(at..at, args.content.lines());
-        tokio::fs::write(&file, lines.join("\n") + "\n").await.map_err(io_error(&args.path))?;
+        let (line, content, shown) = (args.line, args.content.clone(), args.path.clone());
+        self.0
+            .rewrite(ctx, &args.path, move |old| {
+                let old = old.ok_or_else(|| ToolError::tool(format!("`{shown}` does not exist")))?;
+                let mut lines: Vec<&str> = old.lines().collect();
+                if line == 0 || line > lines.len() + 1 {
+                    return Err(ToolError::tool(format!(
+                        "line {line} is outside `{shown}` (1 to {})",
+                        lines.len() + 1
+                    )));
+                }
+                lines.splice(line - 1..line - 1, content.lines());
+                Ok(lines.join("\n") + "\n")
+            })
+            .await?;
         Ok(ToolOutput::text(format!(
             "inserted {} line(s) into `{}` at line {}",
             args.content.lines().count(),

@@ -21,8 +21,10 @@ use crate::tool::ToolProvider;
 pub struct BuiltinConfig {
     /// Each tenant's files live in `<files_root>/<tenant slug>`.
     pub files_root: PathBuf,
-    /// Programs `run_command` may start (by name, looked up on PATH).
-    pub shell_allow: Vec<String>,
+    /// The most bytes one tenant's folder may hold (writes beyond are refused).
+    pub files_quota: u64,
+    /// Programs `run_command` may start, with the flags each may take.
+    pub shell_allow: Vec<shell::ProgramRule>,
     /// The longest a command may run.
     pub shell_timeout: Duration,
     /// Bytes of stdout and of stderr kept.
@@ -30,7 +32,7 @@ pub struct BuiltinConfig {
 }
 
 pub fn providers(config: &BuiltinConfig) -> Vec<Arc<dyn ToolProvider>> {
-    vec![Arc::new(files::Files::new(config.files_root.clone())), Arc::new(shell::Shell::new(config.clone()))]
+    vec![Arc::new(files::Files::new(config.files_root.clone(), config.files_quota)), Arc::new(shell::Shell::new(config.clone()))]
 }
 
 /// Makes the catalog hold each provider's source and current tools. Writes (and audits)

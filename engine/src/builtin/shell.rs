@@ -1,8 +1,12 @@
 //! `shell`: runs an allow-listed program with arguments passed as a list — never through a
 //! shell, so nothing in an argument is interpreted — in the tenant's folder, with a cleared
-//! environment, a timeout that kills it, and capped output.
+//! environment, a timeout that kills it, and capped output. Each program has the flags it may
+//! take; every other argument (and a flag's `=value`) is a path that must stay in the tenant's
+//! folder.
 
+use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,6 +42,86 @@ impl ToolProvider for Shell {
     }
 }
 
+/// A program `run_command` may start (by name, looked up on PATH) and the flags it may take,
+/// written `program:-flag:--flag` (`ls:-l:-a`). A flag matches exactly, or up to its `=`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramRule {
+    pub program: String,
+    pub flags: Vec<String>,
+}
+
+impl FromStr for ProgramRule {
+    type Err = String;
+
+    fn from_str(rule: &str) -> Result<Self, String> {
+        let mut parts = rule.split(':').map(str::trim);
+        let program = parts.next().unwrap_or_default().to_string();
+        if program.is_empty() {
+            return Err(format!("`{rule}`: name a program, then the flags it may take: `ls:-l:-a`"));
+        }
+        let flags: Vec<String> = parts.map(str::to_string).collect();
+        if let Some(bad) = flags.iter().find(|flag| !flag.starts_with('-') || flag.contains('=')) {
+            return Err(format!("`{rule}`: `{bad}` is not a flag (a flag starts with `-` and has no `=value`)"));
+        }
+        Ok(ProgramRule { program, flags })
+    }
+}
+
+/// `items` joined for a message, or "none".
+fn listed<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let items: Vec<&str> = items.into_iter().collect();
+    if items.is_empty() { "none".to_string() } else { items.join(", ") }
+}
+
+/// Checks `args` against `rule`: a flag (`-x`, `--name`, `--name=value`; before a `--`) must
+/// be one the rule lists; every other argument, and a flag's value, must name a path inside
+/// `folder` (which is canonical), whether or not it exists.
+fn check_args(rule: &ProgramRule, args: &[String], folder: &Path) -> Result<(), ToolError> {
+    let mut flags_end = false;
+    for arg in args {
+        let operand = if flags_end || !arg.starts_with('-') || arg == "-" {
+            Some(arg.as_str())
+        } else if arg == "--" {
+            flags_end = true;
+            None
+        } else {
+            let (flag, value) = arg.split_once('=').map_or((arg.as_str(), None), |(f, v)| (f, Some(v)));
+            if !rule.flags.iter().any(|allowed| allowed == flag) {
+                return Err(ToolError::tool(format!(
+                    "`{}` may not take the flag `{flag}` (allowed: {})",
+                    rule.program,
+                    listed(rule.flags.iter().map(String::as_str))
+                )));
+            }
+            value
+        };
+        if let Some(operand) = operand {
+            confined(operand, folder)?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an argument that names a path outside `folder`: absolute, with `..`, or through a
+/// symlink that leads out (dangling ones included).
+fn confined(arg: &str, folder: &Path) -> Result<(), ToolError> {
+    let path = Path::new(arg);
+    if path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
+        return Err(ToolError::tool(format!(
+            "argument `{arg}`: absolute paths and `..` are not allowed; arguments name paths inside your folder"
+        )));
+    }
+    let full = folder.join(path);
+    let mut existing = full.as_path();
+    while existing.symlink_metadata().is_err() {
+        existing = existing.parent().unwrap_or(folder);
+    }
+    match existing.canonicalize() {
+        Ok(real) if real.starts_with(folder) => Ok(()),
+        _ => Err(ToolError::tool(format!("argument `{arg}` leads outside your folder (through a symlink)"))),
+    }
+}
+
 #[derive(Deserialize, JsonSchema)]
 pub struct RunArgs {
     /// The program to run (must be on the administrator's allow-list).
@@ -50,6 +134,13 @@ pub struct RunArgs {
 }
 
 struct RunCommand(Arc<BuiltinConfig>);
+
+/// The tenant's folder, created on first use, canonical.
+async fn tenant_folder(root: &Path, tenant: &str) -> Result<PathBuf, ToolError> {
+    let dir = root.join(tenant);
+    tokio::fs::create_dir_all(&dir).await.map_err(ToolError::internal)?;
+    tokio::fs::canonicalize(&dir).await.map_err(ToolError::internal)
+}
 
 /// Reads at most `cap` bytes, then drains the rest so the program never blocks on a full pipe.
 async fn read_capped(mut pipe: impl tokio::io::AsyncRead + Unpin, cap: usize) -> (String, bool) {
@@ -79,19 +170,18 @@ impl TypedTool for RunCommand {
 
     async fn run(&self, args: RunArgs, ctx: &ToolContext) -> ToolResult {
         let config = &self.0;
-        if !config.shell_allow.contains(&args.program) {
-            let allowed = if config.shell_allow.is_empty() {
-                "none".to_string()
-            } else {
-                config.shell_allow.join(", ")
-            };
+        let Some(rule) = config.shell_allow.iter().find(|rule| rule.program == args.program) else {
             return Err(ToolError::tool(format!(
-                "program `{}` is not allowed (allowed: {allowed})",
-                args.program
+                "program `{}` is not allowed (allowed: {})",
+                args.program,
+                listed(config.shell_allow.iter().map(|rule| rule.program.as_str()))
             )));
-        }
-        let dir = config.files_root.join(&ctx.tenant);
-        tokio::fs::create_dir_all(&dir).await.map_err(ToolError::internal)?;
+        };
+        let dir = tenant_folder(&config.files_root, &ctx.tenant).await?;
+        let (rule, checked, folder) = (rule.clone(), args.args.clone(), dir.clone());
+        tokio::task::spawn_blocking(move || check_args(&rule, &checked, &folder))
+            .await
+            .map_err(ToolError::internal)??;
         let timeout =
             args.timeout_seconds.map_or(config.shell_timeout, Duration::from_secs).min(config.shell_timeout);
         let mut child = tokio::process::Command::new(&args.program)
