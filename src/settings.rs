@@ -8,6 +8,7 @@ use clap::Args;
 use engine::builtin::BuiltinConfig;
 use engine::builtin::shell::ProgramRule;
 use engine::exec::ExecConfig;
+use engine::store::retention::Retention;
 use engine::upstream::UpstreamConfig;
 
 #[derive(Debug, Clone, Args)]
@@ -56,6 +57,9 @@ pub struct ServeSettings {
     #[command(flatten)]
     pub limits: LimitSettings,
 
+    #[command(flatten)]
+    pub retention: RetentionSettings,
+
     /// Seconds of inactivity after which an admin session ends (default 12 hours).
     #[arg(long, env = "TOOLGATE_SESSION_IDLE_SECONDS", default_value_t = 12 * 60 * 60)]
     pub session_idle_seconds: u64,
@@ -87,6 +91,38 @@ pub struct LimitSettings {
     /// 2026-07-28, multi-round-trip); beyond that, an upstream's question is refused.
     #[arg(long, env = "TOOLGATE_INPUT_WAITS_PER_KEY", default_value_t = 16)]
     pub input_waits_per_key: usize,
+
+    /// The most calls of one tenant waiting for their results (external tools) at once;
+    /// beyond that, calling such a tool is a tool error saying so.
+    #[arg(long, env = "TOOLGATE_PENDING_CALLS_PER_TENANT", default_value_t = 1000)]
+    pub pending_calls_per_tenant: i64,
+}
+
+/// How long records are kept, in days; 0 keeps them for ever.
+#[derive(Debug, Clone, Args)]
+pub struct RetentionSettings {
+    /// Invocation records (the dashboard and `/api/v1` history).
+    #[arg(long, env = "TOOLGATE_KEEP_INVOCATIONS_DAYS", default_value_t = 30)]
+    pub keep_invocations_days: u64,
+
+    /// Calls waiting for their results; an older one can no longer be resumed.
+    #[arg(long, env = "TOOLGATE_KEEP_PENDING_CALLS_DAYS", default_value_t = 7)]
+    pub keep_pending_calls_days: u64,
+
+    /// The audit log.
+    #[arg(long, env = "TOOLGATE_KEEP_AUDIT_DAYS", default_value_t = 365)]
+    pub keep_audit_days: u64,
+}
+
+impl RetentionSettings {
+    pub fn retention(&self) -> Retention {
+        let days = |days: u64| (days > 0).then(|| Duration::from_secs(days * 24 * 3600));
+        Retention {
+            invocations: days(self.keep_invocations_days),
+            pending_calls: days(self.keep_pending_calls_days),
+            audit_events: days(self.keep_audit_days),
+        }
+    }
 }
 
 /// How tools run.
@@ -146,6 +182,7 @@ impl ServeSettings {
             parallel: self.tools.parallel_calls,
             max_concurrent_per_tenant: self.limits.concurrent_calls_per_tenant,
             max_concurrent_per_key: self.limits.concurrent_calls_per_key,
+            max_pending_per_tenant: self.limits.pending_calls_per_tenant,
         }
     }
 

@@ -93,9 +93,12 @@ impl Application {
             .site_addr(listener.local_addr()?)
             .build();
         let secrets = SecretBox::load(settings.secret_key.as_deref(), &settings.database.data_dir)?;
-        settings.move_files_from_the_old_default().context("moving the tenants' files out of the data folder")?;
+        settings
+            .move_files_from_the_old_default()
+            .context("moving the tenants' files out of the data folder")?;
         let providers = builtin::providers(&settings.builtin_config());
         builtin::register(&pool, &providers).await.context("registering the built-in tools")?;
+        tokio::spawn(engine::store::retention::keep(pool.clone(), settings.retention.retention()));
         let catalog_options = CatalogOptions { force_tools_off: !settings.tools_enabled };
         let catalog =
             Catalog::start(pool.clone(), catalog_options).await.context("loading the tool catalog")?;

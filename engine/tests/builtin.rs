@@ -21,7 +21,9 @@ impl Sandbox {
         let root = std::env::temp_dir().join(format!("toolgate-builtin-{}", uuid::Uuid::new_v4()));
         let config = BuiltinConfig {
             files_root: root.clone(),
-            shell_allow: ["echo", "sleep", "seq", "cat", "ls:-a:--color"].map(|rule| rule.parse().unwrap()).to_vec(),
+            shell_allow: ["echo", "sleep", "seq", "cat", "ls:-a:--color"]
+                .map(|rule| rule.parse().unwrap())
+                .to_vec(),
             shell_timeout: Duration::from_secs(1),
             shell_output_cap: 1000,
             files_quota: QUOTA,
@@ -136,7 +138,8 @@ async fn a_dangling_symlink_does_not_lead_a_write_outside() {
     sandbox.ok("acme", "list_directory", json!({})).await;
     let outside = sandbox.root.join("outside.txt");
     std::os::unix::fs::symlink(&outside, sandbox.root.join("acme/dangling")).unwrap();
-    let refused = sandbox.refused("acme", "write_text_file", json!({"path": "dangling", "content": "x"})).await;
+    let refused =
+        sandbox.refused("acme", "write_text_file", json!({"path": "dangling", "content": "x"})).await;
     assert!(refused.contains("leads outside your folder"), "{refused}");
     assert!(!outside.exists(), "the write followed the symlink out of the folder");
     std::os::unix::fs::symlink("../../outside-dir/f", sandbox.root.join("acme/up")).unwrap();
@@ -154,8 +157,9 @@ async fn a_tenant_folder_holds_at_most_its_quota() {
     assert!(!sandbox.root.join("acme/b/b.txt").exists());
     // Rewriting a file counts its new size, not both.
     sandbox.ok("acme", "write_text_file", json!({"path": "a.txt", "content": "x".repeat(900)})).await;
-    let insert =
-        sandbox.refused("acme", "insert_text_file", json!({"path": "a.txt", "content": big, "line": 1})).await;
+    let insert = sandbox
+        .refused("acme", "insert_text_file", json!({"path": "a.txt", "content": big, "line": 1}))
+        .await;
     assert!(insert.contains("quota"), "{insert}");
     // Another tenant has its own quota.
     sandbox.ok("globex", "write_text_file", json!({"path": "a.txt", "content": big})).await;
@@ -225,7 +229,10 @@ async fn program_arguments_stay_in_the_tenant_folder_and_flags_on_the_list() {
 fn program_rules_are_parsed_with_clear_errors() {
     use engine::builtin::shell::ProgramRule;
     let rule: ProgramRule = "grep:-n:--ignore-case".parse().unwrap();
-    assert_eq!((rule.program.as_str(), rule.flags), ("grep", vec!["-n".to_string(), "--ignore-case".to_string()]));
+    assert_eq!(
+        (rule.program.as_str(), rule.flags),
+        ("grep", vec!["-n".to_string(), "--ignore-case".to_string()])
+    );
     assert!("".parse::<ProgramRule>().unwrap_err().contains("name a program"));
     assert!("find:-name:exec".parse::<ProgramRule>().unwrap_err().contains("`exec` is not a flag"));
     assert!("git:-c=x".parse::<ProgramRule>().unwrap_err().contains("no `=value`"));

@@ -370,9 +370,8 @@ async fn every_call_leaves_an_invocation_record(pool: PgPool) {
     );
 }
 
-#[sqlx::test(migrator = "engine::db::MIGRATOR")]
-async fn external_tools_suspend_and_resume_with_the_callers_result(pool: PgPool) {
-    let s = setup(pool, ExecConfig::default()).await;
+/// Registers the external (schema-only) tool `ui_query_database` and waits until `acme` sees it.
+async fn add_external_tool(s: &Setup) {
     let new = NewSource {
         kind: SourceKind::External,
         name: Name::parse("frontend").unwrap(),
@@ -398,7 +397,12 @@ async fn external_tools_suspend_and_resume_with_the_callers_result(pool: PgPool)
     while s.catalog.snapshot().tenant("acme").unwrap().resolve("ui_query_database").is_none() {
         tokio::time::timeout(Duration::from_secs(5), versions.changed()).await.unwrap().unwrap();
     }
+}
 
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn external_tools_suspend_and_resume_with_the_callers_result(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    add_external_tool(&s).await;
     let suspended = s
         .executor
         .call("acme", &admin(), call("ui_query_database", json!({"sql": "select 1"})), None)
@@ -415,6 +419,27 @@ async fn external_tools_suspend_and_resume_with_the_callers_result(pool: PgPool)
     assert_eq!((resumed.status, text(&resumed.output).as_str()), (Status::Ok, "1 row"));
     let again = s.executor.resume("acme", pending.id, ToolOutput::text("twice")).await.unwrap_err();
     assert!(matches!(again, ExecError::UnknownPendingCall(id) if id == pending.id));
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_tenant_has_at_most_its_cap_of_calls_waiting_for_results(pool: PgPool) {
+    let s = setup(pool, ExecConfig { max_pending_per_tenant: 2, ..ExecConfig::default() }).await;
+    add_external_tool(&s).await;
+    let query = || call("ui_query_database", json!({"sql": "select 1"}));
+    let caller = admin();
+    let results =
+        futures::future::join_all((0..5).map(|_| s.executor.call("acme", &caller, query(), None))).await;
+    let statuses: Vec<Status> = results.into_iter().map(|r| r.unwrap().status).collect();
+    assert_eq!(statuses.iter().filter(|status| **status == Status::Suspended).count(), 2, "{statuses:?}");
+    let refused = s.executor.call("acme", &admin(), query(), None).await.unwrap();
+    assert_eq!(refused.status, Status::ToolError);
+    assert!(text(&refused.output).contains("2 calls of this tenant are already waiting for their results"));
+
+    let waiting: uuid::Uuid =
+        sqlx::query_scalar("select id from pending_call limit 1").fetch_one(&s.pool).await.unwrap();
+    s.executor.resume("acme", waiting, ToolOutput::text("done")).await.unwrap();
+    let after = s.executor.call("acme", &admin(), query(), None).await.unwrap();
+    assert_eq!(after.status, Status::Suspended, "a resumed call frees its place");
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use engine::admin::{self, LoginPolicy, Password, Role, Username};
 use reqwest::header::{HeaderMap, HeaderValue, ORIGIN};
 use sqlx::PgPool;
-use toolgate::settings::{DatabaseSettings, LimitSettings, ServeSettings, ToolSettings};
+use toolgate::settings::{DatabaseSettings, LimitSettings, RetentionSettings, ServeSettings, ToolSettings};
 use toolgate::startup::{Application, Surfaces};
 
 pub const PASSWORD: &str = "a-long-test-password";
@@ -55,6 +55,12 @@ impl TestApp {
                 concurrent_calls_per_tenant: 128,
                 concurrent_calls_per_key: 32,
                 input_waits_per_key: 16,
+                pending_calls_per_tenant: 1000,
+            },
+            retention: RetentionSettings {
+                keep_invocations_days: 30,
+                keep_pending_calls_days: 7,
+                keep_audit_days: 365,
             },
             session_idle_seconds: 3600,
             database: DatabaseSettings { database_url: None, data_dir: site },

@@ -68,9 +68,9 @@ fn io_error(path: &str, err: std::io::Error) -> ToolError {
         std::io::ErrorKind::IsADirectory => ToolError::tool(format!("`{path}` is a directory")),
         std::io::ErrorKind::NotADirectory => ToolError::tool(format!("`{path}` is not a directory")),
         // cap-std's answer to any way out (a symlink, dangling or not, or `..` through one).
-        std::io::ErrorKind::PermissionDenied => {
-            ToolError::tool(format!("`{path}` leads outside your folder (through a symlink) or is not accessible"))
-        }
+        std::io::ErrorKind::PermissionDenied => ToolError::tool(format!(
+            "`{path}` leads outside your folder (through a symlink) or is not accessible"
+        )),
         _ => ToolError::internal(format!("{path}: {err}")),
     }
 }
@@ -300,7 +300,9 @@ impl TypedTool for WriteTextFile {
                     lines.splice(start - 1..end, content.lines());
                     Ok(lines.join("\n") + "\n")
                 }
-                _ => Err(ToolError::tool("give both start_line and end_line (1-based, start <= end), or neither")),
+                _ => Err(ToolError::tool(
+                    "give both start_line and end_line (1-based, start <= end), or neither",
+                )),
             })
             .await?;
         Ok(ToolOutput::text(format!("wrote {written} bytes to `{}`", args.path)))

@@ -32,7 +32,10 @@ pub struct BuiltinConfig {
 }
 
 pub fn providers(config: &BuiltinConfig) -> Vec<Arc<dyn ToolProvider>> {
-    vec![Arc::new(files::Files::new(config.files_root.clone(), config.files_quota)), Arc::new(shell::Shell::new(config.clone()))]
+    vec![
+        Arc::new(files::Files::new(config.files_root.clone(), config.files_quota)),
+        Arc::new(shell::Shell::new(config.clone())),
+    ]
 }
 
 /// Makes the catalog hold each provider's source and current tools. Writes (and audits)

@@ -61,7 +61,9 @@ impl FromStr for ProgramRule {
         }
         let flags: Vec<String> = parts.map(str::to_string).collect();
         if let Some(bad) = flags.iter().find(|flag| !flag.starts_with('-') || flag.contains('=')) {
-            return Err(format!("`{rule}`: `{bad}` is not a flag (a flag starts with `-` and has no `=value`)"));
+            return Err(format!(
+                "`{rule}`: `{bad}` is not a flag (a flag starts with `-` and has no `=value`)"
+            ));
         }
         Ok(ProgramRule { program, flags })
     }

@@ -40,6 +40,8 @@ pub struct ExecConfig {
     pub max_concurrent_per_tenant: usize,
     /// The most calls of one API key running at once.
     pub max_concurrent_per_key: usize,
+    /// The most calls of one tenant waiting for their results (external tools) at once.
+    pub max_pending_per_tenant: i64,
 }
 
 impl Default for ExecConfig {
@@ -49,6 +51,7 @@ impl Default for ExecConfig {
             parallel: true,
             max_concurrent_per_tenant: 128,
             max_concurrent_per_key: 32,
+            max_pending_per_tenant: 1000,
         }
     }
 }
@@ -350,8 +353,14 @@ impl Executor {
             args.extend(tool.presets.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
         if tool.source_kind == SourceKind::External {
+            let cap = self.inner.config.max_pending_per_tenant;
             return match self.suspend(tenant_id, tool, arguments).await {
-                Ok(pending) => Outcome::Suspended(pending),
+                Ok(Some(pending)) => Outcome::Suspended(pending),
+                Ok(None) => Outcome::ToolError(format!(
+                    "{cap} calls of this tenant are already waiting for their results; \
+                     post their results (or wait for them to expire) before calling `{}` again",
+                    tool.exposed_name
+                )),
                 Err(err) => self.failed(&err),
             };
         }
@@ -415,21 +424,32 @@ impl Executor {
         }
     }
 
+    /// Records a call waiting for its result, unless the tenant already has as many waiting
+    /// as it may (`None`). Suspensions of one tenant take turns, so the cap holds exactly.
     async fn suspend(
         &self,
         tenant_id: Uuid,
         tool: &CatalogTool,
         arguments: Value,
-    ) -> Result<PendingCall, sqlx::Error> {
+    ) -> Result<Option<PendingCall>, sqlx::Error> {
+        let mut tx = self.inner.pool.begin().await?;
+        sqlx::query!("select pg_advisory_xact_lock(hashtextextended($1::uuid::text, 0))", tenant_id)
+            .execute(&mut *tx)
+            .await?;
         let id = sqlx::query_scalar!(
-            "insert into pending_call (tenant_id, tool_name, arguments) values ($1, $2, $3) returning id",
+            "insert into pending_call (tenant_id, tool_name, arguments)
+             select $1, $2, $3
+             where (select count(*) from pending_call where tenant_id = $1 and resolved_at is null) < $4
+             returning id",
             tenant_id,
             tool.exposed_name,
             arguments,
+            self.inner.config.max_pending_per_tenant,
         )
-        .fetch_one(&self.inner.pool)
+        .fetch_optional(&mut *tx)
         .await?;
-        Ok(PendingCall { id, tool: tool.exposed_name.clone(), arguments })
+        tx.commit().await?;
+        Ok(id.map(|id| PendingCall { id, tool: tool.exposed_name.clone(), arguments }))
     }
 
     /// Logs `err` under a fresh correlation id; only the id leaves.

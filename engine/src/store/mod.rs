@@ -7,6 +7,7 @@ pub mod groups;
 pub mod invocations;
 pub mod keys;
 pub mod overrides;
+pub mod retention;
 pub mod servers;
 pub mod settings;
 pub mod sources;

@@ -1,0 +1,68 @@
+//! Old records are pruned by age, whichever process prunes, and recent ones stay.
+
+use std::time::Duration;
+
+use engine::model::TenantSlug;
+use engine::store::retention::{Retention, prune};
+use engine::store::{self, Actor};
+use sqlx::PgPool;
+
+const DAY: Duration = Duration::from_secs(24 * 3600);
+
+/// One row of each kind `days` old.
+async fn records_aged(pool: &PgPool, tenant: uuid::Uuid, days: i32) {
+    let at = format!("now() - make_interval(days => {days})");
+    for statement in [
+        format!(
+            "insert into invocation (at, tenant_id, tool_name, caller, status, latency_us, result_bytes) values ({at}, $1, 't', 'admin:x', 'ok', 1, 1)"
+        ),
+        format!(
+            "insert into pending_call (created_at, tenant_id, tool_name, arguments) values ({at}, $1, 't', '{{}}')"
+        ),
+        format!(
+            "insert into audit_event (at, actor, action, entity_kind, entity_id) select {at}, 'system', 'test', 'tenant', $1::text"
+        ),
+        format!("insert into login_failure (failed_at, username, address) select {at}, 'admin', $1::text"),
+    ] {
+        sqlx::query(&statement).bind(tenant).execute(pool).await.unwrap();
+    }
+}
+
+async fn counts(pool: &PgPool) -> Vec<i64> {
+    let mut counts = Vec::new();
+    for table in ["invocation", "pending_call", "audit_event", "login_failure"] {
+        let count =
+            sqlx::query_scalar(&format!("select count(*) from {table}")).fetch_one(pool).await.unwrap();
+        counts.push(count);
+    }
+    counts
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn records_past_their_age_are_pruned_and_others_kept(pool: PgPool) {
+    store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "Acme")
+        .await
+        .unwrap();
+    sqlx::query("delete from audit_event").execute(&pool).await.unwrap();
+    let tenant: uuid::Uuid = sqlx::query_scalar("select id from tenant").fetch_one(&pool).await.unwrap();
+    for days in [400, 40, 10, 0] {
+        records_aged(&pool, tenant, days).await;
+    }
+    let retention = Retention {
+        invocations: Some(30 * DAY),
+        pending_calls: Some(7 * DAY),
+        audit_events: Some(365 * DAY),
+    };
+
+    // Two replicas pruning at once delete each row once, without an error.
+    let (first, second) = tokio::join!(prune(&pool, &retention), prune(&pool, &retention));
+    let deleted: Vec<u64> =
+        first.unwrap().iter().zip(second.unwrap()).map(|((_, a), (_, b))| a + b).collect();
+    assert_eq!(deleted, [2, 3, 1, 3], "invocation, pending_call, audit_event, login_failure");
+    assert_eq!(counts(&pool).await, [2, 1, 3, 1]);
+
+    let forever = Retention { invocations: None, pending_calls: None, audit_events: None };
+    records_aged(&pool, tenant, 4000).await;
+    prune(&pool, &forever).await.unwrap();
+    assert_eq!(counts(&pool).await, [3, 2, 4, 1], "without an age only sign-in failures go");
+}
