@@ -7,6 +7,9 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use engine::admin::{self, Password, Role, Username};
 use engine::db::Database;
+use engine::model::TenantSlug;
+use engine::store::Actor;
+use engine::store::tokens::{self, NewToken};
 
 use crate::settings::{DatabaseSettings, ServeSettings};
 use crate::startup::{self, Surfaces};
@@ -63,11 +66,25 @@ enum AdminCommand {
 
 #[derive(Debug, Subcommand)]
 enum TokenCommand {
-    /// Create a token with owner rights; prints it as the last line of standard output.
+    /// Create a token (owner rights unless limited); prints it as the last line of standard
+    /// output.
     Create {
         #[arg(long, default_value = "cli")]
         name: String,
+        /// Days until the token expires (default: never).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..=3650))]
+        expires_in_days: Option<u16>,
+        /// The token may only read.
+        #[arg(long)]
+        read_only: bool,
+        /// The token may manage only this tenant.
+        #[arg(long)]
+        tenant: Option<String>,
     },
+    /// List tokens: id, name, limits, created, last used, expiry, revocation.
+    List,
+    /// Revoke a token by its id (from `list`).
+    Revoke { id: uuid::Uuid },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -140,13 +157,50 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
                 println!("{}", password.expose());
             }
         }
-        AdminCommand::Token { action: TokenCommand::Create { name } } => {
-            let token = admin::create_token(db.pool(), &name).await?;
+        AdminCommand::Token { action: TokenCommand::Create { name, expires_in_days, read_only, tenant } } => {
+            let new = NewToken {
+                name: name.clone(),
+                expires_at: expires_in_days
+                    .map(|days| time::OffsetDateTime::now_utc() + time::Duration::days(days.into())),
+                read_only,
+                tenant: tenant.as_deref().map(TenantSlug::parse).transpose()?,
+            };
+            let (_, token) = tokens::create(db.pool(), &Actor::cli(), &new).await?;
             eprintln!("created admin token `{name}`");
             println!("{token}");
         }
+        AdminCommand::Token { action: TokenCommand::List } => {
+            let when = |at: Option<time::OffsetDateTime>| at.map_or_else(|| "-".to_string(), rfc3339);
+            println!("id\tname\tlimits\tcreated\tlast used\texpires\trevoked");
+            for token in tokens::list(db.pool()).await? {
+                let limits = match (token.read_only, &token.tenant) {
+                    (false, None) => "owner".to_string(),
+                    (true, None) => "read-only".to_string(),
+                    (false, Some(tenant)) => format!("tenant {tenant}"),
+                    (true, Some(tenant)) => format!("read-only, tenant {tenant}"),
+                };
+                let fields = [
+                    token.id.to_string(),
+                    token.name,
+                    limits,
+                    rfc3339(token.created_at),
+                    when(token.last_used_at),
+                    when(token.expires_at),
+                    when(token.revoked_at),
+                ];
+                println!("{}", fields.join("\t"));
+            }
+        }
+        AdminCommand::Token { action: TokenCommand::Revoke { id } } => {
+            let revoked = tokens::revoke(db.pool(), &Actor::cli(), id).await?;
+            eprintln!("revoked admin token `{}`", revoked.name);
+        }
     }
     Ok(())
+}
+
+fn rfc3339(at: time::OffsetDateTime) -> String {
+    at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 
 fn password(from_stdin: bool) -> anyhow::Result<Password> {

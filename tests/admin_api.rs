@@ -17,7 +17,7 @@ async fn setup(pool: &PgPool) -> (TestApp, String) {
     store::tenants::create(pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "Acme")
         .await
         .unwrap();
-    let token = engine::admin::create_token(pool, "tests").await.unwrap();
+    let token = common::admin_token(pool, "tests").await;
     // The gateway knows the tenant once its catalog has reloaded.
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -126,6 +126,74 @@ async fn the_admin_api_needs_an_owner_session_or_a_token(pool: PgPool) {
     assert_eq!(with_session.status(), StatusCode::CREATED);
 }
 
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn admin_tokens_are_listed_limited_and_revoked(pool: PgPool) {
+    let (app, owner) = setup(&pool).await;
+    store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse("globex").unwrap(), "Globex")
+        .await
+        .unwrap();
+    let tokens = app.url("/api/admin/v1/admin_tokens");
+    let create = |body: Value| client().post(&tokens).bearer_auth(&owner).json(&body).send();
+    let made = |response: reqwest::Response| async move {
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let body: Value = response.json().await.unwrap();
+        (body["id"].as_str().unwrap().to_string(), body["token"].as_str().unwrap().to_string())
+    };
+    let (_, reader) = made(create(json!({"name": "dashboards", "read_only": true})).await.unwrap()).await;
+    let (_, acme) = made(create(json!({"name": "acme-ci", "tenant": "acme"})).await.unwrap()).await;
+    let (short_id, short) =
+        made(create(json!({"name": "short", "expires_at": "2099-01-01T00:00:00Z"})).await.unwrap()).await;
+
+    let status = |token: &str, method: reqwest::Method, path: &str| {
+        let request = client().request(method, app.url(path)).bearer_auth(token);
+        async move { request.json(&json!({"name": "k"})).send().await.unwrap().status() }
+    };
+    use reqwest::Method;
+    // Read-only: reads, never writes.
+    assert_eq!(status(&reader, Method::GET, "/api/admin/v1/tenants").await, StatusCode::OK);
+    assert_eq!(status(&reader, Method::POST, "/api/admin/v1/tenants/acme/keys").await, StatusCode::FORBIDDEN);
+    assert_eq!(status(&reader, Method::POST, "/api/admin/v1/admin_tokens").await, StatusCode::FORBIDDEN);
+    // One tenant: its own path only; it cannot mint a broader token.
+    assert_eq!(status(&acme, Method::POST, "/api/admin/v1/tenants/acme/keys").await, StatusCode::CREATED);
+    assert_eq!(status(&acme, Method::GET, "/api/admin/v1/tenants/acme").await, StatusCode::OK);
+    assert_eq!(status(&acme, Method::POST, "/api/admin/v1/tenants/globex/keys").await, StatusCode::FORBIDDEN);
+    assert_eq!(status(&acme, Method::GET, "/api/admin/v1/tenants/acme-other").await, StatusCode::FORBIDDEN);
+    assert_eq!(status(&acme, Method::GET, "/api/admin/v1/tenants").await, StatusCode::FORBIDDEN);
+    assert_eq!(status(&acme, Method::POST, "/api/admin/v1/admin_tokens").await, StatusCode::FORBIDDEN);
+    let refusal = json_of(client().get(app.url("/api/admin/v1/config")).bearer_auth(&acme)).await;
+    assert_eq!(refusal["code"], "tenant_token", "{refusal}");
+
+    // The list shows limits and last use, in RFC 3339, and never a token.
+    let listed = json_of(client().get(&tokens).bearer_auth(&owner)).await;
+    let text = listed.to_string();
+    assert!(!text.contains(&reader) && !text.contains("tga_"), "{listed}");
+    let row = |name: &str| {
+        listed["admin_tokens"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap().clone()
+    };
+    assert_eq!(
+        (row("dashboards")["read_only"].clone(), row("acme-ci")["tenant"].clone()),
+        (json!(true), json!("acme"))
+    );
+    assert!(row("acme-ci")["last_used_at"].as_str().unwrap().ends_with('Z'), "{listed}");
+    assert_eq!(row("short")["expires_at"], "2099-01-01T00:00:00Z");
+    assert_eq!(row("short")["last_used_at"], Value::Null);
+
+    // Revoked: refused at once; an expired token likewise.
+    assert_eq!(status(&short, Method::GET, "/api/admin/v1/tenants").await, StatusCode::OK);
+    let revoke = client().delete(format!("{tokens}/{short_id}")).bearer_auth(&owner).send().await.unwrap();
+    assert_eq!(revoke.status(), StatusCode::NO_CONTENT);
+    assert_eq!(status(&short, Method::GET, "/api/admin/v1/tenants").await, StatusCode::UNAUTHORIZED);
+    let again = client().delete(format!("{tokens}/{short_id}")).bearer_auth(&owner).send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_FOUND);
+    sqlx::query("update admin_token set expires_at = now() - interval '1 second' where name = 'dashboards'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(status(&reader, Method::GET, "/api/admin/v1/tenants").await, StatusCode::UNAUTHORIZED);
+    let past = create(json!({"name": "past", "expires_at": "2001-01-01T00:00:00Z"})).await.unwrap();
+    assert_eq!(past.status(), StatusCode::UNPROCESSABLE_ENTITY);
+}
+
 #[tokio::test]
 async fn token_create_prints_the_token_as_the_last_line() {
     // A database of its own, which the command migrates like any Toolgate database.
@@ -138,17 +206,32 @@ async fn token_create_prints_the_token_as_the_last_line() {
         Some((base, query)) => format!("{}/{name}?{query}", base.rsplit_once('/').unwrap().0),
         None => format!("{}/{name}", master_url.rsplit_once('/').unwrap().0),
     };
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-        .args(["admin", "token", "create", "--name", "script"])
-        .env("DATABASE_URL", &url)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let stdout = String::from_utf8(output.stdout).unwrap();
+    let toolgate = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(["admin", "token"])
+            .args(args)
+            .env("DATABASE_URL", &url)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let stdout = toolgate(&["create", "--name", "script"]);
     let token = stdout.lines().last().unwrap();
     assert!(token.starts_with("tga_"), "{stdout}");
     let database = PgPool::connect_with(options.database(&name)).await.unwrap();
-    assert_eq!(engine::admin::token_name(&database, token).await.unwrap().as_deref(), Some("script"));
+    let grant = engine::store::tokens::authenticate(&database, token).await.unwrap().unwrap();
+    assert_eq!((grant.name.as_str(), grant.read_only, grant.tenant), ("script", false, None));
+
+    toolgate(&["create", "--name", "reader", "--read-only", "--expires-in-days", "5"]);
+    let listed = toolgate(&["list"]);
+    let reader =
+        listed.lines().find(|line| line.contains("\treader\t")).unwrap_or_else(|| panic!("{listed}"));
+    assert!(reader.contains("\tread-only\t"), "{reader}");
+    toolgate(&["revoke", reader.split('\t').next().unwrap()]);
+    let listed = toolgate(&["list"]);
+    let reader = listed.lines().find(|line| line.contains("\treader\t")).unwrap();
+    assert!(!reader.ends_with("\t-"), "the list shows when it was revoked: {reader}");
     database.close().await;
     sqlx::query(&format!("drop database {name}")).execute(&master).await.unwrap();
 }

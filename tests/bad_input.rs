@@ -206,7 +206,7 @@ async fn revoked_and_expired_keys_are_refused_saying_which(pool: PgPool) {
     }
 
     // Through the admin API: an expiry in the past is refused, one in the future is kept.
-    let token = engine::admin::create_token(&pool, "keys").await.unwrap();
+    let token = common::admin_token(&pool, "keys").await;
     let create = || http.post(app.url("/api/admin/v1/tenants/acme/keys")).bearer_auth(&token);
     let (status, body) = refused(
         "an expiry in the past",
@@ -229,7 +229,7 @@ async fn revoked_and_expired_keys_are_refused_saying_which(pool: PgPool) {
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn the_admin_api_sign_in_and_static_files_refuse_bad_requests_clearly(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
-    let token = engine::admin::create_token(&pool, "bad-input").await.unwrap();
+    let token = common::admin_token(&pool, "bad-input").await;
     let http = reqwest::Client::new();
     let admin = |method: reqwest::Method, path: &str| http.request(method, app.url(path)).bearer_auth(&token);
     use reqwest::Method;

@@ -183,7 +183,7 @@ async fn a_session_cookie_needs_the_origin_whatever_else_the_request_carries(poo
     );
 
     // An admin token alone is not a browser's: it needs no origin.
-    let token = engine::admin::create_token(&pool, "script").await.unwrap();
+    let token = common::admin_token(&pool, "script").await;
     let created = reqwest::Client::new()
         .post(app.url("/api/admin/v1/tenants"))
         .header(reqwest::header::ORIGIN, "http://evil.example")

@@ -37,7 +37,7 @@ fn pair_generations(listing: &Value) -> [Option<usize>; 2] {
 async fn fifty_config_writes_racing_the_calls_leave_no_torn_snapshot_and_the_last_write_wins(pool: PgPool) {
     let app = Arc::new(TestApp::spawn(pool.clone()).await);
     let key = tenant_key(&app, &pool).await;
-    let token = engine::admin::create_token(&pool, "race").await.unwrap();
+    let token = common::admin_token(&pool, "race").await;
     let http = reqwest::Client::new();
 
     // Callers: half list the tools and check the pair agrees, half call a tool.

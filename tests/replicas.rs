@@ -21,7 +21,7 @@ async fn a_change_through_serve_reaches_the_clients_of_a_gateway_replica(pool: P
     let acme = TenantSlug::parse("acme").unwrap();
     store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
     let key = store::keys::create(&pool, &Actor::system(), &acme, "replica", None).await.unwrap().1;
-    let token = engine::admin::create_token(&pool, "replicas").await.unwrap();
+    let token = common::admin_token(&pool, "replicas").await;
     let serve = start_process("serve", &pool);
     let gateway = start_process("gateway", &pool);
 

@@ -31,7 +31,7 @@ async fn the_gateway_rides_out_a_database_restart() {
     let acme = TenantSlug::parse("acme").unwrap();
     store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
     let key = store::keys::create(&pool, &Actor::system(), &acme, "k", None).await.unwrap().1;
-    let token = engine::admin::create_token(&pool, "ops").await.unwrap();
+    let token = common::admin_token(&pool, "ops").await;
     let http = reqwest::Client::new();
     let tools = || {
         let (http, url, key) = (http.clone(), app.url("/api/v1/tools?format=mcp"), key.clone());

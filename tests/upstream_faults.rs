@@ -176,7 +176,7 @@ struct Setup {
 impl Setup {
     async fn start(pool: &PgPool, servers: &[(&str, SocketAddr)], overrides: Value) -> Self {
         let toolgate = start_process("serve", pool);
-        let token = engine::admin::create_token(pool, "faults").await.unwrap();
+        let token = common::admin_token(pool, "faults").await;
         let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
         let servers: Vec<Value> = servers
             .iter()

@@ -34,9 +34,6 @@ pub enum Error {
     /// No account has that name.
     #[error("no administrator is named `{0}`")]
     UnknownUser(String),
-    /// A token name is empty or too long.
-    #[error("a token name is 1 to 100 characters")]
-    InvalidTokenName,
     /// Assigning a tenant that does not exist.
     #[error("no tenant is named `{0}`")]
     UnknownTenant(String),
@@ -452,34 +449,6 @@ async fn dummy_hash() -> PasswordHash {
     static DUMMY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
     let hash = DUMMY.get_or_init(|| async { PasswordHash::new(&Password::generate()).await.0 }).await;
     PasswordHash(hash.clone())
-}
-
-/// Creates an admin API token (owner rights) and returns it: the only time it exists in the
-/// clear.
-#[tracing::instrument(skip_all, err, fields(name))]
-pub async fn create_token(pool: &PgPool, name: &str) -> Result<String> {
-    if !(1..=100).contains(&name.chars().count()) {
-        return Err(Error::InvalidTokenName);
-    }
-    let token = format!("tga_{}", Alphanumeric.sample_string(&mut rand::rng(), 40));
-    sqlx::query!(
-        "insert into admin_token (name, token_hash) values ($1, $2)",
-        name,
-        crate::store::keys::hash(&token)
-    )
-    .execute(pool)
-    .await?;
-    Ok(token)
-}
-
-/// The name of the active admin token `token`, if it is one.
-pub async fn token_name(pool: &PgPool, token: &str) -> Result<Option<String>> {
-    Ok(sqlx::query_scalar!(
-        "select name from admin_token where token_hash = $1 and revoked_at is null",
-        crate::store::keys::hash(token)
-    )
-    .fetch_optional(pool)
-    .await?)
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The admin API under `/api/admin/v1`, for scripts and everything the panel can do:
 //! authenticated by an admin session or an admin token (`Authorization: Bearer tga_...`, from
-//! `toolgate admin token create`). Owners and tokens may use it; tenant administrators are
-//! refused until tenant assignments exist. Handlers are thin: each is one engine call.
+//! `toolgate admin token create` or `POST /api/admin/v1/admin_tokens`). Owners and tokens may
+//! use it — a read-only token only to read, a tenant's token only under that tenant's path;
+//! tenant administrators are refused. Handlers are thin: each is one engine call.
 
 mod config;
 mod resources;
@@ -9,7 +10,7 @@ mod resources;
 use app::auth::ssr::signed_in;
 use app::state::AppState;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -18,6 +19,7 @@ use engine::admin::Role;
 use engine::exec::{CallRequest, ExecError};
 use engine::model::{Name, TenantSlug};
 use engine::schema::Provider;
+use engine::store::tokens::{Grant, NewToken};
 use engine::store::{self, Actor};
 use engine::tool::Caller;
 use serde::Deserialize;
@@ -95,6 +97,8 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/api/admin/v1/tenants/{slug}/keys/{id}", delete(revoke_key))
         .route("/api/admin/v1/tenants/{slug}/invoke", post(invoke))
         .route("/api/admin/v1/tools/{id}/schema", get(schema))
+        .route("/api/admin/v1/admin_tokens", get(list_tokens).post(create_token))
+        .route("/api/admin/v1/admin_tokens/{id}", delete(revoke_token))
         .merge(config::router())
         .merge(resources::router())
         .route_layer(middleware::from_fn_with_state(state, require_admin))
@@ -108,16 +112,21 @@ async fn require_admin(State(state): State<AppState>, mut request: Request, next
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::to_string);
     let admin = match bearer {
-        Some(token) => match engine::admin::token_name(&state.pool, &token).await {
-            Ok(Some(name)) => Admin { actor: Actor::token(&name), name: format!("token:{name}") },
+        Some(token) => match store::tokens::authenticate(&state.pool, &token).await {
+            Ok(Some(grant)) => {
+                if let Some(refusal) = beyond_grant(&grant, request.method(), request.uri().path()) {
+                    return refusal;
+                }
+                Admin { actor: Actor::token(&grant.name), name: format!("token:{}", grant.name) }
+            }
             Ok(None) => {
                 return problem(
                     StatusCode::UNAUTHORIZED,
                     "invalid_admin_token",
-                    "the admin token is unknown or revoked",
+                    "the admin token is unknown, revoked or expired",
                 );
             }
-            Err(engine::admin::Error::Database(err)) if engine::db::is_unreachable(&err) => {
+            Err(err) if err.is_unavailable() => {
                 return problem(StatusCode::SERVICE_UNAVAILABLE, "database_unavailable", store::UNAVAILABLE);
             }
             Err(err) => return internal(&err),
@@ -150,6 +159,63 @@ async fn require_admin(State(state): State<AppState>, mut request: Request, next
     };
     request.extensions_mut().insert(admin);
     next.run(request).await
+}
+
+/// The refusal of a request outside what a token's grant allows, if it is.
+fn beyond_grant(grant: &Grant, method: &Method, path: &str) -> Option<Response> {
+    if grant.read_only && !matches!(*method, Method::GET | Method::HEAD) {
+        return Some(problem(StatusCode::FORBIDDEN, "read_only_token", "this admin token may only read"));
+    }
+    let tenant = grant.tenant.as_ref()?;
+    let own = format!("/api/admin/v1/tenants/{tenant}");
+    let inside = path.strip_prefix(&own).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+    (!inside).then(|| {
+        problem(
+            StatusCode::FORBIDDEN,
+            "tenant_token",
+            format!("this admin token may manage only tenant `{tenant}`, under {own}"),
+        )
+    })
+}
+
+#[derive(Deserialize)]
+struct NewAdminToken {
+    name: String,
+    /// RFC 3339; the token never expires when left out.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    expires_at: Option<time::OffsetDateTime>,
+    #[serde(default)]
+    read_only: bool,
+    /// Limits the token to this tenant's part of the API.
+    tenant: Option<String>,
+}
+
+/// `GET /api/admin/v1/admin_tokens` -> every token (never the token itself).
+async fn list_tokens(State(state): State<AppState>) -> Answer {
+    Ok(Json(json!({"admin_tokens": store::tokens::list(&state.pool).await?})).into_response())
+}
+
+/// `POST /api/admin/v1/admin_tokens` `{"name", "expires_at"?, "read_only"?, "tenant"?}` ->
+/// `201 {"id", "token"}`: the only time the token is shown.
+async fn create_token(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Body(body): Body<NewAdminToken>,
+) -> Answer {
+    let tenant = body.tenant.as_deref().map(tenant_slug).transpose()?;
+    let new = NewToken { name: body.name, expires_at: body.expires_at, read_only: body.read_only, tenant };
+    let (token, secret) = store::tokens::create(&state.pool, &admin.actor, &new).await?;
+    Ok((StatusCode::CREATED, Json(json!({"id": token.id, "token": secret}))).into_response())
+}
+
+/// `DELETE /api/admin/v1/admin_tokens/{id}` -> 204; the token's next request is refused.
+async fn revoke_token(
+    State(state): State<AppState>,
+    Extension(admin): Extension<Admin>,
+    Path(id): Path<Uuid>,
+) -> Answer {
+    store::tokens::revoke(&state.pool, &admin.actor, id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 #[derive(Deserialize)]

@@ -189,3 +189,9 @@ pub fn venv_program(name: &str) -> std::path::PathBuf {
     );
     program
 }
+
+/// An admin API token with every right, as `toolgate admin token create` makes one.
+pub async fn admin_token(pool: &PgPool, name: &str) -> String {
+    let new = engine::store::tokens::NewToken { name: name.into(), ..Default::default() };
+    engine::store::tokens::create(pool, &engine::store::Actor::cli(), &new).await.unwrap().1
+}

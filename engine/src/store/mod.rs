@@ -12,6 +12,7 @@ pub mod servers;
 pub mod settings;
 pub mod sources;
 pub mod tenants;
+pub mod tokens;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
