@@ -173,12 +173,7 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
             let when = |at: Option<time::OffsetDateTime>| at.map_or_else(|| "-".to_string(), rfc3339);
             println!("id\tname\tlimits\tcreated\tlast used\texpires\trevoked");
             for token in tokens::list(db.pool()).await? {
-                let limits = match (token.read_only, &token.tenant) {
-                    (false, None) => "owner".to_string(),
-                    (true, None) => "read-only".to_string(),
-                    (false, Some(tenant)) => format!("tenant {tenant}"),
-                    (true, Some(tenant)) => format!("read-only, tenant {tenant}"),
-                };
+                let limits = token.limits();
                 let fields = [
                     token.id.to_string(),
                     token.name,

@@ -18,7 +18,7 @@ use leptos_router::path;
 
 use pages::{
     AuditPage, Dashboard, GroupsPage, LoginPage, NotFound, PlaygroundPage, ServerPage, ServersPage, Shell,
-    TenantPage, TenantsPage, ToolPage, ToolsPage,
+    TenantPage, TenantsPage, TokensPage, ToolPage, ToolsPage,
 };
 
 /// The HTML document around the app, rendered on the server. Its Content-Security-Policy
@@ -85,6 +85,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("groups") view=GroupsPage />
                     <Route path=path!("playground") view=PlaygroundPage />
                     <Route path=path!("audit") view=AuditPage />
+                    <Route path=path!("tokens") view=TokensPage />
                 </ParentRoute>
             </Routes>
         </Router>

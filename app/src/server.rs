@@ -66,6 +66,17 @@ pub fn db_error(err: engine::db::DbError) -> PanelError {
     store_error(err.into())
 }
 
+/// An expiry given as whole days from now (1 to 3650); empty means never.
+pub fn expiry_in_days(days: &str) -> Result<Option<time::OffsetDateTime>, PanelError> {
+    match days.trim() {
+        "" => Ok(None),
+        days => match days.parse::<i64>() {
+            Ok(days @ 1..=3650) => Ok(Some(time::OffsetDateTime::now_utc() + time::Duration::days(days))),
+            _ => Err(PanelError::invalid("expiry: a whole number of days from 1 to 3650")),
+        },
+    }
+}
+
 /// Splits `a, b ,c` into trimmed, non-empty parts.
 pub fn comma_list(text: &str) -> Vec<String> {
     text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()

@@ -236,6 +236,32 @@ test('the data pages fit a narrow window', async () => {
   await page.setViewportSize({ width: 1280, height: 900 });
 });
 
+test('an owner makes a read-only token, sees it used, and revokes it after confirming', async () => {
+  await open(page, toolgate, '/tokens');
+  await page.locator('input[name="token-name"]').fill('grafana');
+  await page.getByLabel('Read-only').check();
+  await page.getByRole('button', { name: 'Create token' }).click();
+  const token = (await page.locator('figure.new-key pre').innerText()).trim();
+  assert.match(token, /^tga_/);
+  const api = (method) => fetch(`${toolgate.url}/api/admin/v1/tenants`, { method, headers: { authorization: `Bearer ${token}` } });
+  assert.equal((await api('GET')).status, 200);
+  assert.equal((await api('POST')).status, 403, 'a read-only token cannot write');
+
+  await page.reload();
+  await page.waitForSelector('html[data-hydrated="true"]');
+  const row = page.getByRole('row', { name: /grafana/ });
+  await row.getByRole('cell', { name: 'read-only', exact: true }).waitFor();
+  assert.notEqual(await row.locator('td').nth(3).innerText(), 'never', 'its last use is shown');
+  await row.getByRole('button', { name: 'Revoke…' }).click();
+  await row.getByRole('button', { name: 'Keep it' }).click();
+  assert.equal((await api('GET')).status, 200, 'taking the offer back keeps the token');
+  await row.getByRole('button', { name: 'Revoke…' }).click();
+  await row.getByRole('button', { name: 'Revoke `grafana` now' }).click();
+  await row.getByText(/^revoked /).waitFor();
+  assert.equal((await api('GET')).status, 401, 'a revoked token is refused');
+  await page.screenshot({ path: `${screenshots}/tokens.png`, fullPage: true });
+});
+
 test('every page works under its Content-Security-Policy', () => {
   assert.deepEqual(refusals, [], 'the policy refused part of a page');
 });

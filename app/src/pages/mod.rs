@@ -8,6 +8,7 @@ mod playground;
 mod servers;
 mod shell;
 mod tenants;
+mod tokens;
 mod tools;
 pub(crate) mod ui;
 
@@ -19,4 +20,5 @@ pub use playground::PlaygroundPage;
 pub use servers::{ServerPage, ServersPage};
 pub use shell::{NotFound, Shell};
 pub use tenants::{TenantPage, TenantsPage};
+pub use tokens::TokensPage;
 pub use tools::{ToolPage, ToolsPage};

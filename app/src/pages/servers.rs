@@ -7,7 +7,7 @@ use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ui::{ErrorNote, JsonBlock, StatusBadge, action_error, loaded, succeeded};
+use super::ui::{Confirm, ErrorNote, JsonBlock, StatusBadge, action_error, loaded, succeeded};
 use crate::error::PanelError;
 
 /// A server as the list shows it.
@@ -563,7 +563,6 @@ pub fn ServerPage() -> impl IntoView {
     let commanded = succeeded(command);
     let detail = Resource::new(move || (name(), commanded.get()), |(name, _)| server_detail(name));
     let deleted = move || matches!(command.value().get(), Some(Ok(ref done)) if done.ends_with("deleted"));
-    let confirm_delete = RwSignal::new(false);
     let run = move |what: &'static str, tool: Option<String>| {
         command.dispatch(ServerCommand { name: name(), command: what.into(), tool_id: tool });
     };
@@ -600,23 +599,12 @@ pub fn ServerPage() -> impl IntoView {
                         >
                             {if enabled { "Disable" } else { "Enable" }}
                         </button>
-                        <Show
-                            when=move || confirm_delete.get()
-                            fallback=move || {
-                                view! {
-                                    <button type="button" class="danger" on:click=move |_| confirm_delete.set(true)>
-                                        "Delete…"
-                                    </button>
-                                }
-                            }
-                        >
-                            <button type="button" class="danger" on:click=move |_| run("delete", None)>
-                                "Delete the server and its tools"
-                            </button>
-                            <button type="button" on:click=move |_| confirm_delete.set(false)>
-                                "Keep it"
-                            </button>
-                        </Show>
+                        <Confirm
+                            ask="Delete…"
+                            confirm="Delete the server and its tools"
+                            keep="Keep it"
+                            on_confirm=Callback::new(move |()| run("delete", None))
+                        />
                     </div>
                     <p class="muted">
                         {d.summary.transport.clone()} " · " {d.summary.target.clone()} " · scope: "

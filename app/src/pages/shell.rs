@@ -40,6 +40,7 @@ pub fn Shell() -> impl IntoView {
                     <A href="/groups">"Groups"</A>
                     <A href="/playground">"Playground"</A>
                     <A href="/audit">"Audit"</A>
+                    <A href="/tokens">"Tokens"</A>
                 </nav>
             </aside>
             <div class="workspace">

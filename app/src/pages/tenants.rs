@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
 
-use super::ui::{CopyButton, ErrorNote, action_error, loaded, succeeded};
+use super::ui::{ErrorNote, SecretOnce, action_error, loaded, succeeded};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -362,16 +362,10 @@ pub async fn clear_override(slug: String, tool_id: String) -> Result<(), PanelEr
 /// the only time it is shown.
 #[server]
 pub async fn create_key(slug: String, name: String, expires_in_days: String) -> Result<String, PanelError> {
-    use crate::server::{caller, state, store_error};
+    use crate::server::{caller, expiry_in_days, state, store_error};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
-    let expires_at = match expires_in_days.trim() {
-        "" => None,
-        days => match days.parse::<i64>() {
-            Ok(days @ 1..=3650) => Some(time::OffsetDateTime::now_utc() + time::Duration::days(days)),
-            _ => return Err(PanelError::invalid("expiry: a whole number of days from 1 to 3650")),
-        },
-    };
+    let expires_at = expiry_in_days(&expires_in_days)?;
     let (_, key) = engine::store::keys::create(&state().pool, &caller.actor, &slug, name.trim(), expires_at)
         .await
         .map_err(store_error)?;
@@ -852,17 +846,7 @@ fn Keys(
                     .value()
                     .get()
                     .and_then(Result::ok)
-                    .map(|key| {
-                        view! {
-                            <figure class="json new-key">
-                                <figcaption>
-                                    <span>"The new key — copy it now, it is not shown again"</span>
-                                    <CopyButton text=key.clone() />
-                                </figcaption>
-                                <pre>{key}</pre>
-                            </figure>
-                        }
-                    })
+                    .map(|key| view! { <SecretOnce what="key" secret=key /> })
             }}
             <table class="grid">
                 <thead>

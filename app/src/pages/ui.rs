@@ -28,6 +28,41 @@ pub fn JsonBlock(value: Value, #[prop(optional, into)] label: Option<String>) ->
     }
 }
 
+/// A secret just made (an API key, an admin token), shown this once with a copy button.
+#[component]
+pub fn SecretOnce(what: &'static str, secret: String) -> impl IntoView {
+    view! {
+        <figure class="json new-key">
+            <figcaption>
+                <span>{format!("The new {what} — copy it now, it is not shown again")}</span>
+                <CopyButton text=secret.clone() />
+            </figcaption>
+            <pre>{secret}</pre>
+        </figure>
+    }
+}
+
+/// A destructive action behind a second click: `ask` offers it, then `confirm` does it and
+/// `keep` takes the offer back.
+#[component]
+pub fn Confirm(
+    ask: &'static str,
+    #[prop(into)] confirm: String,
+    keep: &'static str,
+    on_confirm: Callback<()>,
+) -> impl IntoView {
+    let asked = RwSignal::new(false);
+    view! {
+        <Show
+            when=move || asked.get()
+            fallback=move || view! { <button type="button" class="danger" on:click=move |_| asked.set(true)>{ask}</button> }
+        >
+            <button type="button" class="danger" on:click=move |_| on_confirm.run(())>{confirm.clone()}</button>
+            <button type="button" on:click=move |_| asked.set(false)>{keep}</button>
+        </Show>
+    }
+}
+
 /// A button copying `text` to the clipboard, and saying whether it could.
 #[component]
 pub fn CopyButton(text: String) -> impl IntoView {

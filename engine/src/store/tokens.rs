@@ -40,6 +40,18 @@ pub struct AdminToken {
     pub tenant: Option<String>,
 }
 
+impl AdminToken {
+    /// What it may do, in words: `owner`, `read-only`, `tenant acme`, `read-only, tenant acme`.
+    pub fn limits(&self) -> String {
+        match (self.read_only, &self.tenant) {
+            (false, None) => "owner".into(),
+            (true, None) => "read-only".into(),
+            (false, Some(tenant)) => format!("tenant {tenant}"),
+            (true, Some(tenant)) => format!("read-only, tenant {tenant}"),
+        }
+    }
+}
+
 /// What an active token presented with a request may do.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Grant {

@@ -1,0 +1,203 @@
+//! Admin API tokens (owners only): what each may do and when it was last used; make one,
+//! shown once, and revoke one.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use serde::{Deserialize, Serialize};
+
+use super::tenants::list_tenants;
+use super::ui::{Confirm, ErrorNote, SecretOnce, action_error, loaded, succeeded};
+use crate::error::PanelError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenRow {
+    pub id: String,
+    pub name: String,
+    pub limits: String,
+    pub created: String,
+    pub last_used: Option<String>,
+    pub expires: Option<String>,
+    pub expired: bool,
+    pub revoked: Option<String>,
+}
+
+#[server]
+pub async fn list_admin_tokens() -> Result<Vec<TokenRow>, PanelError> {
+    use crate::server::{minute, owner, state, store_error};
+    owner().await?;
+    let now = time::OffsetDateTime::now_utc();
+    let tokens = engine::store::tokens::list(&state().pool).await.map_err(store_error)?;
+    Ok(tokens
+        .into_iter()
+        .map(|token| TokenRow {
+            id: token.id.to_string(),
+            limits: token.limits(),
+            name: token.name,
+            created: minute(token.created_at),
+            last_used: token.last_used_at.map(minute),
+            expires: token.expires_at.map(minute),
+            expired: token.expires_at.is_some_and(|at| at <= now),
+            revoked: token.revoked_at.map(minute),
+        })
+        .collect())
+}
+
+/// Makes a token and returns it: the only time it is shown. `tenant` empty: every tenant.
+#[server]
+pub async fn create_admin_token(
+    name: String,
+    expires_in_days: String,
+    read_only: bool,
+    tenant: String,
+) -> Result<String, PanelError> {
+    use engine::model::TenantSlug;
+    use engine::store::tokens::NewToken;
+
+    use crate::server::{expiry_in_days, owner, state, store_error};
+    let caller = owner().await?;
+    let tenant = match tenant.trim() {
+        "" => None,
+        slug => Some(TenantSlug::parse(slug).map_err(|err| PanelError::invalid(err.0))?),
+    };
+    let new = NewToken {
+        name: name.trim().to_string(),
+        expires_at: expiry_in_days(&expires_in_days)?,
+        read_only,
+        tenant,
+    };
+    let (_, token) =
+        engine::store::tokens::create(&state().pool, &caller.actor, &new).await.map_err(store_error)?;
+    Ok(token)
+}
+
+#[server]
+pub async fn revoke_admin_token(id: String) -> Result<(), PanelError> {
+    use crate::server::{owner, state, store_error};
+    let caller = owner().await?;
+    let id = id.parse().map_err(|_| PanelError::invalid("which token?"))?;
+    engine::store::tokens::revoke(&state().pool, &caller.actor, id).await.map_err(store_error).map(drop)
+}
+
+#[component]
+pub fn TokensPage() -> impl IntoView {
+    let create = ServerAction::<CreateAdminToken>::new();
+    let revoke = ServerAction::<RevokeAdminToken>::new();
+    let (created, revoked) = (succeeded(create), succeeded(revoke));
+    let tokens = Resource::new(move || (created.get(), revoked.get()), |_| list_admin_tokens());
+    let tenants = Resource::new(|| (), |_| list_tenants());
+    let name = RwSignal::new(String::new());
+    let days = RwSignal::new(String::new());
+    let read_only = RwSignal::new(false);
+    let tenant = RwSignal::new(String::new());
+    view! {
+        <Title text="Admin tokens" />
+        <h1>"Admin tokens"</h1>
+        <p class="muted">
+            "Scripts send " <code>"Authorization: Bearer <token>"</code> " to " <code>"/api/admin/v1"</code>
+            ". A token has owner rights unless it is read-only (only reads) or limited to one tenant."
+        </p>
+        {move || create.value().get().and_then(Result::ok).map(|token| view! { <SecretOnce what="token" secret=token /> })}
+        {loaded(
+            tokens,
+            move |tokens| {
+                if tokens.is_empty() {
+                    return view! { <p class="muted">"No admin token yet."</p> }.into_any();
+                }
+                view! {
+                    <table class="grid">
+                        <thead>
+                            <tr>
+                                <th>"Name"</th>
+                                <th>"May"</th>
+                                <th>"Created"</th>
+                                <th>"Last used"</th>
+                                <th>"Expires"</th>
+                                <th></th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {tokens.into_iter().map(|token| {
+                                let id = StoredValue::new(token.id.clone());
+                                let revoked = token.revoked.is_some();
+                                view! {
+                                    <tr class:revoked=revoked>
+                                        <td>{token.name.clone()}</td>
+                                        <td>{token.limits}</td>
+                                        <td>{token.created}</td>
+                                        <td>{token.last_used.unwrap_or_else(|| "never".into())}</td>
+                                        <td class:expired=token.expired>
+                                            {match (token.expires, token.expired) {
+                                                (Some(at), true) => format!("expired {at}"),
+                                                (Some(at), false) => at,
+                                                (None, _) => "never".into(),
+                                            }}
+                                        </td>
+                                        <td>
+                                            {match token.revoked {
+                                                Some(at) => view! { <span class="muted">{format!("revoked {at}")}</span> }.into_any(),
+                                                None => view! {
+                                                    <Confirm
+                                                        ask="Revoke…"
+                                                        confirm=format!("Revoke `{}` now", token.name)
+                                                        keep="Keep it"
+                                                        on_confirm=Callback::new(move |()| {
+                                                            revoke.dispatch(RevokeAdminToken { id: id.get_value() });
+                                                        })
+                                                    />
+                                                }.into_any(),
+                                            }}
+                                        </td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }
+                .into_any()
+            },
+        )}
+        <section class="card">
+            <h2>"New token"</h2>
+            <div class="inline-form">
+                <label>
+                    "Name"
+                    <input type="text" name="token-name" placeholder="ci" prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) />
+                </label>
+                <label>
+                    "Expires after (days)"
+                    <input type="number" name="token-expiry" min="1" max="3650" placeholder="never" prop:value=move || days.get() on:input=move |ev| days.set(event_target_value(&ev)) />
+                </label>
+                <label>
+                    "Tenant"
+                    <select name="token-tenant" on:change=move |ev| tenant.set(event_target_value(&ev))>
+                        <option value="">"Every tenant"</option>
+                        {move || tenants.get().and_then(Result::ok).unwrap_or_default().into_iter().map(|t| {
+                            view! { <option value=t.slug.clone()>{t.slug.clone()}</option> }
+                        }).collect_view()}
+                    </select>
+                </label>
+                <label class="check">
+                    <input type="checkbox" name="token-read-only" prop:checked=move || read_only.get() on:change=move |ev| read_only.set(event_target_checked(&ev)) />
+                    "Read-only"
+                </label>
+                <button
+                    type="button"
+                    class="primary"
+                    disabled=move || create.pending().get()
+                    on:click=move |_| {
+                        create.dispatch(CreateAdminToken {
+                            name: name.get(),
+                            expires_in_days: days.get(),
+                            read_only: read_only.get(),
+                            tenant: tenant.get(),
+                        });
+                    }
+                >
+                    "Create token"
+                </button>
+            </div>
+            <ErrorNote error=action_error(create) />
+            <ErrorNote error=action_error(revoke) />
+        </section>
+    }
+}
