@@ -15,6 +15,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use crate::catalog::naming::exposed_name;
+use crate::catalog::visibility::Ceiling;
 use crate::model::{Name, SourceKind, Tag, TenantSlug, parse_tags, tag_strings};
 use crate::secret::SecretBox;
 use crate::store::overrides::{self, OverrideInput};
@@ -70,6 +71,9 @@ pub struct TenantConfig {
     /// Per-tool overrides, by default exposed name.
     #[serde(default)]
     pub tools: BTreeMap<String, OverrideInput>,
+    /// The owner's limit on the tags, sources and groups the tenant may use; left out = none.
+    #[serde(default, skip_serializing_if = "Ceiling::is_open")]
+    pub ceiling: Ceiling,
 }
 
 impl TenantConfig {
@@ -199,6 +203,7 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
             groups,
             meta_tool: tenant.meta_tool,
             tools,
+            ceiling: tenant.ceiling.clone(),
         });
     }
 
@@ -265,6 +270,21 @@ impl Document {
                     tenant.slug
                 )));
             }
+            let ceiling = &tenant.ceiling;
+            let refusal = tenant
+                .enabled_tags
+                .as_ref()
+                .and_then(|tags| ceiling.refuses_tags(tags.iter().map(Tag::as_str)));
+            let refusal = refusal.or_else(|| {
+                tenant
+                    .groups
+                    .iter()
+                    .filter(|(_, active)| **active)
+                    .find_map(|(g, _)| ceiling.refuses_group(g.as_str()))
+            });
+            if let Some(refusal) = refusal {
+                return Err(Error::Invalid(format!("tenants.{}: {refusal}", tenant.slug)));
+            }
         }
         Ok(())
     }
@@ -314,6 +334,7 @@ fn tenant_view(
         "groups": tenant.groups,
         "meta_tool": tenant.meta_tool,
         "tools": tools,
+        "ceiling": tenant.ceiling,
     }))
 }
 
@@ -493,15 +514,22 @@ pub async fn apply(
     let mut tenant_ids = current.tenant_ids.clone();
     for tenant in desired.tenants.iter().filter(|t| changed_any("tenant", t.slug.as_str())) {
         let enabled_tags = tenant.enabled_tags.as_deref().map(tag_strings);
+        let ceiling = &tenant.ceiling;
         let id = sqlx::query_scalar!(
-            "insert into tenant (slug, name, enabled_tags, meta_tool) values ($1, $2, $3, $4)
+            "insert into tenant (slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups)
+             values ($1, $2, $3, $4, $5, $6, $7)
              on conflict (slug) do update set
-                name = excluded.name, enabled_tags = excluded.enabled_tags, meta_tool = excluded.meta_tool
+                name = excluded.name, enabled_tags = excluded.enabled_tags, meta_tool = excluded.meta_tool,
+                ceiling_tags = excluded.ceiling_tags, ceiling_sources = excluded.ceiling_sources,
+                ceiling_groups = excluded.ceiling_groups
              returning id",
             tenant.slug.as_str(),
             tenant.name(),
             enabled_tags.as_deref(),
             tenant.meta_tool,
+            ceiling.tags.as_deref(),
+            ceiling.sources.as_deref(),
+            ceiling.groups.as_deref(),
         )
         .fetch_one(&mut *tx)
         .await?;

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use engine::catalog::visibility::Ceiling;
 use engine::catalog::{Catalog, CatalogOptions, Snapshot};
 use engine::model::{Name, SourceKind, Tag, TenantSlug};
 use engine::secret::SecretBox;
@@ -164,6 +165,54 @@ async fn a_tenant_owned_source_is_seen_by_its_tenant_only(pool: PgPool) {
     let snapshot = catalog(&pool).await.snapshot();
     assert_eq!(names(&snapshot, "owner"), ["p_secret-tool"]);
     assert!(names(&snapshot, "other").is_empty());
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_owners_ceiling_bounds_every_choice_of_the_tenant(pool: PgPool) {
+    let grouped = source(&pool, "demo", &["demo"], &[tool("echo", &[]), tool("extra", &[])]).await;
+    source(&pool, "sh", &["shell"], &[tool("run", &[])]).await;
+    source(&pool, "other", &["demo"], &[tool("ping", &[])]).await;
+    store::groups::put(&pool, &actor(), &name("more"), "Extras", false).await.unwrap();
+    store::groups::set_members(&pool, &actor(), &name("more"), &grouped[1..]).await.unwrap();
+    tenant(&pool, "globex", None).await;
+    let new = NewSource {
+        kind: SourceKind::Mcp,
+        name: name("own"),
+        prefix: "own".into(),
+        tags: tags(&["shell"]),
+        tenant: Some(slug("globex")),
+    };
+    store::sources::create(&pool, &actor(), &new).await.unwrap();
+    store::sources::sync_tools(&pool, &actor(), &name("own"), &[tool("mine", &[])]).await.unwrap();
+    let ceiling = Ceiling {
+        tags: Some(vec!["demo".into()]),
+        sources: Some(vec!["demo".into(), "sh".into()]),
+        groups: Some(vec![]),
+    };
+    let owner_sets = TenantUpdate { ceiling: Some(ceiling), ..Default::default() };
+    store::tenants::update(&pool, &actor(), &slug("globex"), owner_sets).await.unwrap();
+
+    // Beyond the ceiling, a choice is refused with what the owner allows.
+    let shell = TenantUpdate { enabled_tags: Some(Some(tags(&["demo", "shell"]))), ..Default::default() };
+    let refused = store::tenants::update(&pool, &actor(), &slug("globex"), shell).await.unwrap_err();
+    assert_eq!(refused.to_string(), "tag(s) shell are beyond what the owner allows this tenant (demo)");
+    let group = store::tenants::set_group(&pool, &actor(), &slug("globex"), &name("more"), Some(true)).await;
+    assert_eq!(group.unwrap_err().to_string(), "group `more` is beyond what the owner allows this tenant");
+    store::tenants::set_group(&pool, &actor(), &slug("globex"), &name("more"), Some(false)).await.unwrap();
+
+    // "Every tag" and the meta tool stay within it: `sh` is tagged shell, `other` is not an
+    // allowed source, `extra` is only in a group outside it; the tenant's own server is its own.
+    let every =
+        TenantUpdate { enabled_tags: Some(Some(vec![])), meta_tool: Some(true), ..Default::default() };
+    store::tenants::update(&pool, &actor(), &slug("globex"), every).await.unwrap();
+    let snapshot = catalog(&pool).await.snapshot();
+    assert_eq!(names(&snapshot, "globex"), ["demo_echo", "own_mine"]);
+    let view = snapshot.tenant("globex").unwrap();
+    assert!(view.groups.is_empty(), "the meta tool offers no group beyond the ceiling");
+    assert_eq!(view.equip(&["more".into()]).unwrap_err(), ["more"]);
+    let equipped = view.equip(&[]).unwrap();
+    let equipped: Vec<&str> = equipped.tools().iter().map(|t| t.exposed_name.as_str()).collect();
+    assert_eq!(equipped, ["demo_echo", "own_mine"]);
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

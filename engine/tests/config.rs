@@ -240,6 +240,32 @@ async fn a_kept_secret_does_not_follow_its_server_to_a_new_url(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_tenants_ceiling_round_trips_and_bounds_its_choices(pool: PgPool) {
+    let mut limited = example();
+    limited["tenants"][0]["ceiling"] =
+        json!({"tags": ["demo", "files"], "sources": ["everything"], "groups": ["math"]});
+    apply(&pool, limited.clone(), false).await.unwrap();
+    let exported = serde_json::to_value(config::export(&pool).await.unwrap()).unwrap();
+    assert_eq!(exported["tenants"][0]["ceiling"], limited["tenants"][0]["ceiling"]);
+    assert!(apply(&pool, exported, true).await.unwrap().is_empty(), "the export applies as no change");
+
+    let mut beyond = limited.clone();
+    beyond["tenants"][0]["enabled_tags"] = json!(["demo", "shell"]);
+    let refused = apply(&pool, beyond, true).await.unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "tenants.acme: tag(s) shell are beyond what the owner allows this tenant (demo, files)"
+    );
+    let mut group = limited.clone();
+    group["tenants"][0]["ceiling"]["groups"] = json!([]);
+    let refused = apply(&pool, group, true).await.unwrap_err();
+    assert_eq!(refused.to_string(), "tenants.acme: group `math` is beyond what the owner allows this tenant");
+    let mut typo = limited;
+    typo["tenants"][0]["ceiling"] = json!({"tag": ["demo"]});
+    assert!(serde_json::from_value::<Document>(typo).is_err(), "an unknown ceiling key is refused");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn what_the_document_leaves_out_is_removed(pool: PgPool) {
     apply(&pool, example(), false).await.unwrap();
     let mut fewer = serde_json::to_value(config::export(&pool).await.unwrap()).unwrap();

@@ -35,6 +35,23 @@ struct Admin {
     actor: Actor,
     /// Shown as the caller of test invocations.
     name: String,
+    /// Limited to one tenant (a tenant's token): such a caller chooses within the tenant's
+    /// ceiling, as a tenant administrator does, and cannot change it.
+    tenant_only: bool,
+}
+
+impl Admin {
+    /// Refuses a caller limited to one tenant what only owners may do.
+    fn owner_only(&self, what: &str) -> Result<(), Failure> {
+        if self.tenant_only {
+            return Err(Failure::new(problem(
+                StatusCode::FORBIDDEN,
+                "owners_only",
+                format!("only owners may {what}; this token is limited to one tenant"),
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// A failed admin request, answered as a problem document.
@@ -117,7 +134,8 @@ async fn require_admin(State(state): State<AppState>, mut request: Request, next
                 if let Some(refusal) = beyond_grant(&grant, request.method(), request.uri().path()) {
                     return refusal;
                 }
-                Admin { actor: Actor::token(&grant.name), name: format!("token:{}", grant.name) }
+                let tenant_only = grant.tenant.is_some();
+                Admin { actor: Actor::token(&grant.name), name: format!("token:{}", grant.name), tenant_only }
             }
             Ok(None) => {
                 return problem(
@@ -137,7 +155,7 @@ async fn require_admin(State(state): State<AppState>, mut request: Request, next
             };
             match signed_in(&session, &state.pool).await {
                 Ok(Some(user)) if user.role == Role::Owner => {
-                    Admin { actor: Actor::admin(&user.username), name: user.username }
+                    Admin { actor: Actor::admin(&user.username), name: user.username, tenant_only: false }
                 }
                 Ok(Some(_)) => {
                     return problem(

@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{get, post, put};
 use axum::{Extension, Json, Router};
+use engine::catalog::visibility::Ceiling;
 use engine::model::{Tag, TenantSlug};
 use engine::store::audit::AuditFilter;
 use engine::store::overrides::OverrideInput;
@@ -143,6 +144,8 @@ struct TenantEdit {
     #[serde(default, deserialize_with = "present")]
     enabled_tags: Option<Option<Vec<Tag>>>,
     meta_tool: Option<bool>,
+    /// The owner's limit on the tags, sources and groups the tenant may use.
+    ceiling: Option<Ceiling>,
 }
 
 /// Tells a key given as `null` (`Some(None)`) from a key left out (`None`).
@@ -156,7 +159,15 @@ async fn update_tenant(
     Path(slug): Path<String>,
     Body(body): Body<TenantEdit>,
 ) -> Answer {
-    let update = TenantUpdate { name: body.name, enabled_tags: body.enabled_tags, meta_tool: body.meta_tool };
+    if body.ceiling.is_some() {
+        admin.owner_only("set a tenant's ceiling")?;
+    }
+    let update = TenantUpdate {
+        name: body.name,
+        enabled_tags: body.enabled_tags,
+        meta_tool: body.meta_tool,
+        ceiling: body.ceiling,
+    };
     ok(store::tenants::update(&state.pool, &admin.actor, &tenant_slug(&slug)?, update).await?)
 }
 
@@ -165,6 +176,7 @@ async fn delete_tenant(
     Extension(admin): Extension<Admin>,
     Path(slug): Path<String>,
 ) -> Answer {
+    admin.owner_only("delete a tenant")?;
     store::tenants::delete(&state.pool, &admin.actor, &tenant_slug(&slug)?).await?;
     no_content()
 }

@@ -350,6 +350,7 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
     let tools_enabled = loaded.settings.tools_enabled && !force_tools_off;
     let group_default: HashMap<Uuid, bool> =
         loaded.groups.iter().map(|g| (g.id, g.active_by_default)).collect();
+    let group_name: HashMap<Uuid, &str> = loaded.groups.iter().map(|g| (g.id, g.name.as_str())).collect();
     let tenant_group: HashMap<(Uuid, Uuid), bool> =
         loaded.tenant_groups.iter().map(|&(t, g, active)| ((t, g), active)).collect();
     let mut overrides: HashMap<(Uuid, Uuid), &OverrideRow> = HashMap::new();
@@ -369,15 +370,22 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
         let whitelist = tenant.enabled_tags.as_ref().unwrap_or(&loaded.settings.default_tags);
         let mut visible = Vec::new();
         let mut equippable = Vec::new();
-        for base in bases.list.iter().filter(|b| tools_enabled && b.owner.is_none_or(|o| o == tenant.id)) {
+        let ceiling = &tenant.ceiling;
+        let allowed_group = |group: &Uuid| ceiling.admits_group(group_name[group]);
+        let within_ceiling = |base: &&Base| {
+            base.owner == Some(tenant.id) || ceiling.admits_tool(&base.tool.source_name, &base.tool.tags)
+        };
+        for base in bases
+            .list
+            .iter()
+            .filter(|b| tools_enabled && b.owner.is_none_or(|o| o == tenant.id))
+            .filter(within_ceiling)
+        {
             let ov = overrides.get(&(tenant.id, base.tool.tool_id)).copied();
             groups_active.clear();
-            groups_active.extend(
-                base.tool
-                    .groups
-                    .iter()
-                    .map(|g| tenant_group.get(&(tenant.id, *g)).copied().unwrap_or(group_default[g])),
-            );
+            groups_active.extend(base.tool.groups.iter().map(|g| {
+                allowed_group(g) && tenant_group.get(&(tenant.id, *g)).copied().unwrap_or(group_default[g])
+            }));
             let facts = Facts {
                 tools_enabled,
                 source_enabled: base.source_enabled,
@@ -391,12 +399,14 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
             // The meta tool lets a session choose its own groups: keep what passes every
             // other rule.
             let facts = Facts { groups_active: &[], ..facts };
-            if visibility::is_visible(&facts) && (in_active_group || tenant.meta_tool) {
+            let equippable_groups = base.tool.groups.is_empty() || base.tool.groups.iter().any(allowed_group);
+            if visibility::is_visible(&facts) && (in_active_group || (tenant.meta_tool && equippable_groups))
+            {
                 let tool = match ov {
                     Some(ov) => Arc::new(with_override(&base.tool, ov)),
                     None => base.tool.clone(),
                 };
-                if tenant.meta_tool {
+                if tenant.meta_tool && equippable_groups {
                     equippable.push(tool.clone());
                 }
                 if in_active_group {
@@ -407,7 +417,11 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
         let mut view = tenant_tools(tenant.id, &tenant.slug, tenant.meta_tool, visible);
         if tenant.meta_tool {
             view.equippable = equippable;
-            view.groups = groups.clone();
+            view.groups = if ceiling.groups.is_none() {
+                groups.clone()
+            } else {
+                Arc::new(groups.iter().filter(|g| ceiling.admits_group(&g.name)).cloned().collect())
+            };
         }
         tenants.insert(tenant.slug.clone(), Arc::new(view));
     }

@@ -7,7 +7,70 @@
 //!   of them is active for the tenant (group default, overridable per tenant);
 //! - a tenant's override can hide the tool;
 //! - a tool held back by pinning (its upstream definition changed and awaits approval, or it
-//!   is new and unreviewed) is not served.
+//!   is new and unreviewed) is not served;
+//! - the owner's ceiling for the tenant: a tool from a source outside it, or whose tags it
+//!   does not admit, is never visible, and a group outside it is never active — whatever the
+//!   tenant's own choices. The tenant's own servers are always within.
+
+use serde::{Deserialize, Serialize};
+
+/// The owner's limit on what a tenant may use; each `None` is no limit.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ceiling {
+    /// Tags the tenant may enable: a tagged tool needs one of them (an untagged tool always
+    /// passes, as with the whitelist); `[]` admits no tagged tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    /// Shared servers, built-in providers and external tool sets, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sources: Option<Vec<String>>,
+    /// Groups that may be active for the tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<String>>,
+}
+
+fn listed(list: &Option<Vec<String>>, name: &str) -> bool {
+    list.as_ref().is_none_or(|list| list.iter().any(|item| item == name))
+}
+
+impl Ceiling {
+    pub fn is_open(&self) -> bool {
+        self.tags.is_none() && self.sources.is_none() && self.groups.is_none()
+    }
+
+    /// Whether a tool of `source` (not the tenant's own) with `tags` is within.
+    pub fn admits_tool(&self, source: &str, tags: &[String]) -> bool {
+        listed(&self.sources, source)
+            && self
+                .tags
+                .as_ref()
+                .is_none_or(|allowed| tags.is_empty() || tags.iter().any(|t| allowed.contains(t)))
+    }
+
+    pub fn admits_group(&self, group: &str) -> bool {
+        listed(&self.groups, group)
+    }
+
+    /// Why enabling `tags` goes beyond the ceiling, if it does.
+    pub fn refuses_tags<'t>(&self, tags: impl IntoIterator<Item = &'t str>) -> Option<String> {
+        let allowed = self.tags.as_ref()?;
+        let beyond: Vec<&str> = tags.into_iter().filter(|tag| !allowed.iter().any(|a| a == tag)).collect();
+        (!beyond.is_empty()).then(|| {
+            format!(
+                "tag(s) {} are beyond what the owner allows this tenant ({})",
+                beyond.join(", "),
+                if allowed.is_empty() { "no tags".to_string() } else { allowed.join(", ") }
+            )
+        })
+    }
+
+    /// Why activating `group` goes beyond the ceiling, if it does.
+    pub fn refuses_group(&self, group: &str) -> Option<String> {
+        (!self.admits_group(group))
+            .then(|| format!("group `{group}` is beyond what the owner allows this tenant"))
+    }
+}
 
 /// Everything the decision depends on, for one tenant and one tool.
 #[derive(Debug, Clone, Copy)]

@@ -1,10 +1,12 @@
-//! Tenants: their tag whitelist, meta tool switch and group activations.
+//! Tenants: their tag whitelist, meta tool switch, group activations and the owner's ceiling
+//! over them (no tag or group beyond it can be chosen).
 
 use serde::Serialize;
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{Actor, Change, Error, Result, commit};
+use crate::catalog::visibility::Ceiling;
 use crate::model::{Name, Tag, TenantSlug, tag_strings};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -15,14 +17,43 @@ pub struct Tenant {
     /// `None` = the configured default tags; `Some([])` = every tag.
     pub enabled_tags: Option<Vec<String>>,
     pub meta_tool: bool,
+    pub ceiling: Ceiling,
 }
 
-/// What an edit sets; `None` fields stay as they are.
+/// A `tenant` row as selected by [`COLUMNS`].
+struct Row {
+    id: Uuid,
+    slug: String,
+    name: String,
+    enabled_tags: Option<Vec<String>>,
+    meta_tool: bool,
+    ceiling_tags: Option<Vec<String>>,
+    ceiling_sources: Option<Vec<String>>,
+    ceiling_groups: Option<Vec<String>>,
+}
+
+impl From<Row> for Tenant {
+    fn from(row: Row) -> Self {
+        let ceiling =
+            Ceiling { tags: row.ceiling_tags, sources: row.ceiling_sources, groups: row.ceiling_groups };
+        Tenant {
+            id: row.id,
+            slug: row.slug,
+            name: row.name,
+            enabled_tags: row.enabled_tags,
+            meta_tool: row.meta_tool,
+            ceiling,
+        }
+    }
+}
+
+/// What an edit sets; `None` fields stay as they are. Only owners may set `ceiling`.
 #[derive(Debug, Clone, Default)]
 pub struct TenantUpdate {
     pub name: Option<String>,
     pub enabled_tags: Option<Option<Vec<Tag>>>,
     pub meta_tool: Option<bool>,
+    pub ceiling: Option<Ceiling>,
 }
 
 fn check_name(name: &str) -> Result<()> {
@@ -35,19 +66,26 @@ fn check_name(name: &str) -> Result<()> {
 
 pub async fn get(db: impl PgExecutor<'_>, slug: &TenantSlug) -> Result<Tenant> {
     sqlx::query_as!(
-        Tenant,
-        "select id, slug, name, enabled_tags, meta_tool from tenant where slug = $1",
+        Row,
+        "select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups
+         from tenant where slug = $1",
         slug.as_str()
     )
     .fetch_optional(db)
     .await?
+    .map(Tenant::from)
     .ok_or_else(|| Error::NotFound(format!("tenant `{slug}`")))
 }
 
 pub async fn list(db: impl PgExecutor<'_>) -> sqlx::Result<Vec<Tenant>> {
-    sqlx::query_as!(Tenant, "select id, slug, name, enabled_tags, meta_tool from tenant order by slug")
-        .fetch_all(db)
-        .await
+    let rows = sqlx::query_as!(
+        Row,
+        "select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups
+         from tenant order by slug"
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(Tenant::from).collect())
 }
 
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %slug))]
@@ -55,14 +93,15 @@ pub async fn create(pool: &PgPool, actor: &Actor, slug: &TenantSlug, name: &str)
     check_name(name)?;
     let mut tx = pool.begin().await?;
     let tenant = sqlx::query_as!(
-        Tenant,
+        Row,
         "insert into tenant (slug, name) values ($1, $2) on conflict (slug) do nothing
-         returning id, slug, name, enabled_tags, meta_tool",
+         returning id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups",
         slug.as_str(),
         name,
     )
     .fetch_optional(&mut *tx)
     .await?
+    .map(Tenant::from)
     .ok_or_else(|| Error::Conflict(format!("a tenant `{slug}` already exists")))?;
     commit(tx, actor, Change::new("create", "tenant", slug).after(&tenant)).await?;
     Ok(tenant)
@@ -75,6 +114,9 @@ pub async fn update(pool: &PgPool, actor: &Actor, slug: &TenantSlug, update: Ten
     }
     let mut tx = pool.begin().await?;
     let before = get(&mut *tx, slug).await?;
+    // Tags chosen now must be within the ceiling; a narrowed ceiling leaves earlier choices,
+    // which the catalog bounds.
+    let choosing_tags = update.enabled_tags.is_some();
     let after = Tenant {
         name: update.name.unwrap_or_else(|| before.name.clone()),
         enabled_tags: match update.enabled_tags {
@@ -82,14 +124,27 @@ pub async fn update(pool: &PgPool, actor: &Actor, slug: &TenantSlug, update: Ten
             None => before.enabled_tags.clone(),
         },
         meta_tool: update.meta_tool.unwrap_or(before.meta_tool),
+        ceiling: update.ceiling.unwrap_or_else(|| before.ceiling.clone()),
         ..before.clone()
     };
+    if choosing_tags
+        && let Some(tags) = &after.enabled_tags
+        && let Some(refusal) = after.ceiling.refuses_tags(tags.iter().map(String::as_str))
+    {
+        return Err(Error::Invalid(refusal));
+    }
+    let ceiling = &after.ceiling;
     sqlx::query!(
-        "update tenant set name = $2, enabled_tags = $3, meta_tool = $4 where id = $1",
+        "update tenant set name = $2, enabled_tags = $3, meta_tool = $4, ceiling_tags = $5, ceiling_sources = $6,
+                           ceiling_groups = $7
+         where id = $1",
         before.id,
         after.name,
         after.enabled_tags.as_deref(),
         after.meta_tool,
+        ceiling.tags.as_deref(),
+        ceiling.sources.as_deref(),
+        ceiling.groups.as_deref(),
     )
     .execute(&mut *tx)
     .await?;
@@ -140,6 +195,11 @@ pub async fn set_group(
 ) -> Result<()> {
     let mut tx = pool.begin().await?;
     let tenant = get(&mut *tx, slug).await?;
+    if active == Some(true)
+        && let Some(refusal) = tenant.ceiling.refuses_group(group.as_str())
+    {
+        return Err(Error::Invalid(refusal));
+    }
     let group_id = sqlx::query_scalar!("select id from tool_group where name = $1", group.as_str())
         .fetch_optional(&mut *tx)
         .await?
