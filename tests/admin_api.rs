@@ -162,6 +162,27 @@ async fn admin_tokens_are_listed_limited_and_revoked(pool: PgPool) {
     assert_eq!(status(&acme, Method::POST, "/api/admin/v1/admin_tokens").await, StatusCode::FORBIDDEN);
     let refusal = json_of(client().get(app.url("/api/admin/v1/config")).bearer_auth(&acme)).await;
     assert_eq!(refusal["code"], "tenant_token", "{refusal}");
+    // It chooses within the owner's ceiling, like a tenant administrator, and cannot change it.
+    let patch = |token: &str, body: Value| {
+        client().patch(app.url("/api/admin/v1/tenants/acme")).bearer_auth(token).json(&body).send()
+    };
+    let ceiling = json!({"ceiling": {"tags": ["demo"]}});
+    assert_eq!(patch(&acme, ceiling.clone()).await.unwrap().status(), StatusCode::FORBIDDEN);
+    assert_eq!(patch(&owner, ceiling).await.unwrap().status(), StatusCode::OK);
+    let beyond = json_of(
+        client()
+            .patch(app.url("/api/admin/v1/tenants/acme"))
+            .bearer_auth(&acme)
+            .json(&json!({"enabled_tags": ["shell"]})),
+    )
+    .await;
+    assert_eq!(
+        beyond["detail"], "tag(s) shell are beyond what the owner allows this tenant (demo)",
+        "{beyond}"
+    );
+    let delete =
+        client().delete(app.url("/api/admin/v1/tenants/acme")).bearer_auth(&acme).send().await.unwrap();
+    assert_eq!(delete.status(), StatusCode::FORBIDDEN, "only owners delete a tenant");
 
     // The list shows limits and last use, in RFC 3339, and never a token.
     let listed = json_of(client().get(&tokens).bearer_auth(&owner)).await;

@@ -279,5 +279,27 @@ test('a tenant administrator sees and edits only its tenants', async () => {
   await open(jane, toolgate, '/servers');
   await jane.getByRole('alert').filter({ hasText: 'only owners may do this' }).waitFor();
   await jane.screenshot({ path: `${screenshots}/tenant-admin-servers.png` });
+
+  // The owner's ceiling: only the `files` tag and no group. Jane chooses within it.
+  await open(page, toolgate, '/tenants/acme');
+  await page.locator('input[name="limit-tags"]').check();
+  await page.locator('input[name="ceiling-tags"]').fill('files');
+  await page.locator('input[name="limit-groups"]').check();
+  await page.getByRole('button', { name: 'Save ceiling' }).click();
+  await page.getByText('Tags: files. Sources: every shared source. Groups: none.').waitFor();
+
+  await open(jane, toolgate, '/tenants/acme');
+  await jane.getByRole('heading', { name: 'What the owner allows' }).waitFor();
+  assert.equal(await jane.getByRole('button', { name: 'Save ceiling' }).count(), 0, 'only owners set the ceiling');
+  assert.equal(await jane.locator('input[data-tag="shell"]').count(), 0, 'a tag beyond the ceiling is not offered');
+  await jane.getByLabel('Every tag', { exact: true }).check();
+  await jane.getByRole('button', { name: 'Save tags' }).click();
+  const effective = jane.locator('table.effective-tools');
+  await effective.getByRole('cell', { name: 'write_text_file', exact: true }).waitFor();
+  assert.equal(await effective.getByRole('cell', { name: 'run_command', exact: true }).count(), 0, '"every tag" stays within the ceiling');
+  const picker = await jane.locator('select').filter({ has: jane.locator('option') }).last().innerText();
+  assert.ok(!picker.includes('run_command'), `the override picker offers only what the tenant may use: ${picker}`);
+  assert.equal(await jane.getByText('talk', { exact: true }).count(), 0, 'a group beyond the ceiling is not offered');
+  await jane.screenshot({ path: `${screenshots}/tenant-admin-ceiling.png`, fullPage: true });
   await context.close();
 });

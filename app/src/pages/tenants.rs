@@ -63,9 +63,23 @@ pub struct TenantView {
     pub approx_tokens: usize,
     pub conflicts: Vec<ConflictView>,
     pub keys: Vec<KeyView>,
-    /// Every tool the tenant could be given, for the override editor.
+    /// Every tool the tenant may use (shared within its ceiling, or its own), for the
+    /// override editor.
     pub catalog: Vec<CatalogEntry>,
     pub overrides: Vec<OverrideView>,
+    pub ceiling: CeilingView,
+    /// The viewer is an owner, who sets the ceiling.
+    pub owner_view: bool,
+    /// Shared sources by name, which a ceiling may list.
+    pub shared_sources: Vec<String>,
+}
+
+/// The owner's ceiling; each `None` is no limit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CeilingView {
+    pub tags: Option<Vec<String>>,
+    pub sources: Option<Vec<String>>,
+    pub groups: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -149,11 +163,20 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
             approx_tokens: t.approx_tokens(),
         })
         .collect();
-    let mut known_tags: Vec<String> = all_tools.iter().flat_map(|t| t.tags.iter().cloned()).collect();
+    let usable: Vec<_> =
+        all_tools.iter().filter(|t| tenant.may_use(t.tenant_id, &t.source, &t.tags)).collect();
+    let mut known_tags: Vec<String> = usable.iter().flat_map(|t| t.tags.iter().cloned()).collect();
     known_tags.extend(settings.default_tags.iter().cloned());
     known_tags.extend(tenant.enabled_tags.iter().flatten().cloned());
+    if let Some(allowed) = &tenant.ceiling.tags {
+        known_tags.retain(|tag| allowed.contains(tag));
+    }
     known_tags.sort();
     known_tags.dedup();
+    let mut shared_sources: Vec<String> =
+        all_tools.iter().filter(|t| t.tenant_id.is_none()).map(|t| t.source.clone()).collect();
+    shared_sources.sort();
+    shared_sources.dedup();
     let name_of = |id: uuid::Uuid| {
         all_tools
             .iter()
@@ -177,6 +200,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
             .await
             .map_err(store_error)?
             .into_iter()
+            .filter(|g| tenant.ceiling.admits_group(&g.group))
             .map(|g| GroupState {
                 name: g.group,
                 description: g.description,
@@ -214,7 +238,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
                 secret_presets: o.secret_presets,
             })
             .collect(),
-        catalog: all_tools
+        catalog: usable
             .iter()
             .map(|t| CatalogEntry {
                 id: t.id.to_string(),
@@ -223,6 +247,13 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
             })
             .collect(),
         known_tags,
+        shared_sources,
+        owner_view: caller.admin.role == engine::admin::Role::Owner,
+        ceiling: CeilingView {
+            tags: tenant.ceiling.tags.clone(),
+            sources: tenant.ceiling.sources.clone(),
+            groups: tenant.ceiling.groups.clone(),
+        },
         default_tags: settings.default_tags,
         enabled_tags: tenant.enabled_tags,
         meta_tool: tenant.meta_tool,
@@ -258,6 +289,39 @@ pub async fn save_tags(slug: String, mode: String, tags: String) -> Result<(), P
 }
 
 /// Sets a group for the tenant: `on`, `off`, or `default`.
+/// Sets the owner's ceiling: each list is comma-separated and applies only when its `limit_`
+/// switch is on (off: no limit).
+#[server]
+pub async fn save_ceiling(slug: String, form: CeilingForm) -> Result<(), PanelError> {
+    use engine::catalog::visibility::Ceiling;
+    use engine::store::tenants::TenantUpdate;
+
+    use crate::server::{comma_list, owner, state, store_error};
+    let caller = owner().await?;
+    let slug = caller.tenant(&slug)?;
+    let limit = |on: bool, list: &str| on.then(|| comma_list(list));
+    let ceiling = Ceiling {
+        tags: limit(form.limit_tags, &form.tags),
+        sources: limit(form.limit_sources, &form.sources),
+        groups: limit(form.limit_groups, &form.groups),
+    };
+    let update = TenantUpdate { ceiling: Some(ceiling), ..Default::default() };
+    engine::store::tenants::update(&state().pool, &caller.actor, &slug, update)
+        .await
+        .map_err(store_error)
+        .map(drop)
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CeilingForm {
+    pub limit_tags: bool,
+    pub tags: String,
+    pub limit_sources: bool,
+    pub sources: String,
+    pub limit_groups: bool,
+    pub groups: String,
+}
+
 #[server]
 pub async fn set_group(slug: String, group: String, state: String) -> Result<(), PanelError> {
     use crate::server::{caller, store_error};
@@ -458,7 +522,9 @@ pub fn TenantPage() -> impl IntoView {
     let clear_override = ServerAction::<ClearOverride>::new();
     let create_key = ServerAction::<CreateKey>::new();
     let revoke_key = ServerAction::<RevokeKey>::new();
+    let save_ceiling = ServerAction::<SaveCeiling>::new();
     let changes = [
+        succeeded(save_ceiling),
         succeeded(save_tags),
         succeeded(set_group),
         succeeded(set_meta),
@@ -479,6 +545,7 @@ pub fn TenantPage() -> impl IntoView {
             move |t| {
                 view! {
                     <h1>{t.name.clone()} " " <span class="muted small">{t.slug.clone()}</span></h1>
+                    <CeilingCard tenant=t.clone() action=save_ceiling />
                     <TagToggles tenant=t.clone() action=save_tags />
                     <GroupToggles tenant=t.clone() action=set_group meta=set_meta />
                     <EffectiveTools tenant=t.clone() />
@@ -488,6 +555,89 @@ pub fn TenantPage() -> impl IntoView {
             },
         )}
     }
+}
+
+/// What the owner allows the tenant: editable by owners, shown to tenant administrators.
+#[component]
+fn CeilingCard(tenant: TenantView, action: ServerAction<SaveCeiling>) -> impl IntoView {
+    let ceiling = tenant.ceiling.clone();
+    let shown = |list: &Option<Vec<String>>, every: &str| match list {
+        None => every.to_string(),
+        Some(list) if list.is_empty() => "none".to_string(),
+        Some(list) => list.join(", "),
+    };
+    let summary = format!(
+        "Tags: {}. Sources: {}. Groups: {}.",
+        shown(&ceiling.tags, "every tag"),
+        shown(&ceiling.sources, "every shared source"),
+        shown(&ceiling.groups, "every group")
+    );
+    if !tenant.owner_view {
+        return view! {
+            <section class="card">
+                <h2>"What the owner allows"</h2>
+                <p class="ceiling-summary">{summary}</p>
+                <p class="muted">"Your choices below stay within this; the tenant's own servers are always allowed."</p>
+            </section>
+        }
+        .into_any();
+    }
+    let field = |list: &Option<Vec<String>>| {
+        (RwSignal::new(list.is_some()), RwSignal::new(list.clone().unwrap_or_default().join(", ")))
+    };
+    let (limit_tags, tags) = field(&ceiling.tags);
+    let (limit_sources, sources) = field(&ceiling.sources);
+    let (limit_groups, groups) = field(&ceiling.groups);
+    let row = move |label: &'static str,
+                    name: &'static str,
+                    hint: String,
+                    limit: RwSignal<bool>,
+                    list: RwSignal<String>| {
+        view! {
+            <div class="inline-form">
+                <label class="check">
+                    <input type="checkbox" name=format!("limit-{name}") prop:checked=move || limit.get() on:change=move |ev| limit.set(event_target_checked(&ev)) />
+                    {label}
+                </label>
+                <input type="text" name=format!("ceiling-{name}") placeholder=hint prop:disabled=move || !limit.get() prop:value=move || list.get() on:input=move |ev| list.set(event_target_value(&ev)) />
+            </div>
+        }
+    };
+    let slug = tenant.slug.clone();
+    view! {
+        <section class="card">
+            <h2>"Ceiling"</h2>
+            <p class="muted">
+                "What this tenant may use at all; its administrators choose within it. A limit with an empty list allows none; the tenant's own servers are always allowed. Now: "
+                {summary}
+            </p>
+            {row("Only the tags", "tags", "demo, files".into(), limit_tags, tags)}
+            {row("Only the shared sources", "sources", tenant.shared_sources.join(", "), limit_sources, sources)}
+            {row("Only the groups", "groups", "math".into(), limit_groups, groups)}
+            <div class="actions">
+                <button
+                    type="button"
+                    class="primary"
+                    disabled=move || action.pending().get()
+                    on:click=move |_| {
+                        let form = CeilingForm {
+                            limit_tags: limit_tags.get(),
+                            tags: tags.get(),
+                            limit_sources: limit_sources.get(),
+                            sources: sources.get(),
+                            limit_groups: limit_groups.get(),
+                            groups: groups.get(),
+                        };
+                        action.dispatch(SaveCeiling { slug: slug.clone(), form });
+                    }
+                >
+                    "Save ceiling"
+                </button>
+            </div>
+            <ErrorNote error=action_error(action) />
+        </section>
+    }
+    .into_any()
 }
 
 #[component]
@@ -580,7 +730,8 @@ fn GroupToggles(
             <h2>"Groups"</h2>
             <p class="muted">"A tool in groups is visible when at least one of its groups is active; a tool in no group is unaffected."</p>
             {if tenant.groups.is_empty() {
-                view! { <p class="muted">"No group is defined."</p> }.into_any()
+                let none = if tenant.ceiling.groups.is_some() { "The owner allows no group here." } else { "No group is defined." };
+                view! { <p class="muted">{none}</p> }.into_any()
             } else {
                 view! {
                     <table class="grid">

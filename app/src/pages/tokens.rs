@@ -158,6 +158,7 @@ pub fn TokensPage() -> impl IntoView {
         )}
         <section class="card">
             <h2>"New token"</h2>
+            {loaded(tenants, move |tenants| view! {
             <div class="inline-form">
                 <label>
                     "Name"
@@ -171,9 +172,7 @@ pub fn TokensPage() -> impl IntoView {
                     "Tenant"
                     <select name="token-tenant" on:change=move |ev| tenant.set(event_target_value(&ev))>
                         <option value="">"Every tenant"</option>
-                        {move || tenants.get().and_then(Result::ok).unwrap_or_default().into_iter().map(|t| {
-                            view! { <option value=t.slug.clone()>{t.slug.clone()}</option> }
-                        }).collect_view()}
+                        {tenants.into_iter().map(|t| { let label = t.slug.clone(); view! { <option value=t.slug>{label}</option> } }).collect_view()}
                     </select>
                 </label>
                 <label class="check">
@@ -196,6 +195,7 @@ pub fn TokensPage() -> impl IntoView {
                     "Create token"
                 </button>
             </div>
+            })}
             <ErrorNote error=action_error(create) />
             <ErrorNote error=action_error(revoke) />
         </section>

@@ -372,14 +372,10 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
         let mut equippable = Vec::new();
         let ceiling = &tenant.ceiling;
         let allowed_group = |group: &Uuid| ceiling.admits_group(group_name[group]);
-        let within_ceiling = |base: &&Base| {
-            base.owner == Some(tenant.id) || ceiling.admits_tool(&base.tool.source_name, &base.tool.tags)
-        };
         for base in bases
             .list
             .iter()
-            .filter(|b| tools_enabled && b.owner.is_none_or(|o| o == tenant.id))
-            .filter(within_ceiling)
+            .filter(|b| tools_enabled && tenant.may_use(b.owner, &b.tool.source_name, &b.tool.tags))
         {
             let ov = overrides.get(&(tenant.id, base.tool.tool_id)).copied();
             groups_active.clear();

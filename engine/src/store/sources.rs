@@ -281,12 +281,14 @@ pub struct ToolRecord {
     /// A changed upstream definition awaits approval.
     pub pending: bool,
     pub groups: Vec<String>,
+    /// The tenant that owns the tool's source; `None`: shared.
+    pub tenant_id: Option<Uuid>,
 }
 
 /// Every tool of every source, by exposed name.
 pub async fn tools(pool: &PgPool) -> Result<Vec<ToolRecord>> {
     let rows = sqlx::query!(
-        r#"select t.id, s.name as source, s.kind, s.enabled, s.prefix, t.upstream_name, t.description,
+        r#"select t.id, s.name as source, s.kind, s.enabled, s.prefix, s.tenant_id, t.upstream_name, t.description,
                   array(select distinct unnest(t.tags || s.tags) order by 1) as "tags!",
                   t.held, exists (select from tool_pending_definition p where p.tool_id = t.id) as "pending!",
                   array(select g.name from tool_group_member m join tool_group g on g.id = m.group_id
@@ -310,6 +312,7 @@ pub async fn tools(pool: &PgPool) -> Result<Vec<ToolRecord>> {
             held: r.held,
             pending: r.pending,
             groups: r.groups,
+            tenant_id: r.tenant_id,
         })
         .collect();
     tools.sort_by(|a, b| a.exposed_name.cmp(&b.exposed_name));

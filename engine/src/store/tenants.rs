@@ -20,6 +20,18 @@ pub struct Tenant {
     pub ceiling: Ceiling,
 }
 
+impl Tenant {
+    /// Whether the tenant may use a tool of `source` with `tags`, `owner` being the tenant
+    /// that owns the source if one does: its own sources always, another tenant's never, a
+    /// shared one when its ceiling admits it.
+    pub fn may_use(&self, owner: Option<Uuid>, source: &str, tags: &[String]) -> bool {
+        match owner {
+            Some(owner) => owner == self.id,
+            None => self.ceiling.admits_tool(source, tags),
+        }
+    }
+}
+
 /// A `tenant` row as selected by [`COLUMNS`].
 struct Row {
     id: Uuid,
