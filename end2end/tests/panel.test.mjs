@@ -154,8 +154,10 @@ test('a tenant: tag toggles change the effective tool list; keys are shown once 
   const in30days = new Date(Date.now() + 30 * 86400e3).toISOString().slice(0, 10);
   await page.locator('td', { hasText: in30days }).waitFor();
   await page.screenshot({ path: `${screenshots}/tenant.png`, fullPage: true });
-  await page.getByRole('button', { name: 'Revoke' }).click();
+  await page.getByRole('button', { name: 'Revoke…' }).click();
+  await page.getByRole('button', { name: 'Revoke `ci` now' }).click();
   await page.locator('tr.revoked').waitFor();
+  assert.equal(await page.locator('figure.new-key').count(), 0, 'a revoked key is no longer shown');
   await page.reload();
   assert.equal(await page.locator('figure.new-key').count(), 0, 'a key is never shown again');
 });

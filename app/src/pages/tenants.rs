@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
 
-use super::ui::{ErrorNote, SecretOnce, action_error, loaded, succeeded};
+use super::ui::{Confirm, ErrorNote, ExpiryCell, SecretOnce, action_error, loaded, succeeded};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1016,6 +1016,7 @@ fn Keys(
                         .into_iter()
                         .map(|k| {
                             let id = k.id.clone();
+                            let confirm = format!("Revoke `{}` now", k.name);
                             view! {
                                 <tr class:revoked=k.revoked>
                                     <td>{k.name}</td>
@@ -1024,23 +1025,22 @@ fn Keys(
                                     </td>
                                     <td>{k.created}</td>
                                     <td>{k.last_used.unwrap_or_else(|| "never".into())}</td>
-                                    <td class:expired=k.expired>
-                                        {match (k.expires, k.expired) {
-                                            (Some(at), true) => format!("expired {at}"),
-                                            (Some(at), false) => at,
-                                            (None, _) => "never".into(),
-                                        }}
-                                    </td>
+                                    <ExpiryCell expires=k.expires expired=k.expired />
                                     <td>
                                         {if k.revoked {
                                             view! { <span class="muted">"revoked"</span> }.into_any()
                                         } else {
                                             view! {
-                                                <button type="button" class="danger" on:click=move |_| {
-                                                    revoke.dispatch(RevokeKey { slug: slug.get_value(), id: id.clone() });
-                                                }>
-                                                    "Revoke"
-                                                </button>
+                                                <Confirm
+                                                    ask="Revoke…"
+                                                    confirm=confirm
+                                                    keep="Keep it"
+                                                    on_confirm=Callback::new(move |()| {
+                                                        // A key just made and now revoked is no longer shown.
+                                                        create.value().set(None);
+                                                        revoke.dispatch(RevokeKey { slug: slug.get_value(), id: id.clone() });
+                                                    })
+                                                />
                                             }
                                                 .into_any()
                                         }}

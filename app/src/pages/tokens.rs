@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use super::tenants::list_tenants;
-use super::ui::{Confirm, ErrorNote, SecretOnce, action_error, loaded, succeeded};
+use super::ui::{Confirm, ErrorNote, ExpiryCell, SecretOnce, action_error, loaded, succeeded};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -125,13 +125,7 @@ pub fn TokensPage() -> impl IntoView {
                                         <td>{token.limits}</td>
                                         <td>{token.created}</td>
                                         <td>{token.last_used.unwrap_or_else(|| "never".into())}</td>
-                                        <td class:expired=token.expired>
-                                            {match (token.expires, token.expired) {
-                                                (Some(at), true) => format!("expired {at}"),
-                                                (Some(at), false) => at,
-                                                (None, _) => "never".into(),
-                                            }}
-                                        </td>
+                                        <ExpiryCell expires=token.expires expired=token.expired />
                                         <td>
                                             {match token.revoked {
                                                 Some(at) => view! { <span class="muted">{format!("revoked {at}")}</span> }.into_any(),

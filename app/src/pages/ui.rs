@@ -28,6 +28,17 @@ pub fn JsonBlock(value: Value, #[prop(optional, into)] label: Option<String>) ->
     }
 }
 
+/// When a key or token expires (or expired), or "never", as a table cell.
+#[component]
+pub fn ExpiryCell(expires: Option<String>, expired: bool) -> impl IntoView {
+    let text = match expires {
+        Some(at) if expired => format!("expired {at}"),
+        Some(at) => at,
+        None => "never".into(),
+    };
+    view! { <td class:expired=expired>{text}</td> }
+}
+
 /// A secret just made (an API key, an admin token), shown this once with a copy button.
 #[component]
 pub fn SecretOnce(what: &'static str, secret: String) -> impl IntoView {
