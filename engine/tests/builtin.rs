@@ -94,6 +94,8 @@ async fn write_view_insert_and_list_within_the_tenant_folder() {
     assert_eq!(text(&edited), "1: one\n2: one and a half\n3: two\n4: THREE");
 
     let listing = sandbox.ok("acme", "list_directory", json!({})).await;
+    let empty_path = sandbox.ok("acme", "list_directory", json!({"path": ""})).await;
+    assert_eq!(empty_path.structured.unwrap()["entries"], listing.structured.as_ref().unwrap()["entries"]);
     let entries = listing.structured.unwrap()["entries"].clone();
     assert_eq!(
         (entries[0]["name"].as_str(), entries[0]["type"].as_str()),

@@ -75,9 +75,10 @@ fn io_error(path: &str, err: std::io::Error) -> ToolError {
     }
 }
 
-/// Refuses what is never a path inside a folder, with a message saying why.
+/// Refuses what is never a path inside a folder, with a message saying why; an empty path is
+/// the folder itself.
 fn relative(path: &str) -> Result<&Path, ToolError> {
-    let relative = Path::new(path);
+    let relative = Path::new(if path.is_empty() { "." } else { path });
     if relative.is_absolute() {
         return Err(ToolError::tool(format!(
             "`{path}`: absolute paths are not allowed; give a path inside your folder"
