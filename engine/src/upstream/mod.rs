@@ -513,7 +513,9 @@ impl Slot {
     }
 
     /// Rediscovers whenever a server on revision 2026-07-28 says its tools changed, for as long
-    /// as its `subscriptions/listen` stream lasts.
+    /// as its `subscriptions/listen` stream lasts — and once when the stream opens: the revision
+    /// replays nothing, so a change between the first discovery and the acknowledgment would
+    /// otherwise be missed.
     async fn follow_changes(&self, peer: &Peer<RoleClient>) {
         let advertised = peer.peer_info().is_some_and(|info| {
             info.capabilities.tools.as_ref().is_some_and(|tools| tools.list_changed == Some(true))
@@ -531,6 +533,7 @@ impl Slot {
                 return;
             }
         };
+        self.discover(peer, &self.member_names()).await;
         while let Ok(Some(notification)) = subscription.next().await {
             if matches!(notification, ServerNotification::ToolListChangedNotification(_)) {
                 tracing::info!(servers = %self.label(), "upstream tool list changed; rediscovering");
