@@ -614,8 +614,7 @@ async fn a_legacy_sse_server_is_tested_called_and_reconnected(pool: PgPool) {
     let port = free_port();
     let mut child = server_everything_sse(port);
     let url = format!("http://127.0.0.1:{port}/sse");
-    let mut server = http_server("evx", url.clone());
-    server.transport = Transport::Sse;
+    let server = servers::ServerConfig::sse(name("evx"), url.clone());
 
     let endpoint = Endpoint {
         transport: Transport::Sse,

@@ -27,6 +27,8 @@ pub struct ServerSummary {
     pub tool_count: usize,
     /// Tools held back or with a definition change awaiting approval.
     pub awaiting: usize,
+    /// The MCP revision its connection speaks, once connected.
+    pub protocol: Option<String>,
 }
 
 /// The registration form, as typed.
@@ -103,6 +105,7 @@ mod ssr {
                         (true, None) => "connecting".into(),
                     },
                     last_error: connection.and_then(|c| c.last_error.clone()),
+                    protocol: connection.and_then(|c| c.protocol.clone()),
                     tool_count: own_tools.len(),
                     awaiting: own_tools.iter().filter(|t| t.held || t.pending).count(),
                     name,
@@ -609,6 +612,7 @@ pub fn ServerPage() -> impl IntoView {
                     <p class="muted">
                         {d.summary.transport.clone()} " · " {d.summary.target.clone()} " · scope: "
                         {d.summary.scope.clone()}
+                        {d.summary.protocol.clone().map(|revision| format!(" · MCP {revision}"))}
                     </p>
                     {d.summary.last_error.clone().map(|e| view! { <p class="error">"Last error: " {e}</p> })}
                     <PendingChanges pending=d.pending.clone() run />

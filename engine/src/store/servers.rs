@@ -128,6 +128,12 @@ impl ServerConfig {
         ServerConfig { url: Some(url.into()), ..Self::new(name, Transport::StreamableHttp) }
     }
 
+    /// A shared legacy HTTP+SSE server (`url` is its SSE stream) with every other setting at
+    /// its default.
+    pub fn sse(name: Name, url: impl Into<String>) -> Self {
+        ServerConfig { url: Some(url.into()), ..Self::new(name, Transport::Sse) }
+    }
+
     /// A shared stdio server with every other setting at its default.
     pub fn stdio(name: Name, command: impl Into<String>, args: Vec<String>) -> Self {
         ServerConfig { command: Some(command.into()), args, ..Self::new(name, Transport::Stdio) }

@@ -110,6 +110,8 @@ pub struct Health {
     pub last_error: Option<String>,
     /// Seconds since the last successful contact.
     pub last_seen_secs: Option<f64>,
+    /// The MCP revision the connection speaks (`2026-07-28`, or a handshake-era one).
+    pub protocol: Option<String>,
 }
 
 /// What `test_connection` reports before a server is saved.
@@ -892,6 +894,11 @@ impl Upstreams {
                     status: if degraded { Status::Degraded } else { state.status },
                     last_error: member.discovery_error.clone().or_else(|| state.last_error.clone()),
                     last_seen_secs: state.last_seen.map(|t| t.elapsed().as_secs_f64()),
+                    protocol: state
+                        .peer
+                        .as_ref()
+                        .and_then(|peer| peer.peer_info())
+                        .map(|info| info.protocol_version.to_string()),
                 });
             }
         }

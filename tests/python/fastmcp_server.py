@@ -1,0 +1,44 @@
+"""A FastMCP 4 server, as people write them, for Toolgate to front as an upstream.
+
+Usage: fastmcp_server.py <http|sse> <port>
+`http` is streamable HTTP at /mcp (FastMCP 4 speaks revision 2026-07-28 there and the
+handshake era for older clients); `sse` is the legacy HTTP+SSE transport at /sse.
+"""
+
+import sys
+
+from fastmcp import Context, FastMCP
+from fastmcp.exceptions import ToolError
+
+server = FastMCP("fastmcp-upstream")
+
+
+@server.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool
+def weather(city: str) -> dict:
+    """The weather in a city, as structured content."""
+    return {"city": city, "temperature": 21, "conditions": "sunny"}
+
+
+@server.tool
+async def count(to: int, ctx: Context) -> str:
+    """Count up, reporting progress."""
+    for step in range(1, to + 1):
+        await ctx.report_progress(step, to)
+    return f"counted to {to}"
+
+
+@server.tool
+def refuse(reason: str) -> str:
+    """Always fails with a tool error."""
+    raise ToolError(f"refused: {reason}")
+
+
+if __name__ == "__main__":
+    transport, port = sys.argv[1], int(sys.argv[2])
+    server.run(transport=transport, host="127.0.0.1", port=port, show_banner=False)

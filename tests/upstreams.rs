@@ -1,0 +1,119 @@
+//! Toolgate in front of the MCP servers people run: a FastMCP 4 server over streamable HTTP
+//! and over the legacy HTTP+SSE transport — on both, Toolgate's `server/discover` finds that
+//! it speaks revision 2026-07-28 (server-everything's SSE mode, which does not, is in
+//! `engine/tests/upstream.rs`). Each is registered, discovered, and called through Toolgate by an rmcp client:
+//! a plain result, structured content, progress-reporting work and a tool error.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{ListChangedCounter, TestApp, tenant_key, venv_program};
+use engine::model::Name;
+use engine::secret::SecretBox;
+use engine::store::servers::ServerConfig;
+use engine::store::{self, Actor};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use tokio::process::{Child, Command};
+
+/// Starts `tests/python/fastmcp_server.py` on a free port; returns it and the port.
+async fn fastmcp(transport: &str) -> (Child, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let server = Command::new(venv_program("python"))
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/fastmcp_server.py"))
+        .args([transport, &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(Instant::now() < deadline, "FastMCP never listened on {port}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    (server, port)
+}
+
+/// Registers `server` (named `fm`), waits for its tools, checks the revision its connection
+/// speaks (as the admin API reports it), and calls each tool through Toolgate.
+async fn fronted(pool: PgPool, server: ServerConfig, revision: &str) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    let secrets = SecretBox::from_key(&[0; 32]).unwrap();
+    store::servers::create(&pool, &secrets, &Actor::system(), &server).await.unwrap();
+
+    let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(&key);
+    let client = ListChangedCounter::default()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let names: Vec<String> =
+            client.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
+        if ["fm_add", "fm_weather", "fm_count", "fm_refuse"].iter().all(|n| names.iter().any(|m| m == n)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "FastMCP's tools never appeared: {names:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let token = common::admin_token(&pool, "upstreams").await;
+    let detail =
+        common::json_of(reqwest::Client::new().get(app.url("/api/admin/v1/servers/fm")).bearer_auth(&token))
+            .await;
+    assert_eq!(detail["connections"][0]["protocol"], revision, "{detail}");
+
+    let call = |name: &str, arguments: Value| {
+        let request = CallToolRequestParams::new(name.to_string())
+            .with_arguments(arguments.as_object().unwrap().clone());
+        client.call_tool(request)
+    };
+    let text = |result: &rmcp::model::CallToolResult| {
+        result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<String>()
+    };
+
+    let added = call("fm_add", json!({"a": 2, "b": 40})).await.unwrap();
+    assert_eq!((added.is_error, text(&added).as_str()), (Some(false), "42"), "{added:?}");
+    let weather = call("fm_weather", json!({"city": "Lyon"})).await.unwrap();
+    assert_eq!(weather.structured_content.as_ref().unwrap()["temperature"], 21, "{weather:?}");
+    let counted = call("fm_count", json!({"to": 3})).await.unwrap();
+    assert_eq!(text(&counted), "counted to 3");
+    let refused = call("fm_refuse", json!({"reason": "no"})).await.unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text(&refused).contains("refused: no"),
+        "the upstream's tool error reaches the caller: {refused:?}"
+    );
+    let wrong = call("fm_add", json!({"a": "two"})).await.unwrap();
+    assert_eq!(wrong.is_error, Some(true), "arguments that break the schema are a tool error");
+    client.cancel().await.unwrap();
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_fastmcp_4_server_over_streamable_http(pool: PgPool) {
+    let (_server, port) = fastmcp("http").await;
+    fronted(
+        pool,
+        ServerConfig::http(Name::parse("fm").unwrap(), format!("http://127.0.0.1:{port}/mcp")),
+        "2026-07-28",
+    )
+    .await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_fastmcp_4_server_over_legacy_sse(pool: PgPool) {
+    let (_server, port) = fastmcp("sse").await;
+    fronted(
+        pool,
+        ServerConfig::sse(Name::parse("fm").unwrap(), format!("http://127.0.0.1:{port}/sse")),
+        "2026-07-28",
+    )
+    .await;
+}
