@@ -60,8 +60,9 @@ $with_test && npm_install tests/corpus
 
 # Python tools for the tests and benchmarks, in a virtualenv outside the clone: schemathesis
 # (fuzzes the REST API from its OpenAPI document), the `mcp` SDK (an independent MCP client,
-# and the benchmark's Python upstream), FastMCP 4 (an upstream as people write them), the LLM providers' SDKs (their types judge the
-# rendered schemas) and the Python servers of the schema corpus. Reinstalled when the
+# and the benchmark's Python upstream), FastMCP 4 (an upstream as people write them), the LLM
+# providers' SDKs (their types judge the rendered schemas) and the Python servers of the
+# schema corpus. Reinstalled when the
 # requirements change.
 if $with_python && [[ tools/python/requirements.txt -nt "$TOOLGATE_VENV/.installed" ]]; then
     python3 -m venv "$TOOLGATE_VENV"
