@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
 
-use super::ui::{Confirm, ErrorNote, ExpiryCell, SecretOnce, action_error, loaded, succeeded};
+use super::ui::{Confirm, ErrorNote, ExpiryCell, SecretOnce, action_error, grid, loaded, succeeded};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -456,39 +456,19 @@ pub fn TenantsPage() -> impl IntoView {
         {loaded(
             tenants,
             |tenants| {
-                if tenants.is_empty() {
-                    return view! { <p class="muted">"No tenant yet."</p> }.into_any();
-                }
-                view! {
-                    <table class="grid">
-                        <thead>
-                            <tr>
-                                <th>"Tenant"</th>
-                                <th>"Name"</th>
-                                <th>"Visible tools"</th>
-                                <th>"Active keys"</th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            {tenants
-                                .into_iter()
-                                .map(|t| {
-                                    view! {
-                                        <tr>
-                                            <td>
-                                                <a href=format!("/tenants/{}", t.slug)>{t.slug.clone()}</a>
-                                            </td>
-                                            <td>{t.name}</td>
-                                            <td>{t.tools}</td>
-                                            <td>{t.keys}</td>
-                                        </tr>
-                                    }
-                                })
-                                .collect_view()}
-                        </tbody>
-                    </table>
-                }
+                grid(tenants, "No tenant yet.", &["Tenant", "Name", "Visible tools", "Active keys"], |t| {
+                    view! {
+                        <tr>
+                            <td>
+                                <a href=format!("/tenants/{}", t.slug)>{t.slug.clone()}</a>
+                            </td>
+                            <td>{t.name}</td>
+                            <td>{t.tools}</td>
+                            <td>{t.keys}</td>
+                        </tr>
+                    }
                     .into_any()
+                })
             },
         )}
         <section class="card form-card">

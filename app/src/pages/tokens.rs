@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use super::tenants::list_tenants;
-use super::ui::{Confirm, ErrorNote, ExpiryCell, SecretOnce, action_error, loaded, succeeded};
+use super::ui::{Confirm, ErrorNote, ExpiryCell, SecretOnce, action_error, grid, loaded, succeeded};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,54 +100,35 @@ pub fn TokensPage() -> impl IntoView {
         {loaded(
             tokens,
             move |tokens| {
-                if tokens.is_empty() {
-                    return view! { <p class="muted">"No admin token yet."</p> }.into_any();
-                }
-                view! {
-                    <table class="grid">
-                        <thead>
-                            <tr>
-                                <th>"Name"</th>
-                                <th>"May"</th>
-                                <th>"Created"</th>
-                                <th>"Last used"</th>
-                                <th>"Expires"</th>
-                                <th></th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            {tokens.into_iter().map(|token| {
-                                let id = StoredValue::new(token.id.clone());
-                                let revoked = token.revoked.is_some();
-                                view! {
-                                    <tr class:revoked=revoked>
-                                        <td>{token.name.clone()}</td>
-                                        <td>{token.limits}</td>
-                                        <td>{token.created}</td>
-                                        <td>{token.last_used.unwrap_or_else(|| "never".into())}</td>
-                                        <ExpiryCell expires=token.expires expired=token.expired />
-                                        <td>
-                                            {match token.revoked {
-                                                Some(at) => view! { <span class="muted">{format!("revoked {at}")}</span> }.into_any(),
-                                                None => view! {
-                                                    <Confirm
-                                                        ask="Revoke…"
-                                                        confirm=format!("Revoke `{}` now", token.name)
-                                                        keep="Keep it"
-                                                        on_confirm=Callback::new(move |()| {
-                                                            revoke.dispatch(RevokeAdminToken { id: id.get_value() });
-                                                        })
-                                                    />
-                                                }.into_any(),
-                                            }}
-                                        </td>
-                                    </tr>
-                                }
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                }
-                .into_any()
+                grid(tokens, "No admin token yet.", &["Name", "May", "Created", "Last used", "Expires", ""], move |token| {
+                    let id = StoredValue::new(token.id.clone());
+                    let revoked = token.revoked.is_some();
+                    view! {
+                        <tr class:revoked=revoked>
+                            <td>{token.name.clone()}</td>
+                            <td>{token.limits}</td>
+                            <td>{token.created}</td>
+                            <td>{token.last_used.unwrap_or_else(|| "never".into())}</td>
+                            <ExpiryCell expires=token.expires expired=token.expired />
+                            <td>
+                                {match token.revoked {
+                                    Some(at) => view! { <span class="muted">{format!("revoked {at}")}</span> }.into_any(),
+                                    None => view! {
+                                        <Confirm
+                                            ask="Revoke…"
+                                            confirm=format!("Revoke `{}` now", token.name)
+                                            keep="Keep it"
+                                            on_confirm=Callback::new(move |()| {
+                                                revoke.dispatch(RevokeAdminToken { id: id.get_value() });
+                                            })
+                                        />
+                                    }.into_any(),
+                                }}
+                            </td>
+                        </tr>
+                    }
+                    .into_any()
+                })
             },
         )}
         <section class="card">

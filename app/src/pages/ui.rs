@@ -28,6 +28,28 @@ pub fn JsonBlock(value: Value, #[prop(optional, into)] label: Option<String>) ->
     }
 }
 
+/// A table of `rows` under `headers` (an empty heading for an actions column), or `empty`
+/// when there are none.
+pub fn grid<T>(
+    rows: Vec<T>,
+    empty: &'static str,
+    headers: &'static [&'static str],
+    row: impl Fn(T) -> AnyView,
+) -> AnyView {
+    if rows.is_empty() {
+        return view! { <p class="muted">{empty}</p> }.into_any();
+    }
+    view! {
+        <table class="grid">
+            <thead>
+                <tr>{headers.iter().map(|header| view! { <th>{*header}</th> }).collect_view()}</tr>
+            </thead>
+            <tbody>{rows.into_iter().map(row).collect_view()}</tbody>
+        </table>
+    }
+    .into_any()
+}
+
 /// When a key or token expires (or expired), or "never", as a table cell.
 #[component]
 pub fn ExpiryCell(expires: Option<String>, expired: bool) -> impl IntoView {
