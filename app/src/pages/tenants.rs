@@ -6,7 +6,9 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
 
-use super::ui::{Confirm, ErrorNote, ExpiryCell, SecretOnce, action_error, grid, loaded, succeeded};
+use super::ui::{
+    Confirm, ErrorNote, ExpiryCell, NameAndExpiry, SecretOnce, action_error, grid, loaded, succeeded,
+};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1032,14 +1034,7 @@ fn Keys(
                 </tbody>
             </table>
             <div class="inline-form">
-                <label>
-                    "Key name"
-                    <input type="text" name="key-name" placeholder="production" prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) />
-                </label>
-                <label>
-                    "Expires after (days)"
-                    <input type="number" name="key-expiry" min="1" max="3650" placeholder="never" prop:value=move || days.get() on:input=move |ev| days.set(event_target_value(&ev)) />
-                </label>
+                <NameAndExpiry what="key" label="Key name" placeholder="production" name days />
                 <button
                     type="button"
                     class="primary"

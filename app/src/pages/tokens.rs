@@ -6,7 +6,9 @@ use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use super::tenants::list_tenants;
-use super::ui::{Confirm, ErrorNote, ExpiryCell, SecretOnce, action_error, grid, loaded, succeeded};
+use super::ui::{
+    Confirm, ErrorNote, ExpiryCell, NameAndExpiry, SecretOnce, action_error, grid, loaded, succeeded,
+};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -135,14 +137,7 @@ pub fn TokensPage() -> impl IntoView {
             <h2>"New token"</h2>
             {loaded(tenants, move |tenants| view! {
             <div class="inline-form">
-                <label>
-                    "Name"
-                    <input type="text" name="token-name" placeholder="ci" prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) />
-                </label>
-                <label>
-                    "Expires after (days)"
-                    <input type="number" name="token-expiry" min="1" max="3650" placeholder="never" prop:value=move || days.get() on:input=move |ev| days.set(event_target_value(&ev)) />
-                </label>
+                <NameAndExpiry what="token" label="Name" placeholder="ci" name days />
                 <label>
                     "Tenant"
                     <select name="token-tenant" on:change=move |ev| tenant.set(event_target_value(&ev))>

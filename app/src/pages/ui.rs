@@ -50,6 +50,28 @@ pub fn grid<T>(
     .into_any()
 }
 
+/// The name and expiry fields of a new key or token (`what`: `key`, `token`), named
+/// `<what>-name` and `<what>-expiry`; the expiry is whole days, empty for never.
+#[component]
+pub fn NameAndExpiry(
+    what: &'static str,
+    label: &'static str,
+    placeholder: &'static str,
+    name: RwSignal<String>,
+    days: RwSignal<String>,
+) -> impl IntoView {
+    view! {
+        <label>
+            {label}
+            <input type="text" name=format!("{what}-name") placeholder=placeholder prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) />
+        </label>
+        <label>
+            "Expires after (days)"
+            <input type="number" name=format!("{what}-expiry") min="1" max="3650" placeholder="never" prop:value=move || days.get() on:input=move |ev| days.set(event_target_value(&ev)) />
+        </label>
+    }
+}
+
 /// When a key or token expires (or expired), or "never", as a table cell.
 #[component]
 pub fn ExpiryCell(expires: Option<String>, expired: bool) -> impl IntoView {
