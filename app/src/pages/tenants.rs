@@ -7,7 +7,8 @@ use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
 
 use super::ui::{
-    Confirm, ErrorNote, ExpiryCell, NameAndExpiry, SecretOnce, action_error, grid, loaded, succeeded,
+    Confirm, ErrorNote, ExpiryCell, NameAndExpiry, SaveButton, SecretOnce, action_error, grid, loaded,
+    succeeded,
 };
 use crate::error::PanelError;
 
@@ -596,26 +597,21 @@ fn CeilingCard(tenant: TenantView, action: ServerAction<SaveCeiling>) -> impl In
             {row("Only the tags", "tags", "demo, files".into(), limit_tags, tags)}
             {row("Only the shared sources", "sources", tenant.shared_sources.join(", "), limit_sources, sources)}
             {row("Only the groups", "groups", "math".into(), limit_groups, groups)}
-            <div class="actions">
-                <button
-                    type="button"
-                    class="primary"
-                    disabled=move || action.pending().get()
-                    on:click=move |_| {
-                        let form = CeilingForm {
-                            limit_tags: limit_tags.get(),
-                            tags: tags.get(),
-                            limit_sources: limit_sources.get(),
-                            sources: sources.get(),
-                            limit_groups: limit_groups.get(),
-                            groups: groups.get(),
-                        };
-                        action.dispatch(SaveCeiling { slug: slug.clone(), form });
-                    }
-                >
-                    "Save ceiling"
-                </button>
-            </div>
+            <SaveButton
+                label="Save ceiling"
+                pending=action.pending()
+                on_click=Callback::new(move |()| {
+                    let form = CeilingForm {
+                        limit_tags: limit_tags.get(),
+                        tags: tags.get(),
+                        limit_sources: limit_sources.get(),
+                        sources: sources.get(),
+                        limit_groups: limit_groups.get(),
+                        groups: groups.get(),
+                    };
+                    action.dispatch(SaveCeiling { slug: slug.clone(), form });
+                })
+            />
             <ErrorNote error=action_error(action) />
         </section>
     }
@@ -682,18 +678,13 @@ fn TagToggles(tenant: TenantView, action: ServerAction<SaveTags>) -> impl IntoVi
                     })
                     .collect_view()}
             </div>
-            <div class="actions">
-                <button
-                    type="button"
-                    class="primary"
-                    disabled=move || action.pending().get()
-                    on:click=move |_| {
-                        action.dispatch(SaveTags { slug: slug.clone(), mode: mode.get().into(), tags: chosen.get().join(",") });
-                    }
-                >
-                    "Save tags"
-                </button>
-            </div>
+            <SaveButton
+                label="Save tags"
+                pending=action.pending()
+                on_click=Callback::new(move |()| {
+                    action.dispatch(SaveTags { slug: slug.clone(), mode: mode.get().into(), tags: chosen.get().join(",") });
+                })
+            />
             <ErrorNote error=action_error(action) />
         </section>
     }

@@ -72,6 +72,22 @@ pub fn NameAndExpiry(
     }
 }
 
+/// A form's primary button, in its actions row, disabled while `pending`.
+#[component]
+pub fn SaveButton(
+    label: &'static str,
+    #[prop(into)] pending: Signal<bool>,
+    on_click: Callback<()>,
+) -> impl IntoView {
+    view! {
+        <div class="actions">
+            <button type="button" class="primary" disabled=move || pending.get() on:click=move |_| on_click.run(())>
+                {label}
+            </button>
+        </div>
+    }
+}
+
 /// When a key or token expires (or expired), or "never", as a table cell.
 #[component]
 pub fn ExpiryCell(expires: Option<String>, expired: bool) -> impl IntoView {
