@@ -62,12 +62,20 @@ $with_test && npm_install tests/corpus
 # (fuzzes the REST API from its OpenAPI document), the `mcp` SDK (an independent MCP client,
 # and the benchmark's Python upstream), FastMCP 4 (an upstream as people write them), the LLM
 # providers' SDKs (their types judge the rendered schemas) and the Python servers of the
-# schema corpus. Reinstalled when the
-# requirements change.
-if $with_python && [[ tools/python/requirements.txt -nt "$TOOLGATE_VENV/.installed" ]]; then
-    python3 -m venv "$TOOLGATE_VENV"
-    "$TOOLGATE_VENV/bin/pip" install --quiet --disable-pip-version-check -r tools/python/requirements.txt
-    touch "$TOOLGATE_VENV/.installed"
+# schema corpus. Reinstalled when the requirements change.
+# The `mcp` 1.x client of the compatibility matrix needs a virtualenv of its own
+# (`<TOOLGATE_VENV>-mcp1`, from requirements-mcp1.txt).
+python_venv() {
+    local venv=$1 requirements=$2
+    if [[ $requirements -nt "$venv/.installed" ]]; then
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+        touch "$venv/.installed"
+    fi
+}
+if $with_python; then
+    python_venv "$TOOLGATE_VENV" tools/python/requirements.txt
+    python_venv "$TOOLGATE_VENV-mcp1" tools/python/requirements-mcp1.txt
 fi
 
 # cargo-fuzz, for the bounded fuzzing runs of the test suite (stable toolchain, no sanitizer).

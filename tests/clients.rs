@@ -12,7 +12,7 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{start_process, venv_program};
+use common::{start_process, venv_program, venv_program_of};
 use engine::model::{Name, Tag, TenantSlug};
 use engine::secret::SecretBox;
 use engine::store::servers::ServerConfig;
@@ -107,6 +107,14 @@ async fn python_mcp_2_in_auto_mode(pool: PgPool) {
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn python_mcp_2_in_legacy_mode(pool: PgPool) {
     row_passes(pool, python("legacy")).await;
+}
+
+/// The 1.x line (`mcp` 1.30), still the most installed: the handshake era only.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn python_mcp_1(pool: PgPool) {
+    let mut command = Command::new(venv_program_of("mcp1", "python"));
+    command.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/mcp1_client.py"));
+    row_passes(pool, command).await;
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

@@ -179,8 +179,15 @@ pub fn start_process(command: &str, pool: &PgPool) -> toolgate_bench::ToolgatePr
 
 /// A program of the test virtualenv (`TOOLGATE_VENV`, installed by `make test`).
 pub fn venv_program(name: &str) -> std::path::PathBuf {
+    venv_program_of("", name)
+}
+
+/// A program of the virtualenv `<TOOLGATE_VENV>-<variant>` (one per Python package line that
+/// cannot share the main one; `""` is the main one), installed by `make test`.
+pub fn venv_program_of(variant: &str, name: &str) -> std::path::PathBuf {
     let venv = std::env::var("TOOLGATE_VENV")
         .unwrap_or_else(|_| format!("{}/.cache/toolgate/venv", std::env::var("HOME").unwrap()));
+    let venv = if variant.is_empty() { venv } else { format!("{venv}-{variant}") };
     let program = std::path::PathBuf::from(venv).join("bin").join(name);
     assert!(
         program.exists(),
