@@ -3,7 +3,7 @@
 //! Each row lists, calls (a file written and read back), reads structured content, gets
 //! progress, answers an elicitation and a sampling request relayed from the upstream, and hears
 //! `tools/list_changed` after an admin change (the tenant keeps only the `files` tag, so
-//! `run_command` goes). The clients are scripts (`tests/python/mcp_client.py`,
+//! `run_command` goes). The clients are scripts (`tests/python/mcp_client.py`, `mcp1_client.py`,
 //! `end2end/support/mcp-client-*.mjs`) that print `listening` when they wait for that change
 //! and `ok: ...` when every cell passed.
 
