@@ -150,20 +150,19 @@ pub fn CopyButton(text: String) -> impl IntoView {
 
 /// Writes `text` to the clipboard; false where the browser has none for this page (it needs
 /// a secure context) or refused.
+#[cfg(feature = "hydrate")]
 async fn copy_to_clipboard(text: &str) -> bool {
-    #[cfg(feature = "hydrate")]
-    {
-        let navigator = window().navigator();
-        if !js_sys::Reflect::has(&navigator, &"clipboard".into()).unwrap_or(false) {
-            return false;
-        }
-        wasm_bindgen_futures::JsFuture::from(navigator.clipboard().write_text(text)).await.is_ok()
+    let navigator = window().navigator();
+    if !js_sys::Reflect::has(&navigator, &"clipboard".into()).unwrap_or(false) {
+        return false;
     }
-    #[cfg(not(feature = "hydrate"))]
-    {
-        let _ = text;
-        false
-    }
+    wasm_bindgen_futures::JsFuture::from(navigator.clipboard().write_text(text)).await.is_ok()
+}
+
+/// On the server a click never happens.
+#[cfg(not(feature = "hydrate"))]
+async fn copy_to_clipboard(_: &str) -> bool {
+    false
 }
 
 /// The error of the last run of an action, if it failed.

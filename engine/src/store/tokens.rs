@@ -75,9 +75,9 @@ pub async fn create(pool: &PgPool, actor: &Actor, new: &NewToken) -> Result<(Adm
         Some(slug) => Some(super::tenants::get(&mut *tx, slug).await?.id),
         None => None,
     };
-    let id = sqlx::query_scalar!(
+    let made = sqlx::query!(
         "insert into admin_token (name, token_hash, expires_at, read_only, tenant_id)
-         values ($1, $2, $3, $4, $5) returning id",
+         values ($1, $2, $3, $4, $5) returning id, created_at",
         new.name,
         hash(&secret),
         new.expires_at,
@@ -86,7 +86,16 @@ pub async fn create(pool: &PgPool, actor: &Actor, new: &NewToken) -> Result<(Adm
     )
     .fetch_one(&mut *tx)
     .await?;
-    let token = get(&mut *tx, id).await?;
+    let token = AdminToken {
+        id: made.id,
+        name: new.name.clone(),
+        created_at: made.created_at,
+        expires_at: new.expires_at,
+        last_used_at: None,
+        revoked_at: None,
+        read_only: new.read_only,
+        tenant: new.tenant.as_ref().map(TenantSlug::to_string),
+    };
     commit(tx, actor, Change::new("create_admin_token", "admin_token", token.id).after(&token)).await?;
     Ok((token, secret))
 }
@@ -122,14 +131,15 @@ async fn get(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<AdminToken> {
 pub async fn revoke(pool: &PgPool, actor: &Actor, id: Uuid) -> Result<AdminToken> {
     let mut tx = pool.begin().await?;
     let before = get(&mut *tx, id).await?;
-    let revoked =
-        sqlx::query!("update admin_token set revoked_at = now() where id = $1 and revoked_at is null", id)
-            .execute(&mut *tx)
-            .await?;
-    if revoked.rows_affected() == 0 {
-        return Err(Error::NotFound(format!("active admin token {id}")));
-    }
-    let after = get(&mut *tx, id).await?;
+    let revoked_at = sqlx::query_scalar!(
+        r#"update admin_token set revoked_at = now() where id = $1 and revoked_at is null
+           returning revoked_at as "revoked_at!""#,
+        id
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| Error::NotFound(format!("active admin token {id}")))?;
+    let after = AdminToken { revoked_at: Some(revoked_at), ..before.clone() };
     commit(tx, actor, Change::new("revoke_admin_token", "admin_token", id).before(&before).after(&after))
         .await?;
     Ok(after)
