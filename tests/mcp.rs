@@ -317,13 +317,11 @@ impl ClientHandler for Answering {
     }
 }
 
-/// Tenant `acme` (its key returned) with the `Asking` upstream registered as `up`.
-async fn with_asking_upstream(pool: &PgPool, legacy: bool) -> String {
-    let key = tenant_with_key(pool, "acme").await;
-    let asking = Asking { legacy };
-    let service: rmcp::transport::streamable_http_server::StreamableHttpService<Asking, _> =
+/// Serves `handler` over streamable HTTP on loopback and registers it as server `name`.
+async fn register_upstream<S: rmcp::ServerHandler + Clone>(pool: &PgPool, name: &str, handler: S) {
+    let service: rmcp::transport::streamable_http_server::StreamableHttpService<S, _> =
         rmcp::transport::streamable_http_server::StreamableHttpService::new(
-            move || Ok(asking.clone()),
+            move || Ok(handler.clone()),
             rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default().into(),
             Default::default(),
         );
@@ -332,9 +330,14 @@ async fn with_asking_upstream(pool: &PgPool, legacy: bool) -> String {
     tokio::spawn(
         async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await },
     );
-    let server = engine::store::servers::ServerConfig::http(engine::model::Name::parse("up").unwrap(), url);
-    let secrets = engine::secret::SecretBox::from_key(&[0; 32]).unwrap();
-    store::servers::create(pool, &secrets, &Actor::system(), &server).await.unwrap();
+    let server = engine::store::servers::ServerConfig::http(engine::model::Name::parse(name).unwrap(), url);
+    store::servers::create(pool, &common::secret_box(), &Actor::system(), &server).await.unwrap();
+}
+
+/// Tenant `acme` (its key returned) with the `Asking` upstream registered as `up`.
+async fn with_asking_upstream(pool: &PgPool, legacy: bool) -> String {
+    let key = tenant_with_key(pool, "acme").await;
+    register_upstream(pool, "up", Asking { legacy }).await;
     key
 }
 
@@ -514,4 +517,145 @@ async fn a_client_on_2026_07_28_hears_of_changes_on_subscriptions_listen(pool: P
         "{notification:?}"
     );
     assert!(!names(&client).await.contains(&"run_command".to_string()));
+}
+
+/// An upstream on 2026-07-28 whose `execute_sql` mirrors `region` into the `Mcp-Param-Region`
+/// header (`x-mcp-header`, SEP-2243). rmcp's server refuses a call whose `Mcp-Name` or
+/// `Mcp-Param-*` headers are missing or differ from the body (-32020), and the tool answers
+/// with the header it got.
+#[derive(Clone)]
+struct Regional;
+
+impl Regional {
+    fn tool() -> rmcp::model::Tool {
+        serde_json::from_value(json!({
+            "name": "execute_sql",
+            "description": "Runs SQL in one region",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "region": {"type": "string", "description": "Where to run", "x-mcp-header": "Region"},
+                    "query": {"type": "string"}
+                },
+                "required": ["region", "query"]
+            }
+        }))
+        .unwrap()
+    }
+}
+
+impl rmcp::ServerHandler for Regional {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(rmcp::model::ServerCapabilities::builder().enable_tools().build())
+    }
+
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        Some(Self::tool()).filter(|tool| tool.name == name)
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<rmcp::model::PaginatedRequestParams>,
+        _: rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        Ok(rmcp::model::ListToolsResult::with_all_items(vec![Self::tool()]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let headers = &context.extensions.get::<axum::http::request::Parts>().unwrap().headers;
+        let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap().to_string());
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let text = format!(
+            "{} {} (Mcp-Name {:?}, Mcp-Param-Region {:?})",
+            arguments["region"].as_str().unwrap_or("?"),
+            arguments["query"].as_str().unwrap_or("?"),
+            header("mcp-name"),
+            header("mcp-param-region"),
+        );
+        Ok(rmcp::model::CallToolResponse::Complete(rmcp::model::CallToolResult::success(vec![
+            rmcp::model::ContentBlock::text(text),
+        ])))
+    }
+}
+
+/// A tenant renames an upstream tool and presets its header-mirrored parameter: the client
+/// neither sees the parameter nor its annotation, and the upstream still gets its own tool
+/// name in `Mcp-Name` and the preset value in `Mcp-Param-Region`. The list is marked as the
+/// tenant's own (`cacheScope: private`) and never fresh for a fixed time (`ttlMs: 0`).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_preset_parameter_mirrored_in_a_header_reaches_a_renamed_upstream_tool(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_with_key(&pool, "acme").await;
+    register_upstream(&pool, "db", Regional).await;
+    let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.clone());
+    let client = ListChangedCounter::default()
+        .serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), current_client())
+        .await
+        .unwrap();
+    let listed = async |name: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let page = client.peer().list_tools(None).await.unwrap();
+            if let Some(tool) = page.tools.iter().find(|t| t.name == name) {
+                return (page.clone(), tool.clone());
+            }
+            assert!(Instant::now() < deadline, "`{name}` was never listed");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let (page, offered) = listed("db_execute_sql").await;
+    assert_eq!((page.ttl_ms, page.cache_scope), (Some(0), Some(rmcp::model::CacheScope::Private)));
+    let offered = serde_json::to_value(&offered.input_schema).unwrap();
+    assert_eq!(offered["properties"]["region"], json!({"type": "string", "description": "Where to run"}));
+
+    let tool_id: uuid::Uuid = sqlx::query_scalar("select id from tool where upstream_name = 'execute_sql'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let renamed = store::overrides::OverrideInput {
+        name: Some("run_sql".into()),
+        presets: json!({"region": "eu-west1"}).as_object().cloned().unwrap(),
+        ..Default::default()
+    };
+    let acme = TenantSlug::parse("acme").unwrap();
+    store::overrides::set(&pool, &common::secret_box(), &Actor::system(), &acme, tool_id, &renamed)
+        .await
+        .unwrap();
+    let (_, offered) = listed("run_sql").await;
+    assert!(offered.input_schema.get("properties").unwrap().get("region").is_none(), "{offered:?}");
+
+    let args = json!({"query": "select 1"}).as_object().cloned().unwrap();
+    let ran = client.call_tool(CallToolRequestParams::new("run_sql").with_arguments(args)).await.unwrap();
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    assert_eq!(
+        ran.content[0].as_text().unwrap().text,
+        r#"eu-west1 select 1 (Mcp-Name Some("execute_sql"), Mcp-Param-Region Some("eu-west1"))"#
+    );
+}
+
+/// DNS rebinding: a request naming a host that is neither loopback nor one of Toolgate's public
+/// hosts is refused, even with a valid key (the conformance suite checks this without a key, so
+/// only this test shows that the key does not open the door).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_request_for_a_foreign_host_is_refused_even_with_a_key(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = common::tenant_key(&app, &pool).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}
+    }});
+    let post = |host: String| {
+        reqwest::Client::new()
+            .post(app.url("/mcp/acme"))
+            .bearer_auth(&key)
+            .header("host", host)
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize)
+            .send()
+    };
+    assert_eq!(post(app.address.to_string()).await.unwrap().status(), 200);
+    assert_eq!(post("evil.example.com".into()).await.unwrap().status(), 403);
 }

@@ -6,12 +6,10 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{ListChangedCounter, TestApp, tenant_key, venv_program};
 use engine::model::Name;
-use engine::secret::SecretBox;
 use engine::store::servers::ServerConfig;
 use engine::store::{self, Actor};
 use rmcp::ServiceExt;
@@ -20,25 +18,11 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
-/// Starts `tests/python/fastmcp_server.py` on a free port; returns it and the port.
+/// Starts `tests/python/fastmcp_server.py` on `transport`; returns it and its port.
 async fn fastmcp(transport: &str) -> (Child, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let server = Command::new(venv_program("python"))
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/fastmcp_server.py"))
-        .args([transport, &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(Instant::now() < deadline, "FastMCP never listened on {port}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    (server, port)
+    common::python_server(venv_program("python"), "fastmcp_server.py", &[transport]).await
 }
 
 /// Registers `server` (named `fm`), waits for its tools, checks the revision its connection
@@ -46,8 +30,7 @@ async fn fastmcp(transport: &str) -> (Child, u16) {
 async fn fronted(pool: PgPool, server: ServerConfig, revision: &str) {
     let app = TestApp::spawn(pool.clone()).await;
     let key = tenant_key(&app, &pool).await;
-    let secrets = SecretBox::from_key(&[0; 32]).unwrap();
-    store::servers::create(&pool, &secrets, &Actor::system(), &server).await.unwrap();
+    store::servers::create(&pool, &common::secret_box(), &Actor::system(), &server).await.unwrap();
 
     let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(&key);
     let client = ListChangedCounter::default()

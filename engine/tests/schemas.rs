@@ -417,6 +417,20 @@ fn output_schemas_are_served_without_their_metadata_like_input_schemas() {
     assert_eq!(rendered["outputSchema"], json!({"type": "object", "properties": {"n": {"type": "integer"}}}));
 }
 
+/// `x-mcp-header` (revision 2026-07-28) tells an MCP client which HTTP header mirrors a
+/// parameter: transport metadata for Toolgate's own upstream client, nothing for an LLM — it
+/// is dropped, not turned into a note in the description.
+#[test]
+fn a_parameters_header_annotation_is_dropped_without_a_note() {
+    let input = json!({"type": "object", "properties": {
+        "region": {"type": "string", "description": "Where to run", "x-mcp-header": "Region"}
+    }});
+    for provider in Provider::ALL {
+        let normalized = normalize(&input, provider, false).unwrap();
+        assert_eq!(normalized["properties"]["region"], json!({"type": "string", "description": "Where to run"}));
+    }
+}
+
 /// zod-to-json-schema points a repeated schema at its first use (`#/properties/...`), as
 /// server-sequential-thinking publishes it.
 #[test]

@@ -31,7 +31,7 @@ use engine::exec::{CallHooks, CallRequest, CallResult, ExecError, Executor};
 use engine::schema::Provider;
 use engine::tool::{Caller, ClientRelay, RelayFuture, ToolOutput};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, JsonObject,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, JsonObject,
     ListToolsResult, LoggingLevel, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
     ServerCapabilities, ServerConfig, ServerNotification, ServerRequest, SetLevelRequestParams,
     SubscriptionFilter, Tool,
@@ -366,6 +366,14 @@ fn mcp_result(output: ToolOutput) -> Result<CallToolResult, serde_json::Error> {
     Ok(result)
 }
 
+/// A `tools/list` answer with its cache hints (SEP-2549): the list is the tenant's, so no
+/// shared cache may keep it, and it can change at any moment (an admin's change reaches the
+/// gateway in milliseconds), so it is never fresh for a fixed time — clients that want to know
+/// hear `list_changed`.
+fn tool_list(tools: Vec<Tool>) -> ListToolsResult {
+    ListToolsResult::with_all_items(tools).with_ttl_ms(0).with_cache_scope(CacheScope::Private)
+}
+
 fn not_authenticated() -> ErrorData {
     ErrorData::invalid_request("the request carries no tenant authentication", None)
 }
@@ -522,7 +530,7 @@ impl ServerHandler for Gateway {
     ) -> Result<ListToolsResult, ErrorData> {
         let access = access(&context.extensions).ok_or_else(not_authenticated)?;
         let Some((view, equipped)) = self.view(&access.tenant) else {
-            return Ok(ListToolsResult::with_all_items(Vec::new()));
+            return Ok(tool_list(Vec::new()));
         };
         let mut tools = if equipped {
             self.rendered.render(view.tools())
@@ -532,7 +540,7 @@ impl ServerHandler for Gateway {
         if offers_meta_tool(&view, &context) {
             tools.extend(meta_tool(&view.groups));
         }
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(tool_list(tools))
     }
 
     async fn call_tool(

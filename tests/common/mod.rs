@@ -202,3 +202,48 @@ pub async fn admin_token(pool: &PgPool, name: &str) -> String {
     let new = engine::store::tokens::NewToken { name: name.into(), ..Default::default() };
     engine::store::tokens::create(pool, &engine::store::Actor::cli(), &new).await.unwrap().1
 }
+
+/// A secret box for registering servers from a test: any key does, as their configurations
+/// carry no secrets.
+pub fn secret_box() -> engine::secret::SecretBox {
+    engine::secret::SecretBox::from_key(&[0; 32]).unwrap()
+}
+
+/// Waits until the tenant of `key` lists `tool` over REST at Toolgate's `url`.
+pub async fn until_listed(url: &str, key: &str, tool: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed =
+            reqwest::Client::new().get(format!("{url}/api/v1/tools")).bearer_auth(key).send().await.unwrap();
+        if listed.status() == 200 && listed.text().await.unwrap().contains(tool) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{tool} was never listed");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Starts the MCP server `tests/python/<script>` with `python`, its arguments `args` and a free
+/// port last; returns it (killed when dropped) once it listens, and the port.
+pub async fn python_server(
+    python: std::path::PathBuf,
+    script: &str,
+    args: &[&str],
+) -> (tokio::process::Child, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let server = tokio::process::Command::new(python)
+        .arg(format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR")))
+        .args(args)
+        .arg(port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(std::time::Instant::now() < deadline, "{script} never listened on {port}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    (server, port)
+}

@@ -271,11 +271,13 @@ impl Normaliser {
         for keyword in rejected {
             let value = node.remove(&keyword).expect("key listed above");
             match keyword.as_str() {
-                // Only metadata: a title stands in for a missing description, $schema/$id go.
+                // Only metadata: a title stands in for a missing description, $schema/$id go,
+                // and so does `x-mcp-header` (which HTTP header an MCP client mirrors the value
+                // into: Toolgate's own upstream client sends it, the LLM has no use for it).
                 "title" if !node.contains_key("description") => {
                     node.insert("description".into(), value);
                 }
-                "title" | "$schema" | "$id" | "$comment" => {}
+                "title" | "$schema" | "$id" | "$comment" | "x-mcp-header" => {}
                 _ => notes.push(format!("{keyword}: {}", compact(&value))),
             }
         }
