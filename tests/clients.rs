@@ -3,18 +3,17 @@
 //! Each row lists, calls (a file written and read back), reads structured content, gets
 //! progress, answers an elicitation and a sampling request relayed from the upstream, and hears
 //! `tools/list_changed` after an admin change (the tenant keeps only the `files` tag, so
-//! `run_command` goes). The clients are scripts (`tests/python/mcp_client.py`, `mcp1_client.py`,
+//! `run_command` goes); a client that offers no way to answer or to listen gets a clear refusal
+//! and sees the change in its next listing. The clients are scripts (`tests/python/*_client.py`,
 //! `end2end/support/mcp-client-*.mjs`) that print `listening` when they wait for that change
 //! and `ok: ...` when every cell passed.
 
 mod common;
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use common::{start_process, venv_program, venv_program_of};
 use engine::model::{Name, Tag, TenantSlug};
-use engine::secret::SecretBox;
 use engine::store::servers::ServerConfig;
 use engine::store::tenants::TenantUpdate;
 use engine::store::{self, Actor};
@@ -39,9 +38,8 @@ async fn row_passes(pool: PgPool, mut client: Command) {
     let key = store::keys::create(&pool, &Actor::system(), &acme, "test", None).await.unwrap().1;
     let everything =
         ServerConfig::stdio(Name::parse("ev").unwrap(), "node", vec![server_everything(), "stdio".into()]);
-    let secrets = SecretBox::from_key(&[0; 32]).unwrap();
-    store::servers::create(&pool, &secrets, &Actor::system(), &everything).await.unwrap();
-    until_listed(&toolgate.url, &key, "ev_echo").await;
+    store::servers::create(&pool, &common::secret_box(), &Actor::system(), &everything).await.unwrap();
+    common::until_listed(&toolgate.url, &key, "ev_echo").await;
 
     let mut client = client
         .arg(format!("{}/mcp/acme", toolgate.url))
@@ -69,24 +67,17 @@ async fn row_passes(pool: PgPool, mut client: Command) {
     assert!(stdout.contains("\nok: "), "{stdout}");
 }
 
-/// Waits until the tenant of `key` lists `tool` over REST.
-async fn until_listed(url: &str, key: &str, tool: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let listed =
-            reqwest::Client::new().get(format!("{url}/api/v1/tools")).bearer_auth(key).send().await.unwrap();
-        if listed.status() == 200 && listed.text().await.unwrap().contains(tool) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{tool} was never listed");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+/// A script of `tests/python` run by `python`.
+fn python_script(python: std::path::PathBuf, script: &str) -> Command {
+    let mut command = Command::new(python);
+    command.arg(format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR")));
+    command
 }
 
 /// The official Python SDK (`mcp` 2.x) in `mode`.
 fn python(mode: &str) -> Command {
-    let mut command = Command::new(venv_program("python"));
-    command.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/mcp_client.py")).arg(mode);
+    let mut command = python_script(venv_program("python"), "mcp_client.py");
+    command.arg(mode);
     command
 }
 
@@ -112,9 +103,14 @@ async fn python_mcp_2_in_legacy_mode(pool: PgPool) {
 /// The 1.x line (`mcp` 1.30), still the most installed: the handshake era only.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn python_mcp_1(pool: PgPool) {
-    let mut command = Command::new(venv_program_of("mcp1", "python"));
-    command.arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/mcp1_client.py"));
-    row_passes(pool, command).await;
+    row_passes(pool, python_script(venv_program_of("mcp1", "python"), "mcp1_client.py")).await;
+}
+
+/// The OpenAI Agents SDK (`openai-agents`) as agent applications use it: an agent run by its
+/// `Runner`, over the SDK's default (`mcp` 2.x in auto mode: revision 2026-07-28).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn openai_agents(pool: PgPool) {
+    row_passes(pool, python_script(venv_program("python"), "openai_agents_client.py")).await;
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
