@@ -57,6 +57,8 @@ npm_install tools
 $with_test && npm_install end2end
 # The public MCP servers of the schema corpus (tests/corpus/servers.json).
 $with_test && npm_install tests/corpus
+# The official MCP conformance suite and the Node 22 it needs.
+$with_test && npm_install tests/conformance
 
 # Python tools for the tests and benchmarks, in a virtualenv outside the clone: schemathesis
 # (fuzzes the REST API from its OpenAPI document), the `mcp` SDK (an independent MCP client,
