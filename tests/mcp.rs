@@ -659,3 +659,47 @@ async fn a_request_for_a_foreign_host_is_refused_even_with_a_key(pool: PgPool) {
     assert_eq!(post(app.address.to_string()).await.unwrap().status(), 200);
     assert_eq!(post("evil.example.com".into()).await.unwrap().status(), 403);
 }
+
+/// Revision 2026-07-28's request checks, on a tenant's endpoint: `Mcp-Method` and `Mcp-Name`
+/// must match the body (`HeaderMismatch`, -32020) and an unknown revision is refused with the
+/// ones served (`UnsupportedProtocolVersion`, -32022), each with HTTP 400.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn requests_on_2026_07_28_must_agree_with_their_headers(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = common::tenant_key(&app, &pool).await;
+    let post = async |version: &str, method: &str, name: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "list_directory",
+            "arguments": {},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": version,
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }
+        }});
+        let answer = reqwest::Client::new()
+            .post(app.url("/mcp/acme"))
+            .bearer_auth(&key)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", version)
+            .header("mcp-method", method)
+            .header("mcp-name", name)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status().as_u16();
+        let text = answer.text().await.unwrap();
+        let message = text.lines().find_map(|l| l.strip_prefix("data:")).unwrap_or(&text).trim().to_string();
+        (status, serde_json::from_str::<Value>(&message).unwrap_or_else(|_| panic!("{text}")))
+    };
+    let (status, answer) = post("2026-07-28", "tools/call", "list_directory").await;
+    assert_eq!((status, answer["result"]["isError"].clone()), (200, json!(false)), "{answer}");
+    let (status, answer) = post("2026-07-28", "tools/call", "run_command").await;
+    assert_eq!((status, answer["error"]["code"].clone()), (400, json!(-32020)), "{answer}");
+    let (status, answer) = post("2026-07-28", "tools/list", "list_directory").await;
+    assert_eq!((status, answer["error"]["code"].clone()), (400, json!(-32020)), "{answer}");
+    let (status, answer) = post("2099-01-01", "tools/call", "list_directory").await;
+    assert_eq!((status, answer["error"]["code"].clone()), (400, json!(-32022)), "{answer}");
+    assert!(answer["error"]["data"]["supported"].to_string().contains("2026-07-28"), "{answer}");
+}

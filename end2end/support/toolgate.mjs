@@ -3,6 +3,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -61,6 +62,45 @@ export async function startToolgate() {
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** A port nobody listens on now. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer().once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Whether something accepts connections on `port`. */
+function listening(port) {
+  return new Promise((resolve) => {
+    const socket = createConnection(port, '127.0.0.1');
+    socket.once('error', () => resolve(false));
+    socket.once('connect', () => {
+      socket.end();
+      resolve(true);
+    });
+  });
+}
+
+/** server-everything (the public MCP reference server) on the legacy HTTP+SSE transport. */
+export async function startSseServer() {
+  const port = await freePort();
+  const script = new URL('../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url);
+  const child = spawn('node', [script.pathname, 'sse'], { env: { ...process.env, PORT: `${port}` }, stdio: 'ignore' });
+  const deadline = Date.now() + 30_000;
+  while (!(await listening(port))) {
+    if (Date.now() > deadline) {
+      child.kill('SIGTERM');
+      throw new Error(`server-everything never listened on ${port}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { url: `http://127.0.0.1:${port}/sse`, stop: () => child.kill('SIGTERM') };
 }
 
 export function launchChromium() {

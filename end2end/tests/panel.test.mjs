@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launchChromium, open, policyRefusals, screenshots, signIn, startToolgate } from '../support/toolgate.mjs';
+import {
+  launchChromium, open, policyRefusals, screenshots, signIn, startSseServer, startToolgate,
+} from '../support/toolgate.mjs';
 
 const HOSTILE = 'Says it back. <img src=x onerror="window.__xss = 1"> <script>window.__xss = 2</script>';
 const upstream = new URL('../support/untrusted-server.mjs', import.meta.url).pathname;
@@ -175,6 +177,37 @@ test('the playground runs a tool through a form generated from its schema', asyn
   assert.equal(await output.innerText(), 'HELLO FROM THE PANEL');
   await page.getByRole('button', { name: 'Replay' }).waitFor();
   await page.screenshot({ path: `${screenshots}/playground.png`, fullPage: true });
+});
+
+test('a server on the legacy HTTP+SSE transport is tested, registered and called', async () => {
+  const legacy = await startSseServer();
+  try {
+    await open(page, toolgate, '/servers');
+    await page.locator('input[name=name]').fill('legacy');
+    await page.locator('select[name=transport]').selectOption('sse');
+    await page.locator('input[name=url]').fill(legacy.url);
+    await page.getByRole('button', { name: 'Test connection' }).click();
+    const tested = page.locator('p.notice.ok');
+    await tested.waitFor();
+    assert.match(await tested.innerText(), /Connected to mcp-servers\/everything: \d+ tools/);
+    await page.getByRole('button', { name: 'Register' }).click();
+    await page.getByText('Registered legacy.').waitFor();
+
+    await open(page, toolgate, '/playground');
+    await page.locator('select[name=tenant]').selectOption('acme');
+    await eventually(async () => {
+      await page.locator('select[name=tenant]').selectOption('acme');
+      await page.locator('select[name=tool] option[value="legacy_echo"]').waitFor({ state: 'attached', timeout: 1000 });
+    }, 'the tools of the SSE server never appeared');
+    await page.locator('select[name=tool]').selectOption('legacy_echo');
+    await page.getByLabel(/^message/).fill('over SSE');
+    await page.getByRole('button', { name: 'Run' }).click();
+    const output = page.locator('section.result pre.output');
+    await output.waitFor();
+    assert.equal(await output.innerText(), 'Echo: over SSE');
+  } finally {
+    legacy.stop();
+  }
 });
 
 test('a changed upstream definition waits for approval, shown side by side', async () => {
