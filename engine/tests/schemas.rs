@@ -427,7 +427,10 @@ fn a_parameters_header_annotation_is_dropped_without_a_note() {
     }});
     for provider in Provider::ALL {
         let normalized = normalize(&input, provider, false).unwrap();
-        assert_eq!(normalized["properties"]["region"], json!({"type": "string", "description": "Where to run"}));
+        assert_eq!(
+            normalized["properties"]["region"],
+            json!({"type": "string", "description": "Where to run"})
+        );
     }
 }
 
