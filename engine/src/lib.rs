@@ -5,6 +5,7 @@
 //! - [`schema`]: what the LLM receives as a tool's schema, per provider;
 //! - [`exec`]: how a call runs, on [`tool`]s such as the [`builtin`] ones;
 //! - [`upstream`]: the MCP servers whose tools Toolgate serves;
+//! - [`service`]: what the panel, the admin API and the gateway ask of all this, written once;
 //!
 //! plus [`db`] (connecting, the embedded default), [`admin`] (panel accounts), [`secret`]
 //! (encryption at rest) and [`model`] (validated names). The binary and the panel call into
@@ -19,6 +20,7 @@ pub mod exec;
 pub mod model;
 pub mod schema;
 pub mod secret;
+pub mod service;
 pub mod store;
 pub mod tool;
 pub mod upstream;

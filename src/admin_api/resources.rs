@@ -97,43 +97,7 @@ async fn create_tenant(
 
 /// A tenant with everything the panel shows of it, including exactly what its LLM sees.
 async fn tenant(State(state): State<AppState>, Path(slug): Path<String>) -> Answer {
-    let slug = tenant_slug(&slug)?;
-    let tenant = store::tenants::get(&state.pool, &slug).await?;
-    let groups = store::tenants::group_activations(&state.pool, &slug).await?;
-    let overrides = store::overrides::list(&state.pool, &slug).await?;
-    let keys = store::keys::list(&state.pool, &slug).await?;
-    let snapshot = state.catalog.snapshot();
-    let (tools, conflicts) = match snapshot.tenant(slug.as_str()) {
-        Some(view) => {
-            let tools: Vec<_> = view
-                .tools()
-                .iter()
-                .map(|tool| {
-                    json!({
-                        "tool_id": tool.tool_id,
-                        "name": tool.exposed_name,
-                        "source": tool.source_name,
-                        "description": tool.description,
-                        "tags": tool.tags,
-                        "approx_tokens": tool.approx_tokens(),
-                    })
-                })
-                .collect();
-            (tools, view.conflicts.clone())
-        }
-        None => (Vec::new(), Vec::new()),
-    };
-    let total: u64 = tools.iter().filter_map(|t| t["approx_tokens"].as_u64()).sum();
-    ok(json!({
-        "tenant": tenant,
-        "groups": groups,
-        "overrides": overrides,
-        "keys": keys,
-        "tools": tools,
-        "approx_tokens": total,
-        "conflicts": conflicts,
-        "snapshot_version": snapshot.version,
-    }))
+    ok(engine::service::tenants::detail(&state.pool, &state.catalog, &tenant_slug(&slug)?).await?)
 }
 
 /// A tenant edit: fields left out stay; `enabled_tags: null` returns to the default tags.
@@ -293,9 +257,8 @@ async fn refresh_server(State(state): State<AppState>, Path(server): Path<String
 }
 
 /// Connects to a server that is not saved yet: its info and tool count, or what failed.
-async fn test_server(Body(body): Body<ServerConfig>) -> Answer {
-    let endpoint = store::servers::probe_endpoint(&body)?;
-    match engine::upstream::test_connection(&endpoint, &Default::default()).await {
+async fn test_server(State(state): State<AppState>, Body(body): Body<ServerConfig>) -> Answer {
+    match state.upstreams.probe(&body).await? {
         Ok(probe) => {
             ok(json!({"ok": true, "server_info": probe.server_info, "tool_count": probe.tool_count}))
         }

@@ -186,14 +186,12 @@ pub async fn register_server(form: ServerForm) -> Result<String, PanelError> {
 
 #[server]
 pub async fn test_server(form: ServerForm) -> Result<TestOutcome, PanelError> {
-    use crate::server::{owner, store_error};
+    use crate::server::{owner, state, store_error};
     owner().await?;
     let config = ssr::config(&form)?;
-    let endpoint = engine::store::servers::probe_endpoint(&config).map_err(store_error)?;
-    Ok(match engine::upstream::test_connection(&endpoint, &Default::default()).await {
+    Ok(match state().upstreams.probe(&config).await.map_err(store_error)? {
         Ok(probe) => {
-            let name =
-                probe.server_info.pointer("/serverInfo/name").and_then(Value::as_str).unwrap_or("the server");
+            let name = probe.server_name().unwrap_or("the server");
             TestOutcome { ok: true, message: format!("Connected to {name}: {} tools.", probe.tool_count) }
         }
         Err(err) => TestOutcome { ok: false, message: err },

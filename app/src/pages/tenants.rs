@@ -149,23 +149,18 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
     let state = state();
-    let tenant = store::tenants::get(&state.pool, &slug).await.map_err(store_error)?;
+    let engine::service::tenants::TenantDetail {
+        tenant,
+        groups,
+        overrides,
+        keys,
+        tools,
+        approx_tokens,
+        conflicts,
+        ..
+    } = engine::service::tenants::detail(&state.pool, &state.catalog, &slug).await.map_err(store_error)?;
     let settings = store::settings::get(&state.pool).await.map_err(db_error)?;
     let all_tools = store::sources::tools(&state.pool).await.map_err(store_error)?;
-    let snapshot = state.catalog.snapshot();
-    let view = snapshot.tenant(slug.as_str());
-    let tools: Vec<EffectiveTool> = view
-        .map(|v| v.tools())
-        .unwrap_or_default()
-        .iter()
-        .map(|t| EffectiveTool {
-            id: t.tool_id.to_string(),
-            name: t.exposed_name.clone(),
-            source: t.source_name.clone(),
-            description: t.description.clone(),
-            approx_tokens: t.approx_tokens(),
-        })
-        .collect();
     let usable: Vec<_> =
         all_tools.iter().filter(|t| tenant.may_use(t.tenant_id, &t.source, &t.tags)).collect();
     let mut known_tags: Vec<String> = usable.iter().flat_map(|t| t.tags.iter().cloned()).collect();
@@ -187,21 +182,27 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
             .map(|t| t.exposed_name.clone())
             .unwrap_or_else(|| id.to_string())
     };
+    let tools = tools
+        .into_iter()
+        .map(|t| EffectiveTool {
+            id: t.tool_id.to_string(),
+            name: t.name,
+            source: t.source,
+            description: t.description,
+            approx_tokens: t.approx_tokens,
+        })
+        .collect();
     Ok(TenantView {
-        approx_tokens: tools.iter().map(|t| t.approx_tokens).sum(),
+        approx_tokens,
         tools,
-        conflicts: view
-            .map(|v| v.conflicts.clone())
-            .unwrap_or_default()
+        conflicts: conflicts
             .into_iter()
             .map(|c| ConflictView {
                 name: c.exposed_name,
                 tool_ids: c.tool_ids.iter().map(|id| name_of(*id)).collect(),
             })
             .collect(),
-        groups: store::tenants::group_activations(&state.pool, &slug)
-            .await
-            .map_err(store_error)?
+        groups: groups
             .into_iter()
             .filter(|g| tenant.ceiling.admits_group(&g.group))
             .map(|g| GroupState {
@@ -211,9 +212,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
                 active: g.active,
             })
             .collect(),
-        keys: store::keys::list(&state.pool, &slug)
-            .await
-            .map_err(store_error)?
+        keys: keys
             .into_iter()
             .map(|k| KeyView {
                 id: k.id.to_string(),
@@ -226,9 +225,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
                 expired: k.expires_at.is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
             })
             .collect(),
-        overrides: store::overrides::list(&state.pool, &slug)
-            .await
-            .map_err(store_error)?
+        overrides: overrides
             .into_iter()
             .map(|o| OverrideView {
                 tool: name_of(o.tool_id),

@@ -121,6 +121,13 @@ pub struct ServerProbe {
     pub tool_count: usize,
 }
 
+impl ServerProbe {
+    /// The name the server gives itself, if any.
+    pub fn server_name(&self) -> Option<&str> {
+        self.server_info.pointer("/serverInfo/name").and_then(Value::as_str)
+    }
+}
+
 /// Connects once, lists the tools, disconnects.
 pub async fn test_connection(endpoint: &Endpoint, config: &UpstreamConfig) -> Result<ServerProbe, String> {
     let handler = Handler { slot: Weak::new() };
@@ -853,6 +860,16 @@ struct Routes {
 }
 
 impl Upstreams {
+    /// Connects once to a server that is not saved yet, with this process's timeouts, and
+    /// reports what it offers, or why it could not (`Err` when `config` itself is invalid).
+    pub async fn probe(
+        &self,
+        config: &servers::ServerConfig,
+    ) -> crate::store::Result<Result<ServerProbe, String>> {
+        let endpoint = servers::probe_endpoint(config)?;
+        Ok(test_connection(&endpoint, &self.inner.config).await)
+    }
+
     /// Connects every enabled server and keeps the connections in line with the
     /// configuration as it changes.
     pub fn start(pool: PgPool, secrets: SecretBox, catalog: Catalog, config: UpstreamConfig) -> Self {
