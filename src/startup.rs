@@ -16,6 +16,7 @@ use engine::catalog::{Catalog, CatalogOptions};
 use engine::db::{Database, PgPool};
 use engine::exec::Executor;
 use engine::secret::SecretBox;
+use engine::service::Services;
 use engine::upstream::Upstreams;
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
@@ -123,15 +124,9 @@ impl Application {
             metrics_token: settings.metrics_token.clone(),
             loopback: listener.local_addr()?.ip().is_loopback(),
         });
-        let state = AppState {
-            leptos_options,
-            pool,
-            login_policy: Arc::new(login_policy),
-            catalog,
-            secrets,
-            executor,
-            upstreams,
-        };
+        let services =
+            Services { pool, login_policy: Arc::new(login_policy), catalog, secrets, executor, upstreams };
+        let state = AppState { leptos_options, services };
         let mut router = gateway_router(&state, settings).merge(operations);
         if surfaces == Surfaces::All {
             let sessions = session_layer(settings, &state.pool).await?;
@@ -212,7 +207,10 @@ fn panel_router(
         })
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), web::require_sign_in))
         // Inside the session and cross-site layers: the admin API accepts panel sessions.
-        .merge(admin_api::router(state.clone()))
+        .merge(
+            admin_api::router(state.services.clone())
+                .layer(axum::middleware::from_fn_with_state(state.clone(), web::identify_session)),
+        )
         .nest_service("/pkg", pkg)
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
         .layer(axum::middleware::from_fn_with_state(

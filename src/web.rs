@@ -1,5 +1,5 @@
-//! Middleware around the panel: the sign-in guard, the cross-site write check and the
-//! security headers.
+//! Middleware around the panel: the sign-in guard, who a session belongs to (for the admin
+//! API), the cross-site write check and the security headers.
 
 use std::sync::Arc;
 
@@ -13,6 +13,8 @@ use axum::response::{IntoResponse, Redirect, Response};
 use tower::ServiceBuilder;
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_sessions::Session;
+
+use crate::admin_api::SessionAdmin;
 
 /// The panel's server functions live under this prefix; they answer 401 themselves.
 const SERVER_FN_PREFIX: &str = "/api/";
@@ -37,6 +39,26 @@ pub async fn require_sign_in(
         Ok(_) => next.run(request).await,
         Err(err) => (StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response(),
     }
+}
+
+/// Puts the administrator of the request's session, if any, into its extensions for the admin
+/// API ([`SessionAdmin`]). A request with an `Authorization` header brings an admin token
+/// instead, and its session is not looked at.
+pub async fn identify_session(
+    State(state): State<AppState>,
+    session: Session,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if !request.headers().contains_key(header::AUTHORIZATION) {
+        match signed_in(&session, &state.pool).await {
+            Ok(admin) => {
+                request.extensions_mut().insert(SessionAdmin(admin));
+            }
+            Err(err) => return crate::gateway::internal(&err),
+        }
+    }
+    next.run(request).await
 }
 
 /// Origins allowed to make state-changing browser requests.

@@ -1,7 +1,6 @@
 //! Config as code over HTTP: `GET`/`PUT /api/admin/v1/config`, JSON or YAML (see
 //! docs/config.md).
 
-use app::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -9,12 +8,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
 use engine::config::Document;
+use engine::service::Services;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{Admin, Answer, Failure};
 
-pub(super) fn router() -> Router<AppState> {
+pub(super) fn router() -> Router<Services> {
     Router::new().route("/api/admin/v1/config", get(export).put(apply))
 }
 use crate::gateway::{internal, problem};
@@ -65,7 +65,7 @@ struct ConfigQuery {
 /// `GET /api/admin/v1/config` -> the whole configuration, JSON or (by `Accept` or
 /// `?format=yaml`) YAML; secrets as `{set: true}`.
 async fn export(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     headers: HeaderMap,
     Query(query): Query<ConfigQuery>,
 ) -> Answer {
@@ -84,7 +84,7 @@ async fn export(
 /// `PUT /api/admin/v1/config[?dry_run=true]` with a JSON or YAML document (by
 /// `Content-Type`) -> `{"dry_run", "applied", "changes"}`. Applied in one transaction.
 async fn apply(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Query(query): Query<ConfigQuery>,
     headers: HeaderMap,

@@ -7,24 +7,22 @@
 mod config;
 mod resources;
 
-use app::auth::ssr::signed_in;
-use app::state::AppState;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
-use engine::admin::Role;
+use engine::admin::{AdminUser, Role};
 use engine::exec::{CallRequest, ExecError};
 use engine::model::{Name, TenantSlug};
 use engine::schema::Provider;
+use engine::service::Services;
 use engine::store::tokens::{Grant, NewToken};
 use engine::store::{self, Actor};
 use engine::tool::Caller;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tower_sessions::Session;
 use uuid::Uuid;
 
 use crate::gateway::{Body, internal, problem};
@@ -108,7 +106,8 @@ fn name(name: &str) -> Result<Name, Failure> {
     Name::parse(name).map_err(|err| not_found(err.0))
 }
 
-pub fn router(state: AppState) -> Router<AppState> {
+/// The admin API's routes, with their state: they can be merged into any router.
+pub fn router<S: Clone + Send + Sync + 'static>(services: Services) -> Router<S> {
     Router::new()
         .route("/api/admin/v1/tenants/{slug}/keys", get(resources::list_keys).post(create_key))
         .route("/api/admin/v1/tenants/{slug}/keys/{id}", delete(revoke_key))
@@ -118,10 +117,17 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/api/admin/v1/admin_tokens/{id}", delete(revoke_token))
         .merge(config::router())
         .merge(resources::router())
-        .route_layer(middleware::from_fn_with_state(state, require_admin))
+        .route_layer(middleware::from_fn_with_state(services.clone(), require_admin))
+        .with_state(services)
 }
 
-async fn require_admin(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+/// The administrator of the request's panel session, if any, as the panel's session layer
+/// found it (`crate::web::identify_session`): the admin API accepts panel sessions without
+/// knowing how they are kept.
+#[derive(Debug, Clone)]
+pub struct SessionAdmin(pub Option<AdminUser>);
+
+async fn require_admin(State(state): State<Services>, mut request: Request, next: Next) -> Response {
     let bearer = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -149,31 +155,21 @@ async fn require_admin(State(state): State<AppState>, mut request: Request, next
             }
             Err(err) => return internal(&err),
         },
-        None => {
-            let Some(session) = request.extensions().get::<Session>().cloned() else {
-                return problem(StatusCode::UNAUTHORIZED, "not_signed_in", "sign in or send an admin token");
-            };
-            match signed_in(&session, &state.pool).await {
-                Ok(Some(user)) if user.role == Role::Owner => {
-                    Admin { actor: Actor::admin(&user.username), name: user.username, tenant_only: false }
-                }
-                Ok(Some(_)) => {
-                    return problem(
-                        StatusCode::FORBIDDEN,
-                        "forbidden",
-                        "tenant administrators cannot use the admin API yet",
-                    );
-                }
-                Ok(None) => {
-                    return problem(
-                        StatusCode::UNAUTHORIZED,
-                        "not_signed_in",
-                        "sign in or send an admin token",
-                    );
-                }
-                Err(err) => return internal(&err),
+        None => match request.extensions().get::<SessionAdmin>().and_then(|signed_in| signed_in.0.clone()) {
+            Some(user) if user.role == Role::Owner => {
+                Admin { actor: Actor::admin(&user.username), name: user.username, tenant_only: false }
             }
-        }
+            Some(_) => {
+                return problem(
+                    StatusCode::FORBIDDEN,
+                    "forbidden",
+                    "tenant administrators cannot use the admin API yet",
+                );
+            }
+            None => {
+                return problem(StatusCode::UNAUTHORIZED, "not_signed_in", "sign in or send an admin token");
+            }
+        },
     };
     request.extensions_mut().insert(admin);
     next.run(request).await
@@ -209,14 +205,14 @@ struct NewAdminToken {
 }
 
 /// `GET /api/admin/v1/admin_tokens` -> every token (never the token itself).
-async fn list_tokens(State(state): State<AppState>) -> Answer {
+async fn list_tokens(State(state): State<Services>) -> Answer {
     Ok(Json(json!({"admin_tokens": store::tokens::list(&state.pool).await?})).into_response())
 }
 
 /// `POST /api/admin/v1/admin_tokens` `{"name", "expires_at"?, "read_only"?, "tenant"?}` ->
 /// `201 {"id", "token"}`: the only time the token is shown.
 async fn create_token(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Body(body): Body<NewAdminToken>,
 ) -> Answer {
@@ -228,7 +224,7 @@ async fn create_token(
 
 /// `DELETE /api/admin/v1/admin_tokens/{id}` -> 204; the token's next request is refused.
 async fn revoke_token(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path(id): Path<Uuid>,
 ) -> Answer {
@@ -246,7 +242,7 @@ struct NewKey {
 
 /// `POST /api/admin/v1/tenants/{slug}/keys` `{"name", "expires_at"?}` -> `201 {"id", "key"}`.
 async fn create_key(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path(tenant): Path<String>,
     Body(body): Body<NewKey>,
@@ -259,7 +255,7 @@ async fn create_key(
 
 /// `DELETE /api/admin/v1/tenants/{slug}/keys/{id}` -> 204.
 async fn revoke_key(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path((tenant, id)): Path<(String, Uuid)>,
 ) -> Answer {
@@ -276,7 +272,7 @@ struct Invoke {
 
 /// `POST /api/admin/v1/tenants/{slug}/invoke` `{"tool", "arguments"}` -> the call's result.
 async fn invoke(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path(tenant): Path<String>,
     Body(body): Body<Invoke>,
@@ -301,7 +297,7 @@ struct SchemaQuery {
 /// `GET /api/admin/v1/tools/{id}/schema?tenant=&provider=` -> the schema as the tenant's LLM
 /// gets it from that provider, and what the provider would reject in it.
 async fn schema(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Path(id): Path<Uuid>,
     Query(query): Query<SchemaQuery>,
 ) -> Answer {

@@ -2,7 +2,6 @@
 //! effective tool list), servers (health, refresh, test connection, pending definitions),
 //! the tool catalog, groups, and the audit log.
 
-use app::state::AppState;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -10,6 +9,7 @@ use axum::routing::{get, post, put};
 use axum::{Extension, Json, Router};
 use engine::catalog::visibility::Ceiling;
 use engine::model::{Tag, TenantSlug};
+use engine::service::Services;
 use engine::store::audit::AuditFilter;
 use engine::store::overrides::OverrideInput;
 use engine::store::servers::ServerConfig;
@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::{Admin, Answer, Failure, name, tenant_slug};
 use crate::gateway::{Body, problem};
 
-pub(super) fn router() -> Router<AppState> {
+pub(super) fn router() -> Router<Services> {
     Router::new()
         .route("/api/admin/v1/settings", get(settings).put(update_settings))
         .route("/api/admin/v1/tenants", get(tenants).post(create_tenant))
@@ -56,7 +56,7 @@ fn no_content() -> Answer {
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-async fn settings(State(state): State<AppState>) -> Answer {
+async fn settings(State(state): State<Services>) -> Answer {
     ok(store::settings::get(&state.pool).await?)
 }
 
@@ -69,14 +69,14 @@ struct SettingsInput {
 }
 
 async fn update_settings(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Body(body): Body<SettingsInput>,
 ) -> Answer {
     ok(store::settings::update(&state.pool, &admin.actor, body.tools_enabled, &body.default_tags).await?)
 }
 
-async fn tenants(State(state): State<AppState>) -> Answer {
+async fn tenants(State(state): State<Services>) -> Answer {
     ok(store::tenants::list(&state.pool).await?)
 }
 
@@ -88,7 +88,7 @@ struct NewTenant {
 }
 
 async fn create_tenant(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Body(body): Body<NewTenant>,
 ) -> Answer {
@@ -96,7 +96,7 @@ async fn create_tenant(
 }
 
 /// A tenant with everything the panel shows of it, including exactly what its LLM sees.
-async fn tenant(State(state): State<AppState>, Path(slug): Path<String>) -> Answer {
+async fn tenant(State(state): State<Services>, Path(slug): Path<String>) -> Answer {
     ok(engine::service::tenants::detail(&state.pool, &state.catalog, &tenant_slug(&slug)?).await?)
 }
 
@@ -118,7 +118,7 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Resul
 }
 
 async fn update_tenant(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path(slug): Path<String>,
     Body(body): Body<TenantEdit>,
@@ -136,7 +136,7 @@ async fn update_tenant(
 }
 
 async fn delete_tenant(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path(slug): Path<String>,
 ) -> Answer {
@@ -153,7 +153,7 @@ struct Activation {
 }
 
 async fn set_group(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path((slug, group)): Path<(String, String)>,
     Body(body): Body<Activation>,
@@ -164,7 +164,7 @@ async fn set_group(
 }
 
 async fn set_override(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path((slug, id)): Path<(String, Uuid)>,
     Body(body): Body<OverrideInput>,
@@ -174,7 +174,7 @@ async fn set_override(
 }
 
 async fn clear_override(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path((slug, id)): Path<(String, Uuid)>,
 ) -> Answer {
@@ -183,12 +183,12 @@ async fn clear_override(
 }
 
 /// `GET /api/admin/v1/tenants/{slug}/keys`: the tenant's keys (prefixes, never the keys).
-pub(super) async fn list_keys(State(state): State<AppState>, Path(slug): Path<String>) -> Answer {
+pub(super) async fn list_keys(State(state): State<Services>, Path(slug): Path<String>) -> Answer {
     ok(store::keys::list(&state.pool, &tenant_slug(&slug)?).await?)
 }
 
 /// Every server with the health of its connections in this process.
-async fn servers(State(state): State<AppState>) -> Answer {
+async fn servers(State(state): State<Services>) -> Answer {
     let health = state.upstreams.health();
     let servers: Vec<_> = store::servers::list(&state.pool)
         .await?
@@ -202,7 +202,7 @@ async fn servers(State(state): State<AppState>) -> Answer {
 }
 
 async fn create_server(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Body(body): Body<ServerConfig>,
 ) -> Answer {
@@ -210,7 +210,7 @@ async fn create_server(
 }
 
 /// A server, its connections, its tools and the definition changes awaiting approval.
-async fn server(State(state): State<AppState>, Path(server): Path<String>) -> Answer {
+async fn server(State(state): State<Services>, Path(server): Path<String>) -> Answer {
     let server = name(&server)?;
     let stored = store::servers::get(&state.pool, &server).await?;
     let pending = store::servers::pending_changes(&state.pool, &server).await?;
@@ -225,7 +225,7 @@ async fn server(State(state): State<AppState>, Path(server): Path<String>) -> An
 }
 
 async fn update_server(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path(server): Path<String>,
     Body(body): Body<ServerConfig>,
@@ -238,7 +238,7 @@ async fn update_server(
 }
 
 async fn delete_server(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path(server): Path<String>,
 ) -> Answer {
@@ -247,7 +247,7 @@ async fn delete_server(
 }
 
 /// Discovers the server's tools now.
-async fn refresh_server(State(state): State<AppState>, Path(server): Path<String>) -> Answer {
+async fn refresh_server(State(state): State<Services>, Path(server): Path<String>) -> Answer {
     let server = name(&server)?;
     store::servers::get(&state.pool, &server).await?;
     match state.upstreams.refresh(server.as_str()).await {
@@ -257,7 +257,7 @@ async fn refresh_server(State(state): State<AppState>, Path(server): Path<String
 }
 
 /// Connects to a server that is not saved yet: its info and tool count, or what failed.
-async fn test_server(State(state): State<AppState>, Body(body): Body<ServerConfig>) -> Answer {
+async fn test_server(State(state): State<Services>, Body(body): Body<ServerConfig>) -> Answer {
     match state.upstreams.probe(&body).await? {
         Ok(probe) => {
             ok(json!({"ok": true, "server_info": probe.server_info, "tool_count": probe.tool_count}))
@@ -267,7 +267,7 @@ async fn test_server(State(state): State<AppState>, Body(body): Body<ServerConfi
 }
 
 async fn set_credentials(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path((server, slug)): Path<(String, String)>,
     Body(headers): Body<BTreeMap<String, SecretInput>>,
@@ -278,12 +278,12 @@ async fn set_credentials(
     no_content()
 }
 
-async fn tools(State(state): State<AppState>) -> Answer {
+async fn tools(State(state): State<Services>) -> Answer {
     ok(store::sources::tools(&state.pool).await?)
 }
 
 async fn approve(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path(id): Path<Uuid>,
 ) -> Answer {
@@ -292,7 +292,7 @@ async fn approve(
 }
 
 async fn reject(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path(id): Path<Uuid>,
 ) -> Answer {
@@ -300,7 +300,7 @@ async fn reject(
     no_content()
 }
 
-async fn groups(State(state): State<AppState>) -> Answer {
+async fn groups(State(state): State<Services>) -> Answer {
     ok(store::groups::list(&state.pool).await?)
 }
 
@@ -318,7 +318,7 @@ fn yes() -> bool {
 }
 
 async fn put_group(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path(group): Path<String>,
     Body(body): Body<GroupInput>,
@@ -329,7 +329,7 @@ async fn put_group(
 }
 
 async fn delete_group(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path(group): Path<String>,
 ) -> Answer {
@@ -344,7 +344,7 @@ struct Members {
 }
 
 async fn set_members(
-    State(state): State<AppState>,
+    State(state): State<Services>,
     Extension(admin): Extension<Admin>,
     Path(group): Path<String>,
     Body(body): Body<Members>,
@@ -353,6 +353,6 @@ async fn set_members(
     no_content()
 }
 
-async fn audit(State(state): State<AppState>, Query(filter): Query<AuditFilter>) -> Answer {
+async fn audit(State(state): State<Services>, Query(filter): Query<AuditFilter>) -> Answer {
     ok(store::audit::list(&state.pool, &filter).await?)
 }
