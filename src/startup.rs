@@ -12,12 +12,10 @@ use axum::http::HeaderName;
 use axum::serve::ListenerExt;
 use engine::admin::LoginPolicy;
 use engine::builtin;
-use engine::catalog::{Catalog, CatalogOptions};
+use engine::catalog::CatalogOptions;
 use engine::db::{Database, PgPool};
-use engine::exec::Executor;
 use engine::secret::SecretBox;
-use engine::service::Services;
-use engine::upstream::Upstreams;
+use engine::service::{self, Services};
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -100,32 +98,21 @@ impl Application {
         let providers = builtin::providers(&settings.builtin_config());
         builtin::register(&pool, &providers).await.context("registering the built-in tools")?;
         tokio::spawn(engine::store::retention::keep(pool.clone(), settings.retention.retention()));
-        let catalog_options = CatalogOptions { force_tools_off: !settings.tools_enabled };
-        let catalog =
-            Catalog::start(pool.clone(), catalog_options).await.context("loading the tool catalog")?;
-        let upstreams = Arc::new(Upstreams::start(
-            pool.clone(),
-            secrets.clone(),
-            catalog.clone(),
-            settings.upstream_config(),
-        ));
-        let executor = Executor::new(
-            catalog.clone(),
-            pool.clone(),
-            secrets.clone(),
-            &providers,
-            Some(upstreams.clone()),
-            settings.exec_config(),
-        );
+        let options = service::Options {
+            catalog: CatalogOptions { force_tools_off: !settings.tools_enabled },
+            upstream: settings.upstream_config(),
+            exec: settings.exec_config(),
+            login_policy,
+        };
+        let services =
+            Services::start(pool, secrets, &providers, options).await.context("loading the tool catalog")?;
         let operations = operations::router(Operations {
-            pool: pool.clone(),
-            catalog: catalog.clone(),
-            upstreams: upstreams.clone(),
+            pool: services.pool.clone(),
+            catalog: services.catalog.clone(),
+            upstreams: services.upstreams.clone(),
             metrics_token: settings.metrics_token.clone(),
             loopback: listener.local_addr()?.ip().is_loopback(),
         });
-        let services =
-            Services { pool, login_policy: Arc::new(login_policy), catalog, secrets, executor, upstreams };
         let state = AppState { leptos_options, services };
         let mut router = gateway_router(&state, settings).merge(operations);
         if surfaces == Surfaces::All {

@@ -589,7 +589,7 @@ impl rmcp::ServerHandler for Regional {
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_preset_parameter_mirrored_in_a_header_reaches_a_renamed_upstream_tool(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
-    let key = tenant_with_key(&pool, "acme").await;
+    let key = common::tenant_key(&app, &pool).await;
     register_upstream(&pool, "db", Regional).await;
     let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.clone());
     let client = ListChangedCounter::default()

@@ -2,15 +2,20 @@
 
 use std::time::{Duration, Instant};
 
-use engine::catalog::{Catalog, CatalogOptions};
 use engine::model::{Name, SourceKind, TenantSlug};
 use engine::secret::SecretBox;
-use engine::service::tenants;
+use engine::service::{Options, Services, servers, tenants};
 use engine::store::overrides::OverrideInput;
+use engine::store::servers::ServerConfig;
 use engine::store::sources::{NewSource, ToolDefinition};
 use engine::store::{self, Actor};
 use serde_json::json;
 use sqlx::PgPool;
+
+async fn services(pool: &PgPool) -> Services {
+    let secrets = SecretBox::from_key(&[0; 32]).unwrap();
+    Services::start(pool.clone(), secrets, &[], Options::default()).await.unwrap()
+}
 
 fn tool(name: &str) -> ToolDefinition {
     ToolDefinition {
@@ -43,13 +48,12 @@ async fn a_tenants_detail_is_its_configuration_and_exactly_what_its_llm_sees(poo
     let ids =
         store::sources::sync_tools(&pool, &actor, &up.name, &[tool("echo"), tool("shout")]).await.unwrap();
     let renamed = OverrideInput { name: Some("say".into()), ..Default::default() };
-    let secrets = SecretBox::from_key(&[0; 32]).unwrap();
-    store::overrides::set(&pool, &secrets, &actor, &acme, ids[1], &renamed).await.unwrap();
-    let catalog = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
+    let services = services(&pool).await;
+    store::overrides::set(&pool, &services.secrets, &actor, &acme, ids[1], &renamed).await.unwrap();
 
     let deadline = Instant::now() + Duration::from_secs(5);
     let detail = loop {
-        let detail = tenants::detail(&pool, &catalog, &acme).await.unwrap();
+        let detail = tenants::detail(&services, &acme).await.unwrap();
         if detail.tools.iter().any(|t| t.name == "say") {
             break detail;
         }
@@ -71,9 +75,36 @@ async fn a_tenants_detail_is_its_configuration_and_exactly_what_its_llm_sees(poo
     );
     assert_eq!((detail.overrides.len(), detail.overrides[0].name.as_deref()), (1, Some("say")));
     assert!(detail.conflicts.is_empty());
-    assert!(detail.snapshot_version <= catalog.snapshot().version);
+    assert!(detail.snapshot_version <= services.catalog.snapshot().version);
 
     let nobody = TenantSlug::parse("nobody").unwrap();
-    let missing = tenants::detail(&pool, &catalog, &nobody).await.unwrap_err();
+    let missing = tenants::detail(&services, &nobody).await.unwrap_err();
     assert!(matches!(missing, store::Error::NotFound(_)), "{missing:?}");
+}
+
+/// A server's detail: what is stored, the health of its connection (an unreachable server is
+/// reported, not hidden), its tools, and nothing awaiting approval yet.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_servers_detail_has_its_configuration_and_its_connections_health(pool: PgPool) {
+    let services = services(&pool).await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let down = ServerConfig::http(Name::parse("down").unwrap(), format!("http://{closed}/mcp"));
+    store::servers::create(&pool, &services.secrets, &Actor::system(), &down).await.unwrap();
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let detail = loop {
+        let detail = servers::detail(&services, &down.name).await.unwrap();
+        if detail.entry.connections.iter().any(|c| c.last_error.is_some()) {
+            break detail;
+        }
+        assert!(Instant::now() < deadline, "the failed connection was never reported: {detail:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(detail.entry.server.url.as_deref(), down.url.as_deref());
+    assert!(detail.tools.is_empty() && detail.pending.is_empty());
+    let listed = servers::list(&services).await.unwrap();
+    assert_eq!(listed.iter().map(|e| e.server.source.name.as_str()).collect::<Vec<_>>(), ["down"]);
+
+    let nothing = servers::detail(&services, &Name::parse("nothing").unwrap()).await.unwrap_err();
+    assert!(matches!(nothing, store::Error::NotFound(_)), "{nothing:?}");
 }

@@ -97,7 +97,7 @@ async fn create_tenant(
 
 /// A tenant with everything the panel shows of it, including exactly what its LLM sees.
 async fn tenant(State(state): State<Services>, Path(slug): Path<String>) -> Answer {
-    ok(engine::service::tenants::detail(&state.pool, &state.catalog, &tenant_slug(&slug)?).await?)
+    ok(engine::service::tenants::detail(&state, &tenant_slug(&slug)?).await?)
 }
 
 /// A tenant edit: fields left out stay; `enabled_tags: null` returns to the default tags.
@@ -189,16 +189,7 @@ pub(super) async fn list_keys(State(state): State<Services>, Path(slug): Path<St
 
 /// Every server with the health of its connections in this process.
 async fn servers(State(state): State<Services>) -> Answer {
-    let health = state.upstreams.health();
-    let servers: Vec<_> = store::servers::list(&state.pool)
-        .await?
-        .into_iter()
-        .map(|server| {
-            let connections: Vec<_> = health.iter().filter(|h| h.server == server.source.name).collect();
-            json!({"server": server, "connections": connections})
-        })
-        .collect();
-    ok(servers)
+    ok(engine::service::servers::list(&state).await?)
 }
 
 async fn create_server(
@@ -211,17 +202,7 @@ async fn create_server(
 
 /// A server, its connections, its tools and the definition changes awaiting approval.
 async fn server(State(state): State<Services>, Path(server): Path<String>) -> Answer {
-    let server = name(&server)?;
-    let stored = store::servers::get(&state.pool, &server).await?;
-    let pending = store::servers::pending_changes(&state.pool, &server).await?;
-    let tools: Vec<_> = store::sources::tools(&state.pool)
-        .await?
-        .into_iter()
-        .filter(|t| t.source == server.as_str())
-        .collect();
-    let connections: Vec<_> =
-        state.upstreams.health().into_iter().filter(|h| h.server == server.as_str()).collect();
-    ok(json!({"server": stored, "connections": connections, "tools": tools, "pending": pending}))
+    ok(engine::service::servers::detail(&state, &name(&server)?).await?)
 }
 
 async fn update_server(

@@ -64,7 +64,9 @@ mod ssr {
     use engine::store::SecretInput;
     use engine::store::servers::{OnDefinitionChange, ServerConfig, Transport};
 
+    use engine::service::servers::ServerEntry;
     use engine::store::sources::ToolRecord;
+    use engine::store::tenants::Tenant;
 
     use super::{ServerForm, ServerSummary};
     use crate::error::PanelError;
@@ -74,44 +76,44 @@ mod ssr {
     /// Every server as the list shows it, given every tool (which callers need too).
     pub async fn summaries(tools: &[ToolRecord]) -> Result<Vec<ServerSummary>, PanelError> {
         let state = state();
-        let health = state.upstreams.health();
         let tenants = engine::store::tenants::list(&state.pool).await.map_err(crate::server::db_error)?;
-        let servers = engine::store::servers::list(&state.pool).await.map_err(store_error)?;
-        Ok(servers
-            .into_iter()
-            .map(|server| {
-                let name = server.source.name.clone();
-                let connection = health.iter().find(|h| h.server == name && h.tenant_id.is_none());
-                let own_tools: Vec<_> = tools.iter().filter(|t| t.source == name).collect();
-                ServerSummary {
-                    transport: server.transport.as_str().into(),
-                    target: match &server.url {
-                        Some(url) => url.clone(),
-                        None => std::iter::once(server.command.clone().unwrap_or_default())
-                            .chain(server.args.iter().cloned())
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                    },
-                    tags: server.source.tags.clone(),
-                    scope: server
-                        .source
-                        .tenant_id
-                        .and_then(|id| tenants.iter().find(|t| t.id == id).map(|t| t.slug.clone()))
-                        .unwrap_or_else(|| "shared".into()),
-                    enabled: server.source.enabled,
-                    status: match (server.source.enabled, connection) {
-                        (false, _) => "disabled".into(),
-                        (true, Some(c)) => c.status.as_str().into(),
-                        (true, None) => "connecting".into(),
-                    },
-                    last_error: connection.and_then(|c| c.last_error.clone()),
-                    protocol: connection.and_then(|c| c.protocol.clone()),
-                    tool_count: own_tools.len(),
-                    awaiting: own_tools.iter().filter(|t| t.held || t.pending).count(),
-                    name,
-                }
-            })
-            .collect())
+        let servers = engine::service::servers::list(&state).await.map_err(store_error)?;
+        Ok(servers.iter().map(|entry| summary(entry, &tenants, tools)).collect())
+    }
+
+    /// A server as the list shows it, given every tenant and tool.
+    pub fn summary(entry: &ServerEntry, tenants: &[Tenant], tools: &[ToolRecord]) -> ServerSummary {
+        let server = &entry.server;
+        let name = server.source.name.clone();
+        let connection = entry.connections.iter().find(|h| h.tenant_id.is_none());
+        let own_tools: Vec<_> = tools.iter().filter(|t| t.source == name).collect();
+        ServerSummary {
+            transport: server.transport.as_str().into(),
+            target: match &server.url {
+                Some(url) => url.clone(),
+                None => std::iter::once(server.command.clone().unwrap_or_default())
+                    .chain(server.args.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            },
+            tags: server.source.tags.clone(),
+            scope: server
+                .source
+                .tenant_id
+                .and_then(|id| tenants.iter().find(|t| t.id == id).map(|t| t.slug.clone()))
+                .unwrap_or_else(|| "shared".into()),
+            enabled: server.source.enabled,
+            status: match (server.source.enabled, connection) {
+                (false, _) => "disabled".into(),
+                (true, Some(c)) => c.status.as_str().into(),
+                (true, None) => "connecting".into(),
+            },
+            last_error: connection.and_then(|c| c.last_error.clone()),
+            protocol: connection.and_then(|c| c.protocol.clone()),
+            tool_count: own_tools.len(),
+            awaiting: own_tools.iter().filter(|t| t.held || t.pending).count(),
+            name,
+        }
     }
 
     fn invalid(message: impl ToString) -> PanelError {
@@ -226,17 +228,16 @@ pub struct PendingDefinition {
 
 #[server]
 pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
-    use crate::server::{owner, state, store_error};
+    use crate::server::{db_error, owner, state, store_error};
     owner().await?;
     let state = state();
-    let all_tools = engine::store::sources::tools(&state.pool).await.map_err(store_error)?;
-    let summary =
-        ssr::summaries(&all_tools).await?.into_iter().find(|s| s.name == name).ok_or_else(|| {
-            PanelError::rejected(axum::http::StatusCode::NOT_FOUND, format!("no server `{name}`"))
-        })?;
-    let tools = all_tools
+    let server = engine::model::Name::parse(&name).map_err(|e| store_error(e.into()))?;
+    let detail = engine::service::servers::detail(&state, &server).await.map_err(store_error)?;
+    let tenants = engine::store::tenants::list(&state.pool).await.map_err(db_error)?;
+    let summary = ssr::summary(&detail.entry, &tenants, &detail.tools);
+    let tools = detail
+        .tools
         .into_iter()
-        .filter(|t| t.source == name)
         .map(|t| ServerTool {
             id: t.id.to_string(),
             name: t.exposed_name,
@@ -245,10 +246,8 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
             pending: t.pending,
         })
         .collect();
-    let server = engine::model::Name::parse(&name).map_err(|e| store_error(e.into()))?;
-    let pending = engine::store::servers::pending_changes(&state.pool, &server)
-        .await
-        .map_err(store_error)?
+    let pending = detail
+        .pending
         .into_iter()
         .map(|p| PendingDefinition {
             tool_id: p.tool_id.to_string(),

@@ -158,7 +158,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         approx_tokens,
         conflicts,
         ..
-    } = engine::service::tenants::detail(&state.pool, &state.catalog, &slug).await.map_err(store_error)?;
+    } = engine::service::tenants::detail(&state, &slug).await.map_err(store_error)?;
     let settings = store::settings::get(&state.pool).await.map_err(db_error)?;
     let all_tools = store::sources::tools(&state.pool).await.map_err(store_error)?;
     let usable: Vec<_> =

@@ -3,6 +3,7 @@
 //! operation takes what it needs of it and returns a typed read model that every surface shows
 //! in its own way.
 
+pub mod servers;
 pub mod tenants;
 
 use std::sync::Arc;
@@ -10,10 +11,11 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use crate::admin::LoginPolicy;
-use crate::catalog::Catalog;
-use crate::exec::Executor;
+use crate::catalog::{Catalog, CatalogOptions};
+use crate::exec::{ExecConfig, Executor};
 use crate::secret::SecretBox;
-use crate::upstream::Upstreams;
+use crate::tool::ToolProvider;
+use crate::upstream::{UpstreamConfig, Upstreams};
 
 /// The running parts of Toolgate every surface works with; cheap to clone.
 #[derive(Clone)]
@@ -29,4 +31,44 @@ pub struct Services {
     pub executor: Executor,
     /// Connections to upstream MCP servers: health, refresh, probes.
     pub upstreams: Arc<Upstreams>,
+}
+
+/// How [`Services::start`] sets the parts up.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub catalog: CatalogOptions,
+    pub upstream: UpstreamConfig,
+    pub exec: ExecConfig,
+    pub login_policy: LoginPolicy,
+}
+
+impl Services {
+    /// Starts the live parts on `pool`: the catalog (loaded now, then kept current), the
+    /// connections to upstream servers and the executor with the built-in `providers`.
+    pub async fn start(
+        pool: PgPool,
+        secrets: SecretBox,
+        providers: &[Arc<dyn ToolProvider>],
+        options: Options,
+    ) -> Result<Self, sqlx::Error> {
+        let catalog = Catalog::start(pool.clone(), options.catalog).await?;
+        let upstreams =
+            Arc::new(Upstreams::start(pool.clone(), secrets.clone(), catalog.clone(), options.upstream));
+        let executor = Executor::new(
+            catalog.clone(),
+            pool.clone(),
+            secrets.clone(),
+            providers,
+            Some(upstreams.clone()),
+            options.exec,
+        );
+        Ok(Services {
+            pool,
+            login_policy: Arc::new(options.login_policy),
+            catalog,
+            secrets,
+            executor,
+            upstreams,
+        })
+    }
 }

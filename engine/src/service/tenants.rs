@@ -1,10 +1,10 @@
 //! A tenant as an administrator sees it.
 
 use serde::Serialize;
-use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::catalog::{Catalog, Conflict};
+use super::Services;
+use crate::catalog::Conflict;
 use crate::model::TenantSlug;
 use crate::store::keys::ApiKey;
 use crate::store::overrides::Override;
@@ -40,7 +40,8 @@ pub struct EffectiveTool {
 }
 
 /// The tenant `slug` in full.
-pub async fn detail(pool: &PgPool, catalog: &Catalog, slug: &TenantSlug) -> Result<TenantDetail> {
+pub async fn detail(services: &Services, slug: &TenantSlug) -> Result<TenantDetail> {
+    let (pool, catalog) = (&services.pool, &services.catalog);
     let tenant = store::tenants::get(pool, slug).await?;
     let groups = store::tenants::group_activations(pool, slug).await?;
     let overrides = store::overrides::list(pool, slug).await?;
