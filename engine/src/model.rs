@@ -84,9 +84,11 @@ pub fn tag_strings(tags: &[Tag]) -> Vec<String> {
     tags.iter().map(|t| t.as_str().to_string()).collect()
 }
 
-/// Where a tool comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Where a tool comes from; stored as text (a value the database's check does not know fails
+/// the read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum SourceKind {
     /// Rust code compiled into Toolgate.
     Builtin,
@@ -102,15 +104,6 @@ impl SourceKind {
             SourceKind::Builtin => "builtin",
             SourceKind::Mcp => "mcp",
             SourceKind::External => "external",
-        }
-    }
-
-    pub fn from_db(kind: &str) -> Self {
-        match kind {
-            "builtin" => SourceKind::Builtin,
-            "mcp" => SourceKind::Mcp,
-            // The CHECK constraint admits nothing else.
-            _ => SourceKind::External,
         }
     }
 }

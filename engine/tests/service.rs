@@ -108,3 +108,21 @@ async fn a_servers_detail_has_its_configuration_and_its_connections_health(pool:
     let nothing = servers::detail(&services, &Name::parse("nothing").unwrap()).await.unwrap_err();
     assert!(matches!(nothing, store::Error::NotFound(_)), "{nothing:?}");
 }
+
+/// A value a newer Toolgate stored (here a transport this version does not know, written past
+/// the check a newer migration replaced) fails the read, rather than being taken for another
+/// transport and connected as one.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_transport_this_version_does_not_know_is_an_error_not_another_transport(pool: PgPool) {
+    let services = services(&pool).await;
+    let server = ServerConfig::http(Name::parse("future").unwrap(), "http://127.0.0.1:9/mcp");
+    store::servers::create(&pool, &services.secrets, &Actor::system(), &server).await.unwrap();
+    assert!(servers::list(&services).await.is_ok());
+    sqlx::query("alter table mcp_server drop constraint mcp_server_transport_check")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("update mcp_server set transport = 'websocket'").execute(&pool).await.unwrap();
+    let read = servers::list(&services).await;
+    assert!(matches!(read, Err(store::Error::Database(_))), "{read:?}");
+}

@@ -14,8 +14,11 @@ use super::{Actor, Change, Error, Result, SecretInput, commit, yes};
 use crate::model::{Name, SourceKind, Tag, TenantSlug};
 use crate::secret::SecretBox;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// How a server is reached; stored as text (a value the database's check does not know fails
+/// the read, never turns into another transport).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum Transport {
     StreamableHttp,
     /// Legacy HTTP+SSE.
@@ -31,33 +34,17 @@ impl Transport {
             Transport::Stdio => "stdio",
         }
     }
-
-    fn from_db(value: &str) -> Self {
-        match value {
-            "sse" => Transport::Sse,
-            "stdio" => Transport::Stdio,
-            _ => Transport::StreamableHttp,
-        }
-    }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum OnDefinitionChange {
     /// Hide the tool until an admin approves the new definition.
     #[default]
     Hold,
     /// Keep serving the pinned definition until an admin approves the new one.
     KeepPinned,
-}
-
-impl OnDefinitionChange {
-    fn as_str(self) -> &'static str {
-        match self {
-            OnDefinitionChange::Hold => "hold",
-            OnDefinitionChange::KeepPinned => "keep_pinned",
-        }
-    }
 }
 
 /// An environment value of a stdio server: plain text, or a secret stored encrypted.
@@ -300,13 +287,13 @@ fn seal_headers(
 
 pub(crate) struct ServerRow {
     source_id: Uuid,
-    transport: String,
+    transport: Transport,
     url: Option<String>,
     command: Option<String>,
     args: Vec<String>,
     env: Value,
     headers: Value,
-    on_definition_change: String,
+    on_definition_change: OnDefinitionChange,
     new_tools_enabled: bool,
 }
 
@@ -314,21 +301,13 @@ impl ServerRow {
     /// How to connect, with `headers` (a tenant's own credentials) replacing the server's.
     fn endpoint(self, secrets: &SecretBox, headers: Option<Value>) -> Result<Endpoint> {
         Ok(Endpoint {
-            transport: Transport::from_db(&self.transport),
+            transport: self.transport,
             env: open(secrets, &self.env)?,
             headers: open(secrets, headers.as_ref().unwrap_or(&self.headers))?,
             url: self.url,
             command: self.command,
             args: self.args,
         })
-    }
-
-    fn on_definition_change(&self) -> OnDefinitionChange {
-        if self.on_definition_change == "keep_pinned" {
-            OnDefinitionChange::KeepPinned
-        } else {
-            OnDefinitionChange::Hold
-        }
     }
 
     /// The environment as reads show it: plain values, and secrets as `{set: true}`.
@@ -358,7 +337,7 @@ impl ServerRow {
         Ok(ServerConfig {
             name: Name::parse(&source.name)?,
             prefix: Some(source.prefix.clone()),
-            transport: Transport::from_db(&self.transport),
+            transport: self.transport,
             url: self.url.clone(),
             command: self.command.clone(),
             args: self.args.clone(),
@@ -367,7 +346,7 @@ impl ServerRow {
             tenant,
             tags: crate::model::parse_tags(&source.tags)?,
             enabled: source.enabled,
-            on_definition_change: self.on_definition_change(),
+            on_definition_change: self.on_definition_change,
             new_tools_enabled: self.new_tools_enabled,
         })
     }
@@ -376,8 +355,8 @@ impl ServerRow {
         let env = self.shown_env();
         Server {
             source,
-            transport: Transport::from_db(&self.transport),
-            on_definition_change: self.on_definition_change(),
+            transport: self.transport,
+            on_definition_change: self.on_definition_change,
             url: self.url,
             command: self.command,
             args: self.args,
@@ -391,9 +370,9 @@ impl ServerRow {
 pub(crate) async fn row(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<ServerRow> {
     sqlx::query_as!(
         ServerRow,
-        "select source_id, transport, url, command, args, env, headers, on_definition_change,
-                new_tools_enabled
-         from mcp_server where source_id = $1",
+        r#"select source_id, transport as "transport: Transport", url, command, args, env, headers,
+                on_definition_change as "on_definition_change: OnDefinitionChange", new_tools_enabled
+         from mcp_server where source_id = $1"#,
         source_id
     )
     .fetch_optional(db)
@@ -448,13 +427,13 @@ pub(crate) async fn write(
             on_definition_change = excluded.on_definition_change,
             new_tools_enabled = excluded.new_tools_enabled",
         source_id,
-        config.transport.as_str(),
+        config.transport as Transport,
         config.url,
         config.command,
         &config.args,
         seal_env(secrets, &config.env, stored)?,
         seal_headers(secrets, &config.headers, stored)?,
-        config.on_definition_change.as_str(),
+        config.on_definition_change as OnDefinitionChange,
         config.new_tools_enabled,
     )
     .execute(&mut **tx)
@@ -540,9 +519,9 @@ pub async fn get(pool: &PgPool, name: &Name) -> Result<Server> {
 pub(crate) async fn rows(db: impl PgExecutor<'_>) -> Result<HashMap<Uuid, ServerRow>> {
     let rows = sqlx::query_as!(
         ServerRow,
-        "select source_id, transport, url, command, args, env, headers, on_definition_change,
-                new_tools_enabled
-         from mcp_server"
+        r#"select source_id, transport as "transport: Transport", url, command, args, env, headers,
+                on_definition_change as "on_definition_change: OnDefinitionChange", new_tools_enabled
+         from mcp_server"#
     )
     .fetch_all(db)
     .await?;
@@ -678,7 +657,7 @@ pub async fn record_discovery(
     let mut tx = pool.begin().await?;
     let source = sources::get(&mut *tx, server).await?;
     let settings = row(&mut *tx, source.id).await?;
-    let hold_changes = settings.on_definition_change == "hold";
+    let hold_changes = settings.on_definition_change == OnDefinitionChange::Hold;
     let existing: HashMap<String, (Uuid, String)> =
         sqlx::query!("select id, upstream_name, definition_hash from tool where source_id = $1", source.id)
             .fetch_all(&mut *tx)

@@ -90,7 +90,7 @@ impl ToolDefinition {
 
 struct SourceRow {
     id: Uuid,
-    kind: String,
+    kind: SourceKind,
     name: String,
     prefix: String,
     tags: Vec<String>,
@@ -102,7 +102,7 @@ impl From<SourceRow> for Source {
     fn from(r: SourceRow) -> Self {
         Source {
             id: r.id,
-            kind: SourceKind::from_db(&r.kind),
+            kind: r.kind,
             name: r.name,
             prefix: r.prefix,
             tags: r.tags,
@@ -115,7 +115,7 @@ impl From<SourceRow> for Source {
 pub async fn get(db: impl PgExecutor<'_>, name: &Name) -> Result<Source> {
     sqlx::query_as!(
         SourceRow,
-        "select id, kind, name, prefix, tags, enabled, tenant_id from source where name = $1",
+        r#"select id, kind as "kind: SourceKind", name, prefix, tags, enabled, tenant_id from source where name = $1"#,
         name.as_str()
     )
     .fetch_optional(db)
@@ -127,7 +127,7 @@ pub async fn get(db: impl PgExecutor<'_>, name: &Name) -> Result<Source> {
 pub async fn list(db: impl PgExecutor<'_>) -> sqlx::Result<Vec<Source>> {
     let rows = sqlx::query_as!(
         SourceRow,
-        "select id, kind, name, prefix, tags, enabled, tenant_id from source order by name"
+        r#"select id, kind as "kind: SourceKind", name, prefix, tags, enabled, tenant_id from source order by name"#
     )
     .fetch_all(db)
     .await?;
@@ -143,10 +143,10 @@ pub(super) async fn insert(tx: &mut Transaction<'_, Postgres>, new: &NewSource) 
     };
     Ok(sqlx::query_as!(
         SourceRow,
-        "insert into source (kind, name, prefix, tags, tenant_id) values ($1, $2, $3, $4, $5)
+        r#"insert into source (kind, name, prefix, tags, tenant_id) values ($1, $2, $3, $4, $5)
          on conflict (name) do nothing
-         returning id, kind, name, prefix, tags, enabled, tenant_id",
-        new.kind.as_str(),
+         returning id, kind as "kind: SourceKind", name, prefix, tags, enabled, tenant_id"#,
+        new.kind as SourceKind,
         new.name.as_str(),
         new.prefix,
         &tag_strings(&new.tags),
@@ -288,7 +288,7 @@ pub struct ToolRecord {
 /// Every tool of every source, by exposed name.
 pub async fn tools(pool: &PgPool) -> Result<Vec<ToolRecord>> {
     let rows = sqlx::query!(
-        r#"select t.id, s.name as source, s.kind, s.enabled, s.prefix, s.tenant_id, t.upstream_name, t.description,
+        r#"select t.id, s.name as source, s.kind as "kind: SourceKind", s.enabled, s.prefix, s.tenant_id, t.upstream_name, t.description,
                   array(select distinct unnest(t.tags || s.tags) order by 1) as "tags!",
                   t.held, exists (select from tool_pending_definition p where p.tool_id = t.id) as "pending!",
                   array(select g.name from tool_group_member m join tool_group g on g.id = m.group_id
@@ -304,7 +304,7 @@ pub async fn tools(pool: &PgPool) -> Result<Vec<ToolRecord>> {
             exposed_name: crate::catalog::naming::exposed_name(&r.prefix, &r.upstream_name),
             id: r.id,
             source: r.source,
-            source_kind: SourceKind::from_db(&r.kind),
+            source_kind: r.kind,
             source_enabled: r.enabled,
             upstream_name: r.upstream_name,
             description: r.description,
