@@ -195,10 +195,11 @@ impl Content {
 }
 
 /// A tool's result, in MCP's `CallToolResult` shape.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolOutput {
     /// MCP content blocks: `{"type": "text", "text": ...}`, `image`, `audio`, `resource`, ...
-    #[schema(value_type = Vec<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
     pub content: Vec<Content>,
     #[serde(rename = "structuredContent", default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,

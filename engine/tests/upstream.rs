@@ -15,7 +15,7 @@ use engine::store::overrides::OverrideInput;
 use engine::store::servers::{self, Endpoint, Transport};
 use engine::store::{self, Actor, SecretInput};
 use engine::tool::{Caller, Content, ToolOutput};
-use engine::upstream::{Status as Health, UpstreamConfig, Upstreams, test_connection};
+use engine::upstream::{Status as Health, UpstreamConfig, UpstreamError, Upstreams, test_connection};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
@@ -338,7 +338,8 @@ async fn test_connection_reports_the_tools_or_the_problem() {
     assert_eq!(probe.tool_count, 5);
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let err = test_connection(&endpoint(format!("http://{closed}/mcp")), &config).await.unwrap_err();
-    assert!(err.contains("initialisation failed"), "{err}");
+    assert!(matches!(err, UpstreamError::Initialise(_)), "{err:?}");
+    assert!(err.to_string().starts_with("initialisation failed: "), "{err}");
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

@@ -233,7 +233,9 @@ async fn refresh_server(State(state): State<Services>, Path(server): Path<String
     store::servers::get(&state.pool, &server).await?;
     match state.upstreams.refresh(server.as_str()).await {
         Ok(report) => ok(report),
-        Err(err) => Err(Failure::new(problem(StatusCode::BAD_GATEWAY, "upstream_unavailable", err))),
+        Err(err) => {
+            Err(Failure::new(problem(StatusCode::BAD_GATEWAY, "upstream_unavailable", err.to_string())))
+        }
     }
 }
 
@@ -243,7 +245,7 @@ async fn test_server(State(state): State<Services>, Body(body): Body<ServerConfi
         Ok(probe) => {
             ok(json!({"ok": true, "server_info": probe.server_info, "tool_count": probe.tool_count}))
         }
-        Err(err) => ok(json!({"ok": false, "error": err})),
+        Err(err) => ok(json!({"ok": false, "error": err.to_string()})),
     }
 }
 

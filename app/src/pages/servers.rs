@@ -196,7 +196,7 @@ pub async fn test_server(form: ServerForm) -> Result<TestOutcome, PanelError> {
             let name = probe.server_name().unwrap_or("the server");
             TestOutcome { ok: true, message: format!("Connected to {name}: {} tools.", probe.tool_count) }
         }
-        Err(err) => TestOutcome { ok: false, message: err },
+        Err(err) => TestOutcome { ok: false, message: err.to_string() },
     })
 }
 

@@ -70,7 +70,8 @@ pub struct CallRequest {
     pub arguments: Value,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Ok,
@@ -105,7 +106,8 @@ pub struct CallHooks {
 }
 
 /// A call of an external tool waiting for the caller's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PendingCall {
     pub id: Uuid,
     pub tool: String,
@@ -113,7 +115,8 @@ pub struct PendingCall {
 }
 
 /// The result of one call.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CallResult {
     pub status: Status,
     pub output: ToolOutput,

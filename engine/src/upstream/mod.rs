@@ -128,14 +128,56 @@ impl ServerProbe {
     }
 }
 
+/// Why an upstream server could not be reached, listed or refreshed; shown to administrators
+/// (health, test connection, refresh) as it reads.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum UpstreamError {
+    /// A stdio server's program could not be started.
+    #[error("cannot start the server: {0}")]
+    Spawn(String),
+    /// A legacy HTTP+SSE server's event stream could not be opened.
+    #[error("cannot open the event stream: {0}")]
+    EventStream(String),
+    /// A configured header name is not one HTTP allows.
+    #[error("header `{name}`: {reason}")]
+    HeaderName { name: String, reason: String },
+    /// A configured header value is not one HTTP allows.
+    #[error("header `{0}` has an invalid value")]
+    HeaderValue(String),
+    /// The MCP lifecycle (`server/discover`, or the `initialize` handshake) failed.
+    #[error("initialisation failed: {0}")]
+    Initialise(String),
+    /// Connecting took longer than the connect timeout.
+    #[error("no answer within {0:?}")]
+    ConnectTimeout(Duration),
+    /// `tools/list` failed.
+    #[error("listing tools failed: {0}")]
+    Listing(String),
+    /// `tools/list` took longer than the connect timeout.
+    #[error("listing tools got no answer within {0:?}")]
+    ListingTimeout(Duration),
+    /// The discovered tools could not be recorded.
+    #[error("{0}")]
+    Recording(String),
+    /// The server has no connection of its own (disabled or removed).
+    #[error("server `{0}` is not connected (disabled or removed)")]
+    NotConnected(String),
+    /// Its connection is down; the message says since when and why.
+    #[error("{0}")]
+    Down(String),
+}
+
 /// Connects once, lists the tools, disconnects.
-pub async fn test_connection(endpoint: &Endpoint, config: &UpstreamConfig) -> Result<ServerProbe, String> {
+pub async fn test_connection(
+    endpoint: &Endpoint,
+    config: &UpstreamConfig,
+) -> Result<ServerProbe, UpstreamError> {
     let handler = Handler { slot: Weak::new() };
     let service = tokio::time::timeout(config.connect_timeout, connect(endpoint, handler))
         .await
-        .map_err(|_| format!("no answer within {:?}", config.connect_timeout))??;
+        .map_err(|_| UpstreamError::ConnectTimeout(config.connect_timeout))??;
     let server_info = serde_json::to_value(service.peer().peer_info()).unwrap_or(Value::Null);
-    let tools = service.peer().list_all_tools().await.map_err(|e| format!("listing tools failed: {e}"));
+    let tools = service.peer().list_all_tools().await.map_err(|e| UpstreamError::Listing(e.to_string()));
     service.cancellation_token().cancel();
     Ok(ServerProbe { server_info, tool_count: tools?.len() })
 }
@@ -148,7 +190,7 @@ const INHERITED_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
 async fn connect(
     endpoint: &Endpoint,
     handler: Handler,
-) -> Result<rmcp::service::RunningService<RoleClient, Handler>, String> {
+) -> Result<rmcp::service::RunningService<RoleClient, Handler>, UpstreamError> {
     match endpoint.transport {
         Transport::Stdio => {
             let mut command = tokio::process::Command::new(endpoint.command.as_deref().unwrap_or_default());
@@ -160,7 +202,7 @@ async fn connect(
                 .envs(endpoint.env.iter().cloned())
                 .kill_on_drop(true);
             let transport =
-                TokioChildProcess::new(command).map_err(|e| format!("cannot start the server: {e}"))?;
+                TokioChildProcess::new(command).map_err(|e| UpstreamError::Spawn(e.to_string()))?;
             start(handler, transport).await
         }
         Transport::StreamableHttp => {
@@ -177,7 +219,7 @@ async fn connect(
             let url = endpoint.url.as_deref().unwrap_or_default();
             let transport = sse::SseTransport::connect(url, headers(endpoint)?, MAX_ANSWER, SSE_POST_TIMEOUT)
                 .await
-                .map_err(|e| format!("cannot open the event stream: {e}"))?;
+                .map_err(|e| UpstreamError::EventStream(e.to_string()))?;
             start(handler, transport).await
         }
     }
@@ -187,12 +229,13 @@ async fn connect(
 const SSE_POST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The endpoint's HTTP headers, checked.
-fn headers(endpoint: &Endpoint) -> Result<http::HeaderMap, String> {
+fn headers(endpoint: &Endpoint) -> Result<http::HeaderMap, UpstreamError> {
     let mut headers = http::HeaderMap::new();
     for (name, value) in &endpoint.headers {
-        let name = http::HeaderName::try_from(name.as_str()).map_err(|e| format!("header `{name}`: {e}"))?;
+        let name = http::HeaderName::try_from(name.as_str())
+            .map_err(|e| UpstreamError::HeaderName { name: name.clone(), reason: e.to_string() })?;
         let value = http::HeaderValue::try_from(value.as_str())
-            .map_err(|_| format!("header `{name}` has an invalid value"))?;
+            .map_err(|_| UpstreamError::HeaderValue(name.to_string()))?;
         headers.insert(name, value);
     }
     Ok(headers)
@@ -203,7 +246,7 @@ fn headers(endpoint: &Endpoint) -> Result<http::HeaderMap, String> {
 async fn start<T, E, A>(
     handler: Handler,
     transport: T,
-) -> Result<rmcp::service::RunningService<RoleClient, Handler>, String>
+) -> Result<rmcp::service::RunningService<RoleClient, Handler>, UpstreamError>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
@@ -215,7 +258,7 @@ where
     handler
         .serve_with_lifecycle(transport, lifecycle)
         .await
-        .map_err(|e| format!("initialisation failed: {e}"))
+        .map_err(|e| UpstreamError::Initialise(e.to_string()))
 }
 
 /// Whether the server speaks revision 2026-07-28 or later on this connection: it then sends
@@ -443,7 +486,7 @@ impl Slot {
             let connected = tokio::select! {
                 () = self.cancel.cancelled() => break,
                 result = tokio::time::timeout(self.config.connect_timeout, connect(&endpoint, handler)) => {
-                    result.unwrap_or_else(|_| Err(format!("no answer within {:?}", self.config.connect_timeout)))
+                    result.unwrap_or(Err(UpstreamError::ConnectTimeout(self.config.connect_timeout)))
                 }
             };
             match connected {
@@ -497,7 +540,7 @@ impl Slot {
                     self.set(|s| {
                         s.status = Status::Down;
                         s.peer = None;
-                        s.last_error = Some(err);
+                        s.last_error = Some(err.to_string());
                         s.retrying = true;
                     });
                 }
@@ -571,12 +614,12 @@ impl Slot {
         &self,
         peer: &Peer<RoleClient>,
         servers: &[String],
-    ) -> Vec<Result<servers::DiscoveryReport, String>> {
+    ) -> Vec<Result<servers::DiscoveryReport, UpstreamError>> {
         let listed = match tokio::time::timeout(self.config.connect_timeout, peer.list_all_tools()).await {
-            Ok(listed) => listed.map_err(|e| format!("listing tools failed: {e}")),
-            Err(_) => Err(format!("listing tools got no answer within {:?}", self.config.connect_timeout)),
+            Ok(listed) => listed.map_err(|e| UpstreamError::Listing(e.to_string())),
+            Err(_) => Err(UpstreamError::ListingTimeout(self.config.connect_timeout)),
         };
-        let definitions: Result<Vec<ToolDefinition>, String> =
+        let definitions: Result<Vec<ToolDefinition>, UpstreamError> =
             listed.map(|tools| tools.iter().map(|t| definition(t, self.config.description_cap)).collect());
         let mut reports = Vec::with_capacity(servers.len());
         for server in servers {
@@ -584,8 +627,8 @@ impl Slot {
                 Ok(definitions) => match Name::parse(server) {
                     Ok(name) => servers::record_discovery(&self.pool, &name, definitions)
                         .await
-                        .map_err(|e| e.to_string()),
-                    Err(err) => Err(err.to_string()),
+                        .map_err(|e| UpstreamError::Recording(e.to_string())),
+                    Err(err) => Err(UpstreamError::Recording(err.to_string())),
                 },
                 Err(err) => Err(err.clone()),
             };
@@ -594,7 +637,7 @@ impl Slot {
                 Err(err) => tracing::warn!(%server, error = %err, "upstream discovery failed"),
             }
             if let Some(member) = self.members().iter_mut().find(|m| &m.name == server) {
-                member.discovery_error = report.as_ref().err().cloned();
+                member.discovery_error = report.as_ref().err().map(ToString::to_string);
             }
             reports.push(report);
         }
@@ -865,7 +908,7 @@ impl Upstreams {
     pub async fn probe(
         &self,
         config: &servers::ServerConfig,
-    ) -> crate::store::Result<Result<ServerProbe, String>> {
+    ) -> crate::store::Result<Result<ServerProbe, UpstreamError>> {
         let endpoint = servers::probe_endpoint(config)?;
         Ok(test_connection(&endpoint, &self.inner.config).await)
     }
@@ -924,7 +967,7 @@ impl Upstreams {
     }
 
     /// Discovers a server's tools now (an admin's "refresh"), through its own connection.
-    pub async fn refresh(&self, server: &str) -> Result<servers::DiscoveryReport, String> {
+    pub async fn refresh(&self, server: &str) -> Result<servers::DiscoveryReport, UpstreamError> {
         let slot = {
             let slots = self.inner.slots.lock().expect("slots");
             slots
@@ -932,8 +975,8 @@ impl Upstreams {
                 .find(|slot| slot.discovers && slot.member_names().iter().any(|m| m == server))
                 .cloned()
         };
-        let slot = slot.ok_or_else(|| format!("server `{server}` is not connected (disabled or removed)"))?;
-        let (peer, _) = slot.peer(server).await.map_err(|err| err.to_string())?;
+        let slot = slot.ok_or_else(|| UpstreamError::NotConnected(server.to_string()))?;
+        let (peer, _) = slot.peer(server).await.map_err(|err| UpstreamError::Down(err.to_string()))?;
         slot.discover(&peer, &[server.to_string()]).await.remove(0)
     }
 }
