@@ -508,7 +508,9 @@ async fn calls_fail_fast_while_a_lost_server_is_retried_even_if_it_never_answers
         let call = Instant::now();
         let result = gw.call("acme", "up_echo", json!({"message": "x"})).await;
         assert_eq!(result.status, Status::ToolError);
-        assert!(call.elapsed() < Duration::from_millis(200), "a call waited {:?}", call.elapsed());
+        // Half the attempt's 2 s: a loaded machine (the whole suite on two cores) may take a
+        // few hundred milliseconds for a call, but one that waits for the attempt takes 2 s.
+        assert!(call.elapsed() < Duration::from_secs(1), "a call waited {:?}", call.elapsed());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -1,0 +1,119 @@
+//! Opening a connection to an upstream server, over any of its transports.
+
+use std::sync::Weak;
+use std::time::Duration;
+
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, Peer, RoleClient};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use serde_json::Value;
+
+use super::handler::Handler;
+use super::sse;
+use super::{ServerProbe, UpstreamConfig, UpstreamError};
+use crate::store::servers::{Endpoint, Transport};
+
+/// Connects once, lists the tools, disconnects.
+pub async fn test_connection(
+    endpoint: &Endpoint,
+    config: &UpstreamConfig,
+) -> Result<ServerProbe, UpstreamError> {
+    let handler = Handler { slot: Weak::new() };
+    let service = tokio::time::timeout(config.connect_timeout, connect(endpoint, handler))
+        .await
+        .map_err(|_| UpstreamError::ConnectTimeout(config.connect_timeout))??;
+    let server_info = serde_json::to_value(service.peer().peer_info()).unwrap_or(Value::Null);
+    let tools = service.peer().list_all_tools().await.map_err(|e| UpstreamError::Listing(e.to_string()));
+    service.cancellation_token().cancel();
+    Ok(ServerProbe { server_info, tool_count: tools?.len() })
+}
+
+/// What a stdio server gets of Toolgate's environment, besides its own configured `env`:
+/// enough to find programs and a home folder, never Toolgate's settings or secrets
+/// (`TOOLGATE_SECRET_KEY` decrypts every stored credential).
+const INHERITED_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
+
+pub(super) async fn connect(
+    endpoint: &Endpoint,
+    handler: Handler,
+) -> Result<rmcp::service::RunningService<RoleClient, Handler>, UpstreamError> {
+    match endpoint.transport {
+        Transport::Stdio => {
+            let mut command = tokio::process::Command::new(endpoint.command.as_deref().unwrap_or_default());
+            let inherited = INHERITED_ENV.iter().filter_map(|name| Some((*name, std::env::var_os(name)?)));
+            command
+                .args(&endpoint.args)
+                .env_clear()
+                .envs(inherited)
+                .envs(endpoint.env.iter().cloned())
+                .kill_on_drop(true);
+            let transport =
+                TokioChildProcess::new(command).map_err(|e| UpstreamError::Spawn(e.to_string()))?;
+            start(handler, transport).await
+        }
+        Transport::StreamableHttp => {
+            let headers =
+                headers(endpoint)?.into_iter().filter_map(|(name, value)| Some((name?, value))).collect();
+            let url = endpoint.url.clone().unwrap_or_default();
+            let config = StreamableHttpClientTransportConfig::with_uri(url)
+                .custom_headers(headers)
+                .max_sse_event_size(MAX_ANSWER)
+                .max_json_response_size(MAX_ANSWER);
+            start(handler, StreamableHttpClientTransport::from_config(config)).await
+        }
+        Transport::Sse => {
+            let url = endpoint.url.as_deref().unwrap_or_default();
+            let transport = sse::SseTransport::connect(url, headers(endpoint)?, MAX_ANSWER, SSE_POST_TIMEOUT)
+                .await
+                .map_err(|e| UpstreamError::EventStream(e.to_string()))?;
+            start(handler, transport).await
+        }
+    }
+}
+
+/// The largest answer (one JSON body or SSE event) read from an HTTP upstream; a larger one
+/// ends the connection rather than Toolgate's memory.
+pub(super) const MAX_ANSWER: usize = 16 * 1024 * 1024;
+
+/// The longest a message POSTed to a legacy SSE server may take to be accepted.
+const SSE_POST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The endpoint's HTTP headers, checked.
+fn headers(endpoint: &Endpoint) -> Result<http::HeaderMap, UpstreamError> {
+    let mut headers = http::HeaderMap::new();
+    for (name, value) in &endpoint.headers {
+        let name = http::HeaderName::try_from(name.as_str())
+            .map_err(|e| UpstreamError::HeaderName { name: name.clone(), reason: e.to_string() })?;
+        let value = http::HeaderValue::try_from(value.as_str())
+            .map_err(|_| UpstreamError::HeaderValue(name.to_string()))?;
+        headers.insert(name, value);
+    }
+    Ok(headers)
+}
+
+/// Starts the MCP lifecycle on `transport`: `server/discover` first (revision 2026-07-28), the
+/// `initialize` handshake for a server that does not know it.
+async fn start<T, E, A>(
+    handler: Handler,
+    transport: T,
+) -> Result<rmcp::service::RunningService<RoleClient, Handler>, UpstreamError>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    };
+    handler
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .map_err(|e| UpstreamError::Initialise(e.to_string()))
+}
+
+/// Whether the server speaks revision 2026-07-28 or later on this connection: it then sends
+/// tool list changes only on a `subscriptions/listen` stream.
+pub(super) fn is_stateless(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info().is_some_and(|info| !info.protocol_version.has_initialize())
+}

@@ -1,0 +1,125 @@
+//! What an upstream sends on its own, and where it goes.
+
+use std::sync::{Arc, Weak};
+
+use rmcp::ClientHandler;
+// Sampling and logging are deprecated by SEP-2577, but servers still send them: relayed while
+// they do.
+#[allow(deprecated)]
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use serde::Serialize;
+use serde_json::json;
+
+use super::slot::Slot;
+use crate::tool::{ClientRelay, Progress, send_progress};
+
+/// Receives what an upstream sends on its own: tool list changes, progress, log messages, and
+/// requests for the caller (sampling, elicitation), which go to the MCP client whose call is
+/// running on this connection.
+#[derive(Clone)]
+pub(super) struct Handler {
+    pub(super) slot: Weak<Slot>,
+}
+
+impl Handler {
+    /// The client of the one call in flight on this connection. With several calls in flight
+    /// a request cannot be attributed to one of them (MCP does not say which call it belongs
+    /// to), so it is refused rather than risk sending it to another caller.
+    fn caller(&self) -> Option<Arc<dyn ClientRelay>> {
+        let slot = self.slot.upgrade()?;
+        let relays = slot.relays.lock().expect("relay map");
+        match relays.len() {
+            1 => relays.values().next().cloned(),
+            _ => None,
+        }
+    }
+
+    async fn relay<P: Serialize, R: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: P,
+    ) -> Result<R, rmcp::ErrorData> {
+        let caller = self.caller().ok_or_else(|| {
+            rmcp::ErrorData::invalid_request(
+                format!("{method}: Toolgate cannot tell which caller this is for (not exactly one MCP call in flight on this connection)"),
+                None,
+            )
+        })?;
+        let answer = caller.request(json!({"method": method, "params": params})).await.map_err(|err| {
+            rmcp::ErrorData::internal_error(format!("the caller could not answer {method}: {err}"), None)
+        })?;
+        serde_json::from_value(answer).map_err(|err| rmcp::ErrorData::internal_error(err.to_string(), None))
+    }
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        #[allow(deprecated)]
+        let capabilities = ClientCapabilities::builder().enable_sampling().enable_elicitation().build();
+        info.capabilities = capabilities;
+        info
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, rmcp::ErrorData> {
+        self.relay("sampling/createMessage", params).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        self.relay("elicitation/create", params).await
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        match self.caller() {
+            Some(caller) => caller.notify(json!({"method": "notifications/message", "params": params})),
+            None => tracing::info!(message = ?params, "upstream log message"),
+        }
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        if let Some(slot) = self.slot.upgrade()
+            && slot.discovers
+        {
+            tracing::info!(servers = %slot.label(), "upstream tool list changed; rediscovering");
+            slot.discover(&context.peer, &slot.member_names()).await;
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(slot) = self.slot.upgrade()
+            && let Some(sink) =
+                slot.progress.lock().expect("progress map").get(&token_key(&params.progress_token))
+        {
+            send_progress(
+                sink,
+                Progress { progress: params.progress, total: params.total, message: params.message },
+            );
+        }
+    }
+}
+
+pub(super) fn token_key(token: &ProgressToken) -> String {
+    serde_json::to_string(token).unwrap_or_default()
+}

@@ -1,0 +1,545 @@
+//! One pooled connection: its task (connect, discover, watch, reconnect) and its calls.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use rmcp::ClientCacheConfig;
+// Logging is deprecated by SEP-2577, but servers still send it: relayed while they do.
+#[allow(deprecated)]
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    DEFAULT_MRTR_MAX_ROUNDS, InputRequests, InputResponses, LoggingLevel, RequestId, RequestMetaObject,
+    ServerNotification, ServerResult, SubscriptionFilter,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::connect::{MAX_ANSWER, connect, is_stateless};
+use super::handler::{Handler, token_key};
+use super::{Status, UpstreamConfig, UpstreamError};
+use crate::catalog::CatalogTool;
+use crate::model::Name;
+use crate::store::servers::{self, Endpoint};
+use crate::store::sources::ToolDefinition;
+use crate::tool::{ClientRelay, ProgressSink, ToolContext, ToolError, ToolOutput};
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(super) struct PoolKey {
+    pub(super) endpoint: Endpoint,
+    pub(super) tenant: Option<Uuid>,
+}
+
+/// One pooled connection.
+pub(super) struct Slot {
+    pub(super) me: Weak<Slot>,
+    /// The servers whose calls go through this connection (several when they share an
+    /// endpoint).
+    pub(super) members: Mutex<Vec<Member>>,
+    /// The servers' own connection discovers their tools; tenants' connections only call.
+    pub(super) discovers: bool,
+    /// A server joined the connection: discover its tools without reconnecting.
+    pub(super) joined: tokio::sync::Notify,
+    pub(super) pool: PgPool,
+    pub(super) config: UpstreamConfig,
+    pub(super) state: watch::Sender<SlotState>,
+    /// Progress sinks of calls in flight, by progress token.
+    pub(super) progress: Mutex<HashMap<String, ProgressSink>>,
+    /// The MCP clients of calls in flight, by progress token.
+    pub(super) relays: Mutex<HashMap<String, Arc<dyn ClientRelay>>>,
+    /// A call saw the transport fail: reconnect now rather than at the next probe.
+    pub(super) broken: tokio::sync::Notify,
+    /// A call wanted the connection while it was down: retry after [`DEMAND_RETRY`] rather
+    /// than at the end of a long backoff, so a server that comes back is used within a second
+    /// or two while traffic waits for it.
+    pub(super) wanted: tokio::sync::Notify,
+    pub(super) cancel: CancellationToken,
+}
+
+/// A server using a pooled connection.
+pub(super) struct Member {
+    pub(super) name: String,
+    pub(super) source_id: Uuid,
+    /// Why its last discovery failed; the connection itself may be fine.
+    pub(super) discovery_error: Option<String>,
+}
+
+impl Member {
+    pub(super) fn new(name: &str, source_id: Uuid) -> Self {
+        Member { name: name.to_string(), source_id, discovery_error: None }
+    }
+}
+
+/// The shortest pause between reconnection attempts that calls ask for.
+pub(super) const DEMAND_RETRY: Duration = Duration::from_millis(500);
+
+/// How long a finished call's progress sink stays registered: rmcp may handle a progress
+/// notification the server sent before its result only after the result.
+pub(super) const PROGRESS_DRAIN: Duration = Duration::from_millis(250);
+
+#[derive(Clone)]
+pub(super) struct SlotState {
+    pub(super) status: Status,
+    pub(super) peer: Option<Peer<RoleClient>>,
+    pub(super) last_error: Option<String>,
+    pub(super) last_seen: Option<Instant>,
+    /// Reconnecting after a failure: calls fail at once instead of waiting for the attempt
+    /// (which, to a host that does not answer, takes the whole connect timeout).
+    pub(super) retrying: bool,
+    /// Counts connections made, so a call that saw its connection fail can tell whether the
+    /// current one is that connection or a newer one.
+    pub(super) connection: u64,
+}
+
+impl Slot {
+    pub(super) fn set(&self, change: impl FnOnce(&mut SlotState)) {
+        self.state.send_modify(change);
+    }
+
+    pub(super) fn members(&self) -> std::sync::MutexGuard<'_, Vec<Member>> {
+        self.members.lock().expect("slot members")
+    }
+
+    pub(super) fn member_names(&self) -> Vec<String> {
+        self.members().iter().map(|m| m.name.clone()).collect()
+    }
+
+    /// The member servers' names, for the log.
+    pub(super) fn label(&self) -> String {
+        self.member_names().join(",")
+    }
+
+    /// Makes the members `wanted`; servers that joined get their tools discovered.
+    pub(super) fn set_members(&self, wanted: Vec<Member>) {
+        let mut members = self.members();
+        let joined = wanted.iter().any(|w| !members.iter().any(|m| m.source_id == w.source_id));
+        members.retain(|m| wanted.iter().any(|w| w.source_id == m.source_id));
+        for member in wanted {
+            if !members.iter().any(|m| m.source_id == member.source_id) {
+                members.push(member);
+            }
+        }
+        if joined && self.discovers {
+            self.joined.notify_one();
+        }
+    }
+
+    pub(super) async fn run(self: Arc<Self>, endpoint: Endpoint) {
+        let mut backoff = Duration::from_millis(200);
+        'connecting: while !self.cancel.is_cancelled() {
+            self.set(|s| s.status = Status::Connecting);
+            let handler = Handler { slot: Arc::downgrade(&self) };
+            let connected = tokio::select! {
+                () = self.cancel.cancelled() => break,
+                result = tokio::time::timeout(self.config.connect_timeout, connect(&endpoint, handler)) => {
+                    result.unwrap_or(Err(UpstreamError::ConnectTimeout(self.config.connect_timeout)))
+                }
+            };
+            match connected {
+                Ok(service) => {
+                    backoff = Duration::from_millis(200);
+                    let peer = service.peer().clone();
+                    self.set(|s| {
+                        s.status = Status::Ready;
+                        s.peer = Some(peer.clone());
+                        s.last_seen = Some(Instant::now());
+                        s.retrying = false;
+                        s.connection += 1;
+                    });
+                    tracing::info!(servers = %self.label(), "upstream connected");
+                    // Probes must reach the server, never a cached answer.
+                    peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
+                    let stop = service.cancellation_token();
+                    if self.discovers {
+                        self.discover(&peer, &self.member_names()).await;
+                        if is_stateless(&peer) {
+                            // Ends with the connection's stream.
+                            let (slot, peer) = (self.clone(), peer.clone());
+                            tokio::spawn(async move { slot.follow_changes(&peer).await });
+                        }
+                    }
+                    let waiting = service.waiting();
+                    let probe = self.probe(&peer);
+                    tokio::pin!(waiting, probe);
+                    let reason = loop {
+                        tokio::select! {
+                            () = self.cancel.cancelled() => { stop.cancel(); break 'connecting; }
+                            quit = &mut waiting => break format!("the connection closed ({quit:?})"),
+                            () = self.broken.notified() => break "a call found the connection broken".to_string(),
+                            err = &mut probe => break err,
+                            () = self.joined.notified() => {
+                                self.discover(&peer, &self.member_names()).await;
+                            }
+                        }
+                    };
+                    stop.cancel();
+                    tracing::warn!(servers = %self.label(), %reason, "upstream connection lost; reconnecting");
+                    self.set(|s| {
+                        s.status = Status::Down;
+                        s.peer = None;
+                        s.last_error = Some(reason);
+                        s.retrying = true;
+                    });
+                }
+                Err(err) => {
+                    tracing::warn!(servers = %self.label(), error = %err, retry_in = ?backoff, "upstream connection failed");
+                    self.set(|s| {
+                        s.status = Status::Down;
+                        s.peer = None;
+                        s.last_error = Some(err.to_string());
+                        s.retrying = true;
+                    });
+                }
+            }
+            let jitter = Duration::from_millis(rand::random_range(0..=backoff.as_millis() as u64 / 4));
+            let pause = backoff + jitter;
+            let wanted = async {
+                tokio::time::sleep(DEMAND_RETRY.min(pause)).await;
+                self.wanted.notified().await;
+            };
+            tokio::select! {
+                () = self.cancel.cancelled() => break,
+                () = tokio::time::sleep(pause) => {}
+                () = wanted => {}
+            }
+            backoff = (backoff * 2).min(self.config.max_backoff);
+        }
+        self.set(|s| {
+            s.status = Status::Down;
+            s.peer = None;
+        });
+    }
+
+    /// Rediscovers whenever a server on revision 2026-07-28 says its tools changed, for as long
+    /// as its `subscriptions/listen` stream lasts — and once when the stream opens: the revision
+    /// replays nothing, so a change between the first discovery and the acknowledgment would
+    /// otherwise be missed.
+    pub(super) async fn follow_changes(&self, peer: &Peer<RoleClient>) {
+        let advertised = peer.peer_info().is_some_and(|info| {
+            info.capabilities.tools.as_ref().is_some_and(|tools| tools.list_changed == Some(true))
+        });
+        if !advertised {
+            return;
+        }
+        let mut subscription = match peer
+            .listen(SubscriptionFilter::builder().tools_list_changed().build())
+            .await
+        {
+            Ok(subscription) => subscription,
+            Err(err) => {
+                tracing::warn!(servers = %self.label(), error = %err, "upstream refused subscriptions/listen");
+                return;
+            }
+        };
+        self.discover(peer, &self.member_names()).await;
+        while let Ok(Some(notification)) = subscription.next().await {
+            if matches!(notification, ServerNotification::ToolListChangedNotification(_)) {
+                tracing::info!(servers = %self.label(), "upstream tool list changed; rediscovering");
+                self.discover(peer, &self.member_names()).await;
+            }
+        }
+    }
+
+    /// Probes the connection every `health_interval`; returns when a probe fails.
+    pub(super) async fn probe(&self, peer: &Peer<RoleClient>) -> String {
+        loop {
+            tokio::time::sleep(self.config.health_interval).await;
+            match tokio::time::timeout(self.config.connect_timeout, peer.list_tools(None)).await {
+                Ok(Ok(_)) => self.set(|s| s.last_seen = Some(Instant::now())),
+                Ok(Err(err)) => return format!("health probe failed: {err}"),
+                Err(_) => {
+                    return format!("health probe got no answer within {:?}", self.config.connect_timeout);
+                }
+            }
+        }
+    }
+
+    /// Lists every tool (following pagination) once and records them for each of `servers`,
+    /// with pinning; one report (or error) per server.
+    pub(super) async fn discover(
+        &self,
+        peer: &Peer<RoleClient>,
+        servers: &[String],
+    ) -> Vec<Result<servers::DiscoveryReport, UpstreamError>> {
+        let listed = match tokio::time::timeout(self.config.connect_timeout, peer.list_all_tools()).await {
+            Ok(listed) => listed.map_err(|e| UpstreamError::Listing(e.to_string())),
+            Err(_) => Err(UpstreamError::ListingTimeout(self.config.connect_timeout)),
+        };
+        let definitions: Result<Vec<ToolDefinition>, UpstreamError> =
+            listed.map(|tools| tools.iter().map(|t| definition(t, self.config.description_cap)).collect());
+        let mut reports = Vec::with_capacity(servers.len());
+        for server in servers {
+            let report = match &definitions {
+                Ok(definitions) => match Name::parse(server) {
+                    Ok(name) => servers::record_discovery(&self.pool, &name, definitions)
+                        .await
+                        .map_err(|e| UpstreamError::Recording(e.to_string())),
+                    Err(err) => Err(UpstreamError::Recording(err.to_string())),
+                },
+                Err(err) => Err(err.clone()),
+            };
+            match &report {
+                Ok(report) => tracing::info!(%server, ?report, "upstream tools discovered"),
+                Err(err) => tracing::warn!(%server, error = %err, "upstream discovery failed"),
+            }
+            if let Some(member) = self.members().iter_mut().find(|m| &m.name == server) {
+                member.discovery_error = report.as_ref().err().map(ToString::to_string);
+            }
+            reports.push(report);
+        }
+        if definitions.is_ok() {
+            self.set(|s| {
+                s.last_seen = Some(Instant::now());
+                s.last_error = None;
+            });
+        }
+        reports
+    }
+
+    /// The connection's peer: at once when ready, after a wait while connecting for the first
+    /// time, never when down or reconnecting after a failure.
+    pub(super) async fn peer(&self, server: &str) -> Result<(Peer<RoleClient>, u64), ToolError> {
+        let mut state = self.state.subscribe();
+        let waiting = state.wait_for(|s| s.status != Status::Connecting || s.retrying);
+        // `wait_for` answers with a read guard on the state: it must be gone before the state
+        // is read again, or a writer waiting in between deadlocks both.
+        let settled = matches!(tokio::time::timeout(self.config.connect_timeout, waiting).await, Ok(Ok(_)));
+        let current = self.state.borrow().clone();
+        match (settled, current.peer) {
+            (true, Some(peer)) => Ok((peer, current.connection)),
+            _ => {
+                self.wanted.notify_one();
+                Err(ToolError::tool(format!(
+                    "MCP server `{server}` is unavailable right now; try again later"
+                )))
+            }
+        }
+    }
+
+    pub(super) async fn call(
+        &self,
+        tool: &CatalogTool,
+        arguments: Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let server = &tool.source_name;
+        let (peer, connection) = self.peer(server).await?;
+        let arguments = match arguments {
+            Value::Object(map) => map,
+            _ => Default::default(),
+        };
+        let mut params = CallToolRequestParams::new(tool.upstream_name.clone()).with_arguments(arguments);
+        // A server on 2026-07-28 logs only at the level a request asks for: the caller's.
+        #[allow(deprecated)]
+        let level: Option<LoggingLevel> = ctx
+            .client()
+            .and_then(|client| client.log_level())
+            .and_then(|name| serde_json::from_value(Value::String(name)).ok());
+        if let Some(level) = level {
+            let mut meta = RequestMetaObject::default();
+            meta.set_log_level(level);
+            params.meta = Some(meta);
+        }
+        // A server on 2026-07-28 asks the caller for input by answering with the questions;
+        // the call is sent again with the answers (SEP-2322).
+        let mut rounds = 0;
+        let result = loop {
+            match self.send_call(&peer, params.clone(), ctx).await {
+                Ok(ServerResult::InputRequiredResult(asked)) if rounds < DEFAULT_MRTR_MAX_ROUNDS => {
+                    rounds += 1;
+                    let questions = asked.input_requests.unwrap_or_default();
+                    params.input_responses = Some(answer_inputs(server, questions, ctx).await?);
+                    params.request_state = asked.request_state;
+                }
+                other => break other,
+            }
+        };
+        match result {
+            Ok(ServerResult::CallToolResult(result)) => {
+                self.set(|s| s.last_seen = Some(Instant::now()));
+                let value = serde_json::to_value(&result).map_err(ToolError::internal)?;
+                serde_json::from_value(value).map_err(ToolError::internal)
+            }
+            Ok(ServerResult::InputRequiredResult(_)) => Err(ToolError::tool(format!(
+                "MCP server `{server}` asked for input {DEFAULT_MRTR_MAX_ROUNDS} times without finishing the call"
+            ))),
+            Ok(other) => Err(ToolError::internal(format!("unexpected answer to tools/call: {other:?}"))),
+            Err(err) => {
+                tracing::warn!(%server, error = %err, "upstream call failed");
+                if matches!(err, ServiceError::TransportClosed | ServiceError::TransportSend(_)) {
+                    // Only the connection the call used is broken: a newer one is left alone.
+                    let current = self.state.send_if_modified(|s| {
+                        let current = s.connection == connection && s.peer.is_some();
+                        if current {
+                            s.status = Status::Down;
+                            s.peer = None;
+                            s.retrying = true;
+                        }
+                        current
+                    });
+                    if current {
+                        // Wakes the connection's task if it is watching; never a later one.
+                        self.broken.notify_waiters();
+                    }
+                    return Err(ToolError::tool(format!(
+                        "MCP server `{server}` dropped the connection before answering (it went away, or its \
+                         answer was over the {} MiB limit); try again later",
+                        MAX_ANSWER >> 20
+                    )));
+                }
+                Err(ToolError::tool(format!("MCP server `{server}` failed to answer: {err}")))
+            }
+        }
+    }
+
+    /// Sends one `tools/call`, relaying its progress and what the server asks of the caller
+    /// while it runs.
+    pub(super) async fn send_call(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        ctx: &ToolContext,
+    ) -> Result<ServerResult, ServiceError> {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // rmcp gives every request its own progress token; progress reports come back under it.
+        let handle = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await?;
+        let key = token_key(&handle.progress_token);
+        if let Some(sink) = ctx.progress_sink() {
+            self.progress.lock().expect("progress map").insert(key.clone(), sink);
+        }
+        // Registered for as long as the call runs, timed out or not.
+        let _relay = ctx.client().map(|client| {
+            self.relays.lock().expect("relay map").insert(key.clone(), client);
+            RelayRegistration { slot: self.me.clone(), key: key.clone() }
+        });
+        // If this future is dropped (the call timed out), tell the server to stop.
+        let guard = CancelOnDrop { peer: Some(peer.clone()), request: handle.id.clone() };
+        let response = handle.await_response().await;
+        guard.disarm();
+        self.forget_progress(key);
+        response
+    }
+
+    /// Unregisters a finished call's progress sink, after a short drain.
+    pub(super) fn forget_progress(&self, key: String) {
+        if let Some(slot) = self.me.upgrade() {
+            tokio::spawn(async move {
+                tokio::time::sleep(PROGRESS_DRAIN).await;
+                slot.progress.lock().expect("progress map").remove(&key);
+            });
+        }
+    }
+}
+
+/// The caller's answers to what a server on 2026-07-28 asked during a call.
+pub(super) async fn answer_inputs(
+    server: &str,
+    questions: InputRequests,
+    ctx: &ToolContext,
+) -> Result<InputResponses, ToolError> {
+    let client = ctx.client().ok_or_else(|| {
+        ToolError::tool(format!(
+            "MCP server `{server}` asks the caller for input, which only an MCP client can give"
+        ))
+    })?;
+    let mut answers = InputResponses::new();
+    for (key, question) in questions {
+        let question = serde_json::to_value(question).map_err(ToolError::internal)?;
+        let method = question["method"].as_str().unwrap_or_default().to_string();
+        let answer =
+            client.request(json!({"method": method, "params": question["params"]})).await.map_err(|err| {
+                ToolError::tool(format!(
+                    "MCP server `{server}` asked the caller ({method}), who could not answer: {err}"
+                ))
+            })?;
+        answers.insert(key, answer);
+    }
+    Ok(answers)
+}
+
+/// Unregisters a call's MCP client when the call ends, however it ends.
+pub(super) struct RelayRegistration {
+    pub(super) slot: Weak<Slot>,
+    pub(super) key: String,
+}
+
+impl Drop for RelayRegistration {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.upgrade() {
+            slot.relays.lock().expect("relay map").remove(&self.key);
+        }
+    }
+}
+
+/// Sends `notifications/cancelled` for a request abandoned before its answer.
+pub(super) struct CancelOnDrop {
+    pub(super) peer: Option<Peer<RoleClient>>,
+    pub(super) request: RequestId,
+}
+
+impl CancelOnDrop {
+    pub(super) fn disarm(mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(peer) = self.peer.take() {
+            let param = CancelledNotificationParam::new(
+                Some(self.request.clone()),
+                Some("the call timed out in Toolgate".into()),
+            );
+            tokio::spawn(async move {
+                let _ = peer.notify_cancelled(param).await;
+            });
+        }
+    }
+}
+
+/// What ends a description cut at the cap.
+pub(super) const TRUNCATED: &str = " [description truncated]";
+
+/// A discovered tool as Toolgate stores it; the description is untrusted and capped.
+pub(super) fn definition(tool: &rmcp::model::Tool, description_cap: usize) -> ToolDefinition {
+    let value = serde_json::to_value(tool).unwrap_or_default();
+    let mut description = value["description"].as_str().unwrap_or_default().to_string();
+    if description.len() > description_cap {
+        // The notice counts against the cap too.
+        let mut end = description_cap.saturating_sub(TRUNCATED.len());
+        while !description.is_char_boundary(end) {
+            end -= 1;
+        }
+        description.truncate(end);
+        description.push_str(TRUNCATED);
+    }
+    ToolDefinition {
+        upstream_name: value["name"].as_str().unwrap_or_default().to_string(),
+        description,
+        input_schema: value.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"})),
+        output_schema: value.get("outputSchema").filter(|s| s.is_object()).cloned(),
+        annotations: value.get("annotations").filter(|a| a.is_object()).cloned().unwrap_or_else(|| json!({})),
+        tags: vec![],
+        strict: false,
+        timeout_ms: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    pub(super) fn a_long_description_is_cut_to_the_cap_notice_included() {
+        let schema = Arc::new(json!({"type": "object"}).as_object().cloned().unwrap());
+        let tool = rmcp::model::Tool::new("long", "é".repeat(10_000), schema);
+        let description = definition(&tool, 8 * 1024).description;
+        assert!(description.len() <= 8 * 1024, "{} bytes", description.len());
+        assert!(description.len() > 8 * 1024 - 30);
+        assert!(description.ends_with(TRUNCATED));
+    }
+}
