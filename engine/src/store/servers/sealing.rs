@@ -1,0 +1,111 @@
+//! A server's secrets at rest: sealed with the secret box for the target they were given for,
+//! kept when an edit says `{set: true}`, opened only to connect.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::{EnvValue, ServerConfig};
+use crate::secret::SecretBox;
+use crate::store::{Error, Result, SecretInput};
+
+/// Where a server is; its stored secrets are for that target only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Target {
+    url: Option<String>,
+    command: Option<String>,
+    args: Vec<String>,
+}
+
+impl Target {
+    pub(super) fn of(url: &Option<String>, command: &Option<String>, args: &[String]) -> Self {
+        Target { url: url.clone(), command: command.clone(), args: args.to_vec() }
+    }
+}
+
+/// A server's encrypted values as stored: what `{set: true}` keeps.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StoredSecrets {
+    pub(super) env: Value,
+    pub(super) headers: Value,
+    /// The target they were given for; `None` for a server not stored yet.
+    pub(super) target: Option<Target>,
+}
+
+impl StoredSecrets {
+    /// The secrets `config` may keep: none unless it is for the same target. A secret would
+    /// otherwise follow the server to a new URL or command that an admin may not have meant
+    /// to give it to, so `{set: true}` is refused then, saying to give the value again.
+    pub(crate) fn kept_for(&self, config: &ServerConfig) -> Result<&StoredSecrets> {
+        let moved = self.target.as_ref().is_some_and(|target| *target != config.target());
+        let kept = config
+            .headers
+            .iter()
+            .chain(config.env.iter().filter_map(|(name, value)| match value {
+                EnvValue::Secret(secret) => Some((name, secret)),
+                EnvValue::Plain(_) => None,
+            }))
+            .find(|(_, value)| value.new_value().is_none());
+        match kept {
+            Some((name, _)) if moved => Err(Error::Invalid(format!(
+                "secret `{name}` must be given again: the server's URL or command changed, and a stored \
+                 secret never follows its server to a new target"
+            ))),
+            _ => Ok(self),
+        }
+    }
+
+    pub(super) fn env_secret(&self, name: &str) -> Option<&str> {
+        self.env.get(name)?.get("secret")?.as_str()
+    }
+
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name)?.as_str()
+    }
+}
+
+pub(super) fn seal_env(
+    secrets: &SecretBox,
+    env: &BTreeMap<String, EnvValue>,
+    stored: &StoredSecrets,
+) -> Result<Value> {
+    let mut sealed = serde_json::Map::new();
+    for (name, value) in env {
+        let value = match value {
+            EnvValue::Plain(plain) => json!(plain),
+            EnvValue::Secret(secret) => {
+                json!({ "secret": secret.seal(secrets, name, stored.env_secret(name))? })
+            }
+        };
+        sealed.insert(name.clone(), value);
+    }
+    Ok(Value::Object(sealed))
+}
+
+pub(super) fn seal_headers(
+    secrets: &SecretBox,
+    headers: &BTreeMap<String, SecretInput>,
+    stored: &StoredSecrets,
+) -> Result<Value> {
+    let mut sealed = serde_json::Map::new();
+    for (name, value) in headers {
+        sealed.insert(name.clone(), json!(value.seal(secrets, name, stored.header(name))?));
+    }
+    Ok(Value::Object(sealed))
+}
+
+pub(super) fn open(secrets: &SecretBox, sealed: &Value) -> Result<Vec<(String, String)>> {
+    sealed
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, value)| {
+            let plain = match value {
+                Value::String(s) if s.starts_with("v1:") => secrets.decrypt(s),
+                Value::String(s) => Ok(s.clone()),
+                other => secrets.decrypt(other["secret"].as_str().unwrap_or_default()),
+            };
+            plain.map(|plain| (name.clone(), plain)).map_err(|err| Error::Invalid(format!("`{name}`: {err}")))
+        })
+        .collect()
+}
