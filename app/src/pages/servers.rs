@@ -259,11 +259,26 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
     Ok(ServerView { summary, tools, pending })
 }
 
-/// What an admin does to a server or one of its tools.
+/// What an admin does to a server, or (`Approve`, `Reject`) to one of its tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerOp {
+    Enable,
+    Disable,
+    Delete,
+    /// Discover its tools now.
+    Refresh,
+    /// Serve the tool's pending definition (or the held tool).
+    Approve,
+    /// Keep the tool held rather than serve its pending definition.
+    Reject,
+}
+
+/// Does `command` to the server `name` (and to the tool `tool_id` for a tool's command).
 #[server]
 pub async fn server_command(
     name: String,
-    command: String,
+    command: ServerOp,
     tool_id: Option<String>,
 ) -> Result<String, PanelError> {
     use axum::http::StatusCode;
@@ -279,18 +294,19 @@ pub async fn server_command(
             .and_then(|id| id.parse::<uuid::Uuid>().ok())
             .ok_or_else(|| PanelError::rejected(StatusCode::BAD_REQUEST, "which tool?"))
     };
-    let done = match command.as_str() {
-        "enable" | "disable" => {
-            store::sources::set_enabled(&state.pool, &caller.actor, &server, command == "enable")
+    let done = match command {
+        ServerOp::Enable | ServerOp::Disable => {
+            let enable = command == ServerOp::Enable;
+            store::sources::set_enabled(&state.pool, &caller.actor, &server, enable)
                 .await
                 .map_err(store_error)?;
-            format!("{name} {command}d")
+            format!("{name} {}", if enable { "enabled" } else { "disabled" })
         }
-        "delete" => {
+        ServerOp::Delete => {
             store::sources::delete(&state.pool, &caller.actor, &server).await.map_err(store_error)?;
             format!("{name} deleted")
         }
-        "refresh" => {
+        ServerOp::Refresh => {
             let report = state
                 .upstreams
                 .refresh(&name)
@@ -304,16 +320,13 @@ pub async fn server_command(
                 report.unchanged
             )
         }
-        "approve" => {
+        ServerOp::Approve => {
             store::servers::approve(&state.pool, &caller.actor, tool()?).await.map_err(store_error)?;
             "Approved".into()
         }
-        "reject" => {
+        ServerOp::Reject => {
             store::servers::reject(&state.pool, &caller.actor, tool()?).await.map_err(store_error)?;
             "Rejected: the tool stays held".into()
-        }
-        other => {
-            return Err(PanelError::rejected(StatusCode::BAD_REQUEST, format!("unknown command `{other}`")));
         }
     };
     Ok(done)
@@ -563,8 +576,8 @@ pub fn ServerPage() -> impl IntoView {
     let commanded = succeeded(command);
     let detail = Resource::new(move || (name(), commanded.get()), |(name, _)| server_detail(name));
     let deleted = move || matches!(command.value().get(), Some(Ok(ref done)) if done.ends_with("deleted"));
-    let run = move |what: &'static str, tool: Option<String>| {
-        command.dispatch(ServerCommand { name: name(), command: what.into(), tool_id: tool });
+    let run = move |what: ServerOp, tool: Option<String>| {
+        command.dispatch(ServerCommand { name: name(), command: what, tool_id: tool });
     };
     view! {
         <Title text=move || format!("Server {}", name()) />
@@ -589,13 +602,13 @@ pub fn ServerPage() -> impl IntoView {
                 view! {
                     <div class="actions">
                         <StatusBadge status=d.summary.status.clone() />
-                        <button type="button" disabled=move || command.pending().get() on:click=move |_| run("refresh", None)>
+                        <button type="button" disabled=move || command.pending().get() on:click=move |_| run(ServerOp::Refresh, None)>
                             {move || if command.pending().get() { "Working…" } else { "Refresh tools" }}
                         </button>
                         <button
                             type="button"
                             disabled=move || command.pending().get()
-                            on:click=move |_| run(if enabled { "disable" } else { "enable" }, None)
+                            on:click=move |_| run(if enabled { ServerOp::Disable } else { ServerOp::Enable }, None)
                         >
                             {if enabled { "Disable" } else { "Enable" }}
                         </button>
@@ -603,7 +616,7 @@ pub fn ServerPage() -> impl IntoView {
                             ask="Delete…"
                             confirm="Delete the server and its tools"
                             keep="Keep it"
-                            on_confirm=Callback::new(move |()| run("delete", None))
+                            on_confirm=Callback::new(move |()| run(ServerOp::Delete, None))
                         />
                     </div>
                     <p class="muted">
@@ -648,7 +661,7 @@ pub fn ServerPage() -> impl IntoView {
                                                 {held
                                                     .then(|| {
                                                         view! {
-                                                            <button type="button" on:click=move |_| run("approve", Some(id.clone()))>
+                                                            <button type="button" on:click=move |_| run(ServerOp::Approve, Some(id.clone()))>
                                                                 "Approve"
                                                             </button>
                                                         }
@@ -669,7 +682,7 @@ pub fn ServerPage() -> impl IntoView {
 #[component]
 fn PendingChanges(
     pending: Vec<PendingDefinition>,
-    run: impl Fn(&'static str, Option<String>) + Copy + Send + Sync + 'static,
+    run: impl Fn(ServerOp, Option<String>) + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
     if pending.is_empty() {
         return ().into_any();
@@ -691,10 +704,10 @@ fn PendingChanges(
                             <JsonBlock label="Published now" value=p.pending />
                         </div>
                         <div class="actions">
-                            <button type="button" class="primary" on:click=move |_| run("approve", Some(approve_id.clone()))>
+                            <button type="button" class="primary" on:click=move |_| run(ServerOp::Approve, Some(approve_id.clone()))>
                                 "Approve the new definition"
                             </button>
-                            <button type="button" on:click=move |_| run("reject", Some(reject_id.clone()))>
+                            <button type="button" on:click=move |_| run(ServerOp::Reject, Some(reject_id.clone()))>
                                 "Reject (hold the tool)"
                             </button>
                         </div>

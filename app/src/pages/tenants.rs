@@ -262,20 +262,31 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
     })
 }
 
-/// Saves the tag whitelist: `mode` is `default` (the configured default tags), `all`, or
-/// `list` (the tags in `tags`, comma-separated).
+/// Which tags a tenant's tools must carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TagMode {
+    /// The configured default tags.
+    Default,
+    /// Every tag.
+    All,
+    /// The tags chosen.
+    List,
+}
+
+/// Saves the tag whitelist; with [`TagMode::List`], the tags in `tags` (comma-separated).
 #[server]
-pub async fn save_tags(slug: String, mode: String, tags: String) -> Result<(), PanelError> {
+pub async fn save_tags(slug: String, mode: TagMode, tags: String) -> Result<(), PanelError> {
     use engine::model::Tag;
     use engine::store::tenants::TenantUpdate;
 
     use crate::server::{caller, state, store_error};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
-    let enabled_tags = match mode.as_str() {
-        "default" => None,
-        "all" => Some(Vec::new()),
-        _ => Some(
+    let enabled_tags = match mode {
+        TagMode::Default => None,
+        TagMode::All => Some(Vec::new()),
+        TagMode::List => Some(
             crate::server::comma_list(&tags)
                 .iter()
                 .map(|t| Tag::parse(t))
@@ -288,7 +299,6 @@ pub async fn save_tags(slug: String, mode: String, tags: String) -> Result<(), P
     Ok(())
 }
 
-/// Sets a group for the tenant: `on`, `off`, or `default`.
 /// Sets the owner's ceiling: each list is comma-separated and applies only when its `limit_`
 /// switch is on (off: no limit).
 #[server]
@@ -322,16 +332,53 @@ pub struct CeilingForm {
     pub groups: String,
 }
 
+/// Whether a group is active for a tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupChoice {
+    /// As the group's default says.
+    Default,
+    On,
+    Off,
+}
+
+impl GroupChoice {
+    fn of(active: Option<bool>) -> Self {
+        match active {
+            None => GroupChoice::Default,
+            Some(true) => GroupChoice::On,
+            Some(false) => GroupChoice::Off,
+        }
+    }
+
+    /// The value of its `<option>`.
+    fn value(self) -> &'static str {
+        match self {
+            GroupChoice::Default => "default",
+            GroupChoice::On => "on",
+            GroupChoice::Off => "off",
+        }
+    }
+
+    fn from_value(value: &str) -> Self {
+        [GroupChoice::On, GroupChoice::Off]
+            .into_iter()
+            .find(|c| c.value() == value)
+            .unwrap_or(GroupChoice::Default)
+    }
+}
+
+/// Sets a group for the tenant.
 #[server]
-pub async fn set_group(slug: String, group: String, state: String) -> Result<(), PanelError> {
+pub async fn set_group(slug: String, group: String, choice: GroupChoice) -> Result<(), PanelError> {
     use crate::server::{caller, store_error};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
     let group = engine::model::Name::parse(&group).map_err(|e| store_error(e.into()))?;
-    let active = match state.as_str() {
-        "on" => Some(true),
-        "off" => Some(false),
-        _ => None,
+    let active = match choice {
+        GroupChoice::On => Some(true),
+        GroupChoice::Off => Some(false),
+        GroupChoice::Default => None,
     };
     engine::store::tenants::set_group(&crate::server::state().pool, &caller.actor, &slug, &group, active)
         .await
@@ -618,9 +665,9 @@ fn CeilingCard(tenant: TenantView, action: ServerAction<SaveCeiling>) -> impl In
 #[component]
 fn TagToggles(tenant: TenantView, action: ServerAction<SaveTags>) -> impl IntoView {
     let mode = RwSignal::new(match &tenant.enabled_tags {
-        None => "default",
-        Some(tags) if tags.is_empty() => "all",
-        Some(_) => "list",
+        None => TagMode::Default,
+        Some(tags) if tags.is_empty() => TagMode::All,
+        Some(_) => TagMode::List,
     });
     let chosen = RwSignal::new(tenant.enabled_tags.clone().unwrap_or_default());
     let slug = tenant.slug.clone();
@@ -634,19 +681,19 @@ fn TagToggles(tenant: TenantView, action: ServerAction<SaveTags>) -> impl IntoVi
             </p>
             <div class="radio-row">
                 <label class="check">
-                    <input type="radio" name="tag-mode" prop:checked=move || mode.get() == "default" on:change=move |_| mode.set("default") />
+                    <input type="radio" name="tag-mode" prop:checked=move || mode.get() == TagMode::Default on:change=move |_| mode.set(TagMode::Default) />
                     "Use the default tags (" {defaults} ")"
                 </label>
                 <label class="check">
-                    <input type="radio" name="tag-mode" prop:checked=move || mode.get() == "all" on:change=move |_| mode.set("all") />
+                    <input type="radio" name="tag-mode" prop:checked=move || mode.get() == TagMode::All on:change=move |_| mode.set(TagMode::All) />
                     "Every tag"
                 </label>
                 <label class="check">
-                    <input type="radio" name="tag-mode" prop:checked=move || mode.get() == "list" on:change=move |_| mode.set("list") />
+                    <input type="radio" name="tag-mode" prop:checked=move || mode.get() == TagMode::List on:change=move |_| mode.set(TagMode::List) />
                     "Only these:"
                 </label>
             </div>
-            <div class="switches" class:disabled=move || mode.get() != "list">
+            <div class="switches" class:disabled=move || mode.get() != TagMode::List>
                 {tenant
                     .known_tags
                     .into_iter()
@@ -657,7 +704,7 @@ fn TagToggles(tenant: TenantView, action: ServerAction<SaveTags>) -> impl IntoVi
                                 <input
                                     type="checkbox"
                                     data-tag=tag.clone()
-                                    prop:disabled=move || mode.get() != "list"
+                                    prop:disabled=move || mode.get() != TagMode::List
                                     prop:checked=move || chosen.read().contains(&t1)
                                     on:change=move |ev| {
                                         let on = event_target_checked(&ev);
@@ -679,7 +726,7 @@ fn TagToggles(tenant: TenantView, action: ServerAction<SaveTags>) -> impl IntoVi
                 label="Save tags"
                 pending=action.pending()
                 on_click=Callback::new(move |()| {
-                    action.dispatch(SaveTags { slug: slug.clone(), mode: mode.get().into(), tags: chosen.get().join(",") });
+                    action.dispatch(SaveTags { slug: slug.clone(), mode: mode.get(), tags: chosen.get().join(",") });
                 })
             />
             <ErrorNote error=action_error(action) />
@@ -711,11 +758,7 @@ fn GroupToggles(
                                 .into_iter()
                                 .map(|g| {
                                     let (slug, group) = (slug.clone(), g.name.clone());
-                                    let current = match g.active {
-                                        None => "default",
-                                        Some(true) => "on",
-                                        Some(false) => "off",
-                                    };
+                                    let current = GroupChoice::of(g.active).value();
                                     let default = if g.active_by_default { "active" } else { "inactive" };
                                     view! {
                                         <tr>
@@ -728,12 +771,13 @@ fn GroupToggles(
                                                     data-group=g.name.clone()
                                                     prop:value=current
                                                     on:change=move |ev| {
-                                                        action.dispatch(SetGroup { slug: slug.clone(), group: group.clone(), state: event_target_value(&ev) });
+                                                        let choice = GroupChoice::from_value(&event_target_value(&ev));
+                                                        action.dispatch(SetGroup { slug: slug.clone(), group: group.clone(), choice });
                                                     }
                                                 >
-                                                    <option value="default">{format!("Default ({default})")}</option>
-                                                    <option value="on">"Active"</option>
-                                                    <option value="off">"Inactive"</option>
+                                                    <option value=GroupChoice::Default.value()>{format!("Default ({default})")}</option>
+                                                    <option value=GroupChoice::On.value()>"Active"</option>
+                                                    <option value=GroupChoice::Off.value()>"Inactive"</option>
                                                 </select>
                                             </td>
                                         </tr>
