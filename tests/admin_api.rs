@@ -70,6 +70,21 @@ async fn keys_are_created_once_and_revoked(pool: PgPool) {
         .unwrap();
     assert_eq!(revoked.status(), StatusCode::NO_CONTENT);
     works(StatusCode::UNAUTHORIZED).await;
+
+    // Every time in an answer is RFC 3339, in listings and in the audit log's entries alike.
+    let rfc3339 = |value: &Value| {
+        let text = value.as_str().unwrap_or_else(|| panic!("{value} is not a string"));
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).unwrap()
+    };
+    let keys = json_of(client().get(app.url("/api/admin/v1/tenants/acme/keys")).bearer_auth(&token)).await;
+    assert!(rfc3339(&keys[0]["revoked_at"]) >= rfc3339(&keys[0]["created_at"]), "{keys}");
+    let audit = json_of(
+        client().get(app.url("/api/admin/v1/audit?entity_kind=tenant&entity_id=acme")).bearer_auth(&token),
+    )
+    .await;
+    let created = audit.as_array().unwrap().iter().find(|e| e["action"] == "create_key").expect("audited");
+    rfc3339(&created["at"]);
+    rfc3339(&created["after"]["created_at"]);
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

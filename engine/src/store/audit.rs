@@ -10,6 +10,7 @@ use super::Result;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditEvent {
     pub id: i64,
+    #[serde(with = "time::serde::rfc3339")]
     pub at: time::OffsetDateTime,
     pub actor: String,
     pub action: String,

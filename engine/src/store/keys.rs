@@ -19,8 +19,11 @@ pub struct ApiKey {
     pub id: Uuid,
     pub name: String,
     pub prefix: String,
+    #[serde(with = "time::serde::rfc3339")]
     pub created_at: time::OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
     pub last_used_at: Option<time::OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
     pub revoked_at: Option<time::OffsetDateTime>,
     /// After this the gateway refuses the key.
     #[serde(with = "time::serde::rfc3339::option")]
