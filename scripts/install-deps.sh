@@ -62,11 +62,12 @@ $with_test && npm_install tests/conformance
 
 # Python tools for the tests and benchmarks, in a virtualenv outside the clone: schemathesis
 # (fuzzes the REST API from its OpenAPI document), the `mcp` SDK (an independent MCP client,
-# and the benchmark's Python upstream), FastMCP 4 (an upstream as people write them), the LLM
-# providers' SDKs (their types judge the rendered schemas) and the Python servers of the
-# schema corpus. Reinstalled when the requirements change.
-# The `mcp` 1.x client of the compatibility matrix needs a virtualenv of its own
-# (`<TOOLGATE_VENV>-mcp1`, from requirements-mcp1.txt).
+# and the benchmark's Python upstream), FastMCP 4 (an upstream as people write them),
+# openai-agents (a row of the compatibility matrix), the LLM providers' SDKs (their types judge
+# the rendered schemas) and the Python servers of the schema corpus. Reinstalled when the
+# requirements change. The `mcp` 1.x line (a client of the matrix, and the upstream of the
+# conformance suite's tools) needs a virtualenv of its own (`<TOOLGATE_VENV>-mcp1`, from
+# requirements-mcp1.txt).
 python_venv() {
     local venv=$1 requirements=$2
     if [[ $requirements -nt "$venv/.installed" ]]; then
