@@ -318,20 +318,31 @@ impl ClientHandler for Answering {
 }
 
 /// Serves `handler` over streamable HTTP on loopback and registers it as server `name`.
-async fn register_upstream<S: rmcp::ServerHandler + Clone>(pool: &PgPool, name: &str, handler: S) {
+async fn register_upstream<S: rmcp::ServerHandler + Clone>(pool: &PgPool, name: &str, handler: S) -> String {
+    register_upstream_with(pool, name, handler, Default::default()).await
+}
+
+/// The same with `config`; returns the server's URL.
+async fn register_upstream_with<S: rmcp::ServerHandler + Clone>(
+    pool: &PgPool,
+    name: &str,
+    handler: S,
+    config: rmcp::transport::streamable_http_server::StreamableHttpServerConfig,
+) -> String {
     let service: rmcp::transport::streamable_http_server::StreamableHttpService<S, _> =
         rmcp::transport::streamable_http_server::StreamableHttpService::new(
             move || Ok(handler.clone()),
             rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default().into(),
-            Default::default(),
+            config,
         );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(
         async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await },
     );
-    let server = engine::store::servers::ServerConfig::http(engine::model::Name::parse(name).unwrap(), url);
+    let server = engine::store::servers::ServerConfig::http(engine::model::Name::parse(name).unwrap(), &url);
     store::servers::create(pool, &common::secret_box(), &Actor::system(), &server).await.unwrap();
+    url
 }
 
 /// Tenant `acme` (its key returned) with the `Asking` upstream registered as `up`.
@@ -702,4 +713,71 @@ async fn requests_on_2026_07_28_must_agree_with_their_headers(pool: PgPool) {
     let (status, answer) = post("2099-01-01", "tools/call", "list_directory").await;
     assert_eq!((status, answer["error"]["code"].clone()), (400, json!(-32022)), "{answer}");
     assert!(answer["error"]["data"]["supported"].to_string().contains("2026-07-28"), "{answer}");
+}
+
+/// An upstream that speaks only revision 2026-07-28: it supports no other and refuses
+/// requests without the revision's per-request metadata, so the handshake era is closed to it.
+#[derive(Clone)]
+struct ModernOnly;
+
+impl rmcp::ServerHandler for ModernOnly {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(rmcp::model::ServerCapabilities::builder().enable_tools().build())
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
+        std::borrow::Cow::Owned(vec![rmcp::model::ProtocolVersion::V_2026_07_28])
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<rmcp::model::PaginatedRequestParams>,
+        _: rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let schema = json!({"type": "object"}).as_object().cloned().unwrap();
+        let tool = rmcp::model::Tool::new("now", "Says which revision it speaks", Arc::new(schema));
+        Ok(rmcp::model::ListToolsResult::with_all_items(vec![tool]))
+    }
+
+    async fn call_tool(
+        &self,
+        _: CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let revision = context.protocol_version().map(|v| v.to_string()).unwrap_or_default();
+        Ok(rmcp::model::CallToolResponse::Complete(rmcp::model::CallToolResult::success(vec![
+            rmcp::model::ContentBlock::text(revision),
+        ])))
+    }
+}
+
+/// A server that speaks only 2026-07-28 (the handshake refused) is connected with
+/// `server/discover`, and a client of either era calls it through Toolgate.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn an_upstream_that_speaks_only_2026_07_28_is_served_to_clients_of_both_eras(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = common::tenant_key(&app, &pool).await;
+    let mut config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default();
+    config.stateless_protocol_metadata_required = true;
+    let url = register_upstream_with(&pool, "modern", ModernOnly, config).await;
+    let handshake = ListChangedCounter::default()
+        .serve_with_lifecycle(StreamableHttpClientTransport::from_uri(url), legacy_client())
+        .await;
+    assert!(handshake.is_err(), "the upstream must refuse the handshake era for this test to mean anything");
+
+    for lifecycle in [legacy_client(), current_client()] {
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.clone());
+        let client = ListChangedCounter::default()
+            .serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), lifecycle)
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !names(&client).await.contains(&"modern_now".to_string()) {
+            assert!(Instant::now() < deadline, "the modern upstream's tool never appeared");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let said = client.call_tool(CallToolRequestParams::new("modern_now")).await.unwrap();
+        assert_eq!(said.content[0].as_text().unwrap().text, "2026-07-28", "{said:?}");
+    }
 }
