@@ -17,7 +17,7 @@ use axum::routing::get;
 use engine::catalog::Catalog;
 use engine::db::PgPool;
 use engine::exec::CALL_SECONDS;
-use engine::upstream::{Status, Upstreams};
+use engine::upstream::{ConnectionStatus, Upstreams};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use subtle::ConstantTimeEq;
 
@@ -142,7 +142,7 @@ async fn metrics(State(ops): State<Operations>, headers: HeaderMap) -> Response 
     for connection in &health {
         // Server names are `[A-Za-z0-9_-]`: nothing to escape.
         let tenant = connection.tenant_id.map(|id| id.to_string()).unwrap_or_default();
-        for status in Status::ALL {
+        for status in ConnectionStatus::ALL {
             let _ = writeln!(
                 text,
                 "toolgate_upstream_status{{server=\"{}\",tenant_id=\"{tenant}\",status=\"{}\"}} {}",

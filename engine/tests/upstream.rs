@@ -15,7 +15,7 @@ use engine::store::overrides::OverrideInput;
 use engine::store::servers::{self, Endpoint, Transport};
 use engine::store::{self, Actor, SecretInput};
 use engine::tool::{Caller, Content, ToolOutput};
-use engine::upstream::{Status as Health, UpstreamConfig, UpstreamError, Upstreams, test_connection};
+use engine::upstream::{ConnectionStatus, UpstreamConfig, UpstreamError, Upstreams, test_connection};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
@@ -304,7 +304,7 @@ async fn tools_of_a_streamable_http_server_are_discovered_and_called(pool: PgPoo
     let refused = gw.call("acme", "up_fail", json!({})).await;
     assert_eq!((refused.status, text(&refused.output).as_str()), (Status::ToolError, "upstream says no"));
     let health = gw.upstreams.health();
-    assert_eq!((health[0].server.as_str(), health[0].status), ("up", Health::Ready));
+    assert_eq!((health[0].server.as_str(), health[0].status), ("up", ConnectionStatus::Ready));
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
@@ -405,9 +405,9 @@ async fn servers_on_one_endpoint_share_its_session_and_each_keeps_its_own_tools(
     assert_eq!(
         health,
         [
-            ("alpha".into(), None, Health::Ready),
-            ("beta".into(), None, Health::Ready),
-            ("gamma".into(), None, Health::Ready)
+            ("alpha".into(), None, ConnectionStatus::Ready),
+            ("beta".into(), None, ConnectionStatus::Ready),
+            ("gamma".into(), None, ConnectionStatus::Ready)
         ]
     );
 
@@ -464,8 +464,10 @@ async fn a_crashed_upstream_fails_fast_and_comes_back(pool: PgPool) {
 
     upstream.stop.cancel();
     drop(upstream);
-    eventually("health to show down", || gw.upstreams.health().iter().all(|h| h.status != Health::Ready))
-        .await;
+    eventually("health to show down", || {
+        gw.upstreams.health().iter().all(|h| h.status != ConnectionStatus::Ready)
+    })
+    .await;
     let started = Instant::now();
     let down = gw.call("acme", "up_echo", json!({"message": "b"})).await;
     assert_eq!(down.status, Status::ToolError);
@@ -473,7 +475,8 @@ async fn a_crashed_upstream_fails_fast_and_comes_back(pool: PgPool) {
     assert!(started.elapsed() < Duration::from_secs(3), "fails fast, took {:?}", started.elapsed());
 
     let _restarted = serve(address, new_state()).await;
-    eventually("reconnect", || gw.upstreams.health().iter().any(|h| h.status == Health::Ready)).await;
+    eventually("reconnect", || gw.upstreams.health().iter().any(|h| h.status == ConnectionStatus::Ready))
+        .await;
     assert_eq!(gw.call("acme", "up_echo", json!({"message": "c"})).await.status, Status::Ok);
 }
 
@@ -486,8 +489,10 @@ async fn calls_fail_fast_while_a_lost_server_is_retried_even_if_it_never_answers
     gw.visible("acme", "up_echo").await;
     upstream.stop.cancel();
     drop(upstream);
-    eventually("health to show the loss", || gw.upstreams.health().iter().all(|h| h.status != Health::Ready))
-        .await;
+    eventually("health to show the loss", || {
+        gw.upstreams.health().iter().all(|h| h.status != ConnectionStatus::Ready)
+    })
+    .await;
     // Its address now accepts connections and never says a word, like a host behind a black
     // hole: every reconnection attempt lasts the whole connect timeout (2 s here).
     let silent = loop {

@@ -66,9 +66,10 @@ impl Default for UpstreamConfig {
     }
 }
 
+/// How an upstream connection is doing (a call's own outcome is [`crate::exec::Status`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub enum ConnectionStatus {
     Connecting,
     Ready,
     /// Connected, but the last discovery failed.
@@ -76,15 +77,20 @@ pub enum Status {
     Down,
 }
 
-impl Status {
-    pub const ALL: [Status; 4] = [Status::Connecting, Status::Ready, Status::Degraded, Status::Down];
+impl ConnectionStatus {
+    pub const ALL: [ConnectionStatus; 4] = [
+        ConnectionStatus::Connecting,
+        ConnectionStatus::Ready,
+        ConnectionStatus::Degraded,
+        ConnectionStatus::Down,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Status::Connecting => "connecting",
-            Status::Ready => "ready",
-            Status::Degraded => "degraded",
-            Status::Down => "down",
+            ConnectionStatus::Connecting => "connecting",
+            ConnectionStatus::Ready => "ready",
+            ConnectionStatus::Degraded => "degraded",
+            ConnectionStatus::Down => "down",
         }
     }
 }
@@ -95,7 +101,7 @@ pub struct Health {
     pub server: String,
     /// Set for a tenant's private connection.
     pub tenant_id: Option<Uuid>,
-    pub status: Status,
+    pub status: ConnectionStatus,
     pub last_error: Option<String>,
     /// Seconds since the last successful contact.
     pub last_seen_secs: Option<f64>,
@@ -224,11 +230,11 @@ impl Upstreams {
         for (key, slot) in slots.iter() {
             let state = slot.state.borrow().clone();
             for member in slot.members().iter() {
-                let degraded = state.status == Status::Ready && member.discovery_error.is_some();
+                let degraded = state.status == ConnectionStatus::Ready && member.discovery_error.is_some();
                 health.push(Health {
                     server: member.name.clone(),
                     tenant_id: key.tenant,
-                    status: if degraded { Status::Degraded } else { state.status },
+                    status: if degraded { ConnectionStatus::Degraded } else { state.status },
                     last_error: member.discovery_error.clone().or_else(|| state.last_error.clone()),
                     last_seen_secs: state.last_seen.map(|t| t.elapsed().as_secs_f64()),
                     protocol: state
@@ -270,7 +276,7 @@ impl Inner {
     /// A new connection for `members`; the servers' own (one with no tenant) discovers.
     fn spawn_slot(&self, key: PoolKey, members: Vec<Member>) -> Arc<Slot> {
         let (state, _) = watch::channel(SlotState {
-            status: Status::Connecting,
+            status: ConnectionStatus::Connecting,
             peer: None,
             last_error: None,
             last_seen: None,

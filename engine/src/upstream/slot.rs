@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use super::connect::{MAX_ANSWER, connect, is_stateless};
 use super::handler::{Handler, token_key};
-use super::{Status, UpstreamConfig, UpstreamError};
+use super::{ConnectionStatus, UpstreamConfig, UpstreamError};
 use crate::catalog::CatalogTool;
 use crate::model::Name;
 use crate::store::servers::{self, Endpoint};
@@ -83,7 +83,7 @@ pub(super) const PROGRESS_DRAIN: Duration = Duration::from_millis(250);
 
 #[derive(Clone)]
 pub(super) struct SlotState {
-    pub(super) status: Status,
+    pub(super) status: ConnectionStatus,
     pub(super) peer: Option<Peer<RoleClient>>,
     pub(super) last_error: Option<String>,
     pub(super) last_seen: Option<Instant>,
@@ -131,7 +131,7 @@ impl Slot {
     pub(super) async fn run(self: Arc<Self>, endpoint: Endpoint) {
         let mut backoff = Duration::from_millis(200);
         'connecting: while !self.cancel.is_cancelled() {
-            self.set(|s| s.status = Status::Connecting);
+            self.set(|s| s.status = ConnectionStatus::Connecting);
             let handler = Handler { slot: Arc::downgrade(&self) };
             let connected = tokio::select! {
                 () = self.cancel.cancelled() => break,
@@ -144,7 +144,7 @@ impl Slot {
                     backoff = Duration::from_millis(200);
                     let peer = service.peer().clone();
                     self.set(|s| {
-                        s.status = Status::Ready;
+                        s.status = ConnectionStatus::Ready;
                         s.peer = Some(peer.clone());
                         s.last_seen = Some(Instant::now());
                         s.retrying = false;
@@ -179,7 +179,7 @@ impl Slot {
                     stop.cancel();
                     tracing::warn!(servers = %self.label(), %reason, "upstream connection lost; reconnecting");
                     self.set(|s| {
-                        s.status = Status::Down;
+                        s.status = ConnectionStatus::Down;
                         s.peer = None;
                         s.last_error = Some(reason);
                         s.retrying = true;
@@ -188,7 +188,7 @@ impl Slot {
                 Err(err) => {
                     tracing::warn!(servers = %self.label(), error = %err, retry_in = ?backoff, "upstream connection failed");
                     self.set(|s| {
-                        s.status = Status::Down;
+                        s.status = ConnectionStatus::Down;
                         s.peer = None;
                         s.last_error = Some(err.to_string());
                         s.retrying = true;
@@ -209,7 +209,7 @@ impl Slot {
             backoff = (backoff * 2).min(self.config.max_backoff);
         }
         self.set(|s| {
-            s.status = Status::Down;
+            s.status = ConnectionStatus::Down;
             s.peer = None;
         });
     }
@@ -304,7 +304,7 @@ impl Slot {
     /// time, never when down or reconnecting after a failure.
     pub(super) async fn peer(&self, server: &str) -> Result<(Peer<RoleClient>, u64), ToolError> {
         let mut state = self.state.subscribe();
-        let waiting = state.wait_for(|s| s.status != Status::Connecting || s.retrying);
+        let waiting = state.wait_for(|s| s.status != ConnectionStatus::Connecting || s.retrying);
         // `wait_for` answers with a read guard on the state: it must be gone before the state
         // is read again, or a writer waiting in between deadlocks both.
         let settled = matches!(tokio::time::timeout(self.config.connect_timeout, waiting).await, Ok(Ok(_)));
@@ -375,7 +375,7 @@ impl Slot {
                     let current = self.state.send_if_modified(|s| {
                         let current = s.connection == connection && s.peer.is_some();
                         if current {
-                            s.status = Status::Down;
+                            s.status = ConnectionStatus::Down;
                             s.peer = None;
                             s.retrying = true;
                         }
