@@ -37,6 +37,23 @@ async fn connect(
     ListChangedCounter::default().serve(transport).await.map_err(|e| e.to_string())
 }
 
+/// A client of tenant `acme` with `key`, on the protocol era `lifecycle` chooses.
+async fn acme_client(
+    app: &TestApp,
+    key: &str,
+    lifecycle: ClientLifecycleMode,
+) -> RunningService<RoleClient, ListChangedCounter> {
+    let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key);
+    let transport = StreamableHttpClientTransport::from_config(config);
+    ListChangedCounter::default().serve_with_lifecycle(transport, lifecycle).await.unwrap()
+}
+
+/// An upstream tool's answer: `text`, complete.
+fn answer(text: impl Into<String>) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+    let result = rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text(text.into())]);
+    Ok(rmcp::model::CallToolResponse::Complete(result))
+}
+
 /// Waits until the new key is in the gateway's snapshot.
 async fn until_key_works(
     app: &TestApp,
@@ -265,21 +282,19 @@ impl rmcp::ServerHandler for Asking {
             "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}
         }});
         let stateless = context.protocol_version().is_some_and(|v| !v.has_initialize());
-        let answer = if !stateless {
-            let answer = context.peer.send_request(serde_json::from_value(question).unwrap()).await;
-            serde_json::to_value(answer.map_err(|e| failed(&e))?).unwrap()
-        } else if let Some(answer) = request.input_responses.and_then(|mut answers| answers.remove("proceed"))
+        let reply = if !stateless {
+            let reply = context.peer.send_request(serde_json::from_value(question).unwrap()).await;
+            serde_json::to_value(reply.map_err(|e| failed(&e))?).unwrap()
+        } else if let Some(reply) = request.input_responses.and_then(|mut replies| replies.remove("proceed"))
         {
             assert_eq!(request.request_state.as_deref(), Some("asked"), "the request state comes back");
-            answer
+            reply
         } else {
             let questions = [("proceed".to_string(), serde_json::from_value(question).unwrap())];
             let asked = rmcp::model::InputRequiredResult::new(Some(questions.into()), Some("asked".into()));
             return Ok(rmcp::model::CallToolResponse::InputRequired(asked));
         };
-        Ok(rmcp::model::CallToolResponse::Complete(rmcp::model::CallToolResult::success(vec![
-            rmcp::model::ContentBlock::text(answer.to_string()),
-        ])))
+        answer(reply.to_string())
     }
 }
 
@@ -507,11 +522,7 @@ async fn a_client_on_2026_07_28_hears_of_changes_on_subscriptions_listen(pool: P
     let key = tenant_with_key(&pool, "acme").await;
     let client = until_key_works(&app, "acme", &key).await;
     drop(client);
-    let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key);
-    let client = ListChangedCounter::default()
-        .serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), current_client())
-        .await
-        .unwrap();
+    let client = acme_client(&app, &key, current_client()).await;
     let filter = rmcp::model::SubscriptionFilter::builder().tools_list_changed().build();
     let mut subscription = client.peer().listen(filter).await.expect("subscriptions/listen is served");
     assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
@@ -587,9 +598,7 @@ impl rmcp::ServerHandler for Regional {
             header("mcp-name"),
             header("mcp-param-region"),
         );
-        Ok(rmcp::model::CallToolResponse::Complete(rmcp::model::CallToolResult::success(vec![
-            rmcp::model::ContentBlock::text(text),
-        ])))
+        answer(text)
     }
 }
 
@@ -602,11 +611,7 @@ async fn a_preset_parameter_mirrored_in_a_header_reaches_a_renamed_upstream_tool
     let app = TestApp::spawn(pool.clone()).await;
     let key = common::tenant_key(&app, &pool).await;
     register_upstream(&pool, "db", Regional).await;
-    let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.clone());
-    let client = ListChangedCounter::default()
-        .serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), current_client())
-        .await
-        .unwrap();
+    let client = acme_client(&app, &key, current_client()).await;
     let listed = async |name: &str| {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -745,9 +750,7 @@ impl rmcp::ServerHandler for ModernOnly {
         context: rmcp::service::RequestContext<rmcp::service::RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
         let revision = context.protocol_version().map(|v| v.to_string()).unwrap_or_default();
-        Ok(rmcp::model::CallToolResponse::Complete(rmcp::model::CallToolResult::success(vec![
-            rmcp::model::ContentBlock::text(revision),
-        ])))
+        answer(revision)
     }
 }
 
@@ -766,12 +769,7 @@ async fn an_upstream_that_speaks_only_2026_07_28_is_served_to_clients_of_both_er
     assert!(handshake.is_err(), "the upstream must refuse the handshake era for this test to mean anything");
 
     for lifecycle in [legacy_client(), current_client()] {
-        let config =
-            StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.clone());
-        let client = ListChangedCounter::default()
-            .serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), lifecycle)
-            .await
-            .unwrap();
+        let client = acme_client(&app, &key, lifecycle).await;
         let deadline = Instant::now() + Duration::from_secs(10);
         while !names(&client).await.contains(&"modern_now".to_string()) {
             assert!(Instant::now() < deadline, "the modern upstream's tool never appeared");
