@@ -48,6 +48,16 @@ async fn acme_client(
     ListChangedCounter::default().serve_with_lifecycle(transport, lifecycle).await.unwrap()
 }
 
+/// An upstream's tool list: one tool without parameters.
+fn one_tool(
+    name: &'static str,
+    description: &'static str,
+) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+    let schema = json!({"type": "object"}).as_object().cloned().unwrap();
+    let tool = rmcp::model::Tool::new(name, description, Arc::new(schema));
+    Ok(rmcp::model::ListToolsResult::with_all_items(vec![tool]))
+}
+
 /// An upstream tool's answer: `text`, complete.
 fn answer(text: impl Into<String>) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
     let result = rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text(text.into())]);
@@ -259,12 +269,7 @@ impl rmcp::ServerHandler for Asking {
         _: Option<rmcp::model::PaginatedRequestParams>,
         _: rmcp::service::RequestContext<rmcp::service::RoleServer>,
     ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
-        let schema = json!({"type": "object"}).as_object().cloned().unwrap();
-        Ok(rmcp::model::ListToolsResult::with_all_items(vec![rmcp::model::Tool::new(
-            "ask",
-            "Asks the caller before answering",
-            std::sync::Arc::new(schema),
-        )]))
+        one_tool("ask", "Asks the caller before answering")
     }
 
     async fn call_tool(
@@ -739,9 +744,7 @@ impl rmcp::ServerHandler for ModernOnly {
         _: Option<rmcp::model::PaginatedRequestParams>,
         _: rmcp::service::RequestContext<rmcp::service::RoleServer>,
     ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
-        let schema = json!({"type": "object"}).as_object().cloned().unwrap();
-        let tool = rmcp::model::Tool::new("now", "Says which revision it speaks", Arc::new(schema));
-        Ok(rmcp::model::ListToolsResult::with_all_items(vec![tool]))
+        one_tool("now", "Says which revision it speaks")
     }
 
     async fn call_tool(
