@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use engine::catalog::{Catalog, CatalogOptions};
-use engine::exec::{CallRequest, ExecConfig, Executor, Status};
+use engine::catalog::Catalog;
+use engine::exec::{CallRequest, Executor, Status};
 use engine::model::{Name, Tag, TenantSlug};
 use engine::secret::SecretBox;
+use engine::service::{Options, Services};
 use engine::store::overrides::OverrideInput;
 use engine::store::servers::{self, Endpoint, Transport};
 use engine::store::{self, Actor, SecretInput};
@@ -212,7 +213,7 @@ struct Gateway {
     pool: PgPool,
     catalog: Catalog,
     executor: Executor,
-    upstreams: Upstreams,
+    upstreams: Arc<Upstreams>,
     secrets: SecretBox,
 }
 
@@ -223,22 +224,15 @@ async fn gateway(pool: PgPool) -> Gateway {
             .unwrap();
     }
     let secrets = SecretBox::from_key(&[4; 32]).unwrap();
-    let catalog = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
-    let config = UpstreamConfig {
+    let upstream = UpstreamConfig {
         connect_timeout: Duration::from_secs(2),
         max_backoff: Duration::from_millis(400),
         health_interval: Duration::from_millis(200),
         ..Default::default()
     };
-    let upstreams = Upstreams::start(pool.clone(), secrets.clone(), catalog.clone(), config);
-    let executor = Executor::new(
-        catalog.clone(),
-        pool.clone(),
-        secrets.clone(),
-        &[],
-        Some(Arc::new(upstreams.clone())),
-        ExecConfig::default(),
-    );
+    let options = Options { upstream, ..Default::default() };
+    let services = Services::start(pool, secrets, &[], options).await.unwrap();
+    let Services { pool, catalog, secrets, executor, upstreams, .. } = services;
     Gateway { pool, catalog, executor, upstreams, secrets }
 }
 

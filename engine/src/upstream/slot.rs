@@ -75,11 +75,11 @@ impl Member {
 }
 
 /// The shortest pause between reconnection attempts that calls ask for.
-pub(super) const DEMAND_RETRY: Duration = Duration::from_millis(500);
+const DEMAND_RETRY: Duration = Duration::from_millis(500);
 
 /// How long a finished call's progress sink stays registered: rmcp may handle a progress
 /// notification the server sent before its result only after the result.
-pub(super) const PROGRESS_DRAIN: Duration = Duration::from_millis(250);
+const PROGRESS_DRAIN: Duration = Duration::from_millis(250);
 
 #[derive(Clone)]
 pub(super) struct SlotState {
@@ -96,7 +96,7 @@ pub(super) struct SlotState {
 }
 
 impl Slot {
-    pub(super) fn set(&self, change: impl FnOnce(&mut SlotState)) {
+    fn set(&self, change: impl FnOnce(&mut SlotState)) {
         self.state.send_modify(change);
     }
 
@@ -218,7 +218,7 @@ impl Slot {
     /// as its `subscriptions/listen` stream lasts — and once when the stream opens: the revision
     /// replays nothing, so a change between the first discovery and the acknowledgment would
     /// otherwise be missed.
-    pub(super) async fn follow_changes(&self, peer: &Peer<RoleClient>) {
+    async fn follow_changes(&self, peer: &Peer<RoleClient>) {
         let advertised = peer.peer_info().is_some_and(|info| {
             info.capabilities.tools.as_ref().is_some_and(|tools| tools.list_changed == Some(true))
         });
@@ -245,7 +245,7 @@ impl Slot {
     }
 
     /// Probes the connection every `health_interval`; returns when a probe fails.
-    pub(super) async fn probe(&self, peer: &Peer<RoleClient>) -> String {
+    async fn probe(&self, peer: &Peer<RoleClient>) -> String {
         loop {
             tokio::time::sleep(self.config.health_interval).await;
             match tokio::time::timeout(self.config.connect_timeout, peer.list_tools(None)).await {
@@ -398,7 +398,7 @@ impl Slot {
 
     /// Sends one `tools/call`, relaying its progress and what the server asks of the caller
     /// while it runs.
-    pub(super) async fn send_call(
+    async fn send_call(
         &self,
         peer: &Peer<RoleClient>,
         params: CallToolRequestParams,
@@ -425,7 +425,7 @@ impl Slot {
     }
 
     /// Unregisters a finished call's progress sink, after a short drain.
-    pub(super) fn forget_progress(&self, key: String) {
+    fn forget_progress(&self, key: String) {
         if let Some(slot) = self.me.upgrade() {
             tokio::spawn(async move {
                 tokio::time::sleep(PROGRESS_DRAIN).await;
@@ -436,7 +436,7 @@ impl Slot {
 }
 
 /// The caller's answers to what a server on 2026-07-28 asked during a call.
-pub(super) async fn answer_inputs(
+async fn answer_inputs(
     server: &str,
     questions: InputRequests,
     ctx: &ToolContext,
@@ -462,9 +462,9 @@ pub(super) async fn answer_inputs(
 }
 
 /// Unregisters a call's MCP client when the call ends, however it ends.
-pub(super) struct RelayRegistration {
-    pub(super) slot: Weak<Slot>,
-    pub(super) key: String,
+struct RelayRegistration {
+    slot: Weak<Slot>,
+    key: String,
 }
 
 impl Drop for RelayRegistration {
@@ -476,13 +476,13 @@ impl Drop for RelayRegistration {
 }
 
 /// Sends `notifications/cancelled` for a request abandoned before its answer.
-pub(super) struct CancelOnDrop {
+struct CancelOnDrop {
     pub(super) peer: Option<Peer<RoleClient>>,
-    pub(super) request: RequestId,
+    request: RequestId,
 }
 
 impl CancelOnDrop {
-    pub(super) fn disarm(mut self) {
+    fn disarm(mut self) {
         self.peer = None;
     }
 }
@@ -502,10 +502,10 @@ impl Drop for CancelOnDrop {
 }
 
 /// What ends a description cut at the cap.
-pub(super) const TRUNCATED: &str = " [description truncated]";
+const TRUNCATED: &str = " [description truncated]";
 
 /// A discovered tool as Toolgate stores it; the description is untrusted and capped.
-pub(super) fn definition(tool: &rmcp::model::Tool, description_cap: usize) -> ToolDefinition {
+fn definition(tool: &rmcp::model::Tool, description_cap: usize) -> ToolDefinition {
     let value = serde_json::to_value(tool).unwrap_or_default();
     let mut description = value["description"].as_str().unwrap_or_default().to_string();
     if description.len() > description_cap {
@@ -534,7 +534,7 @@ mod tests {
     use super::*;
 
     #[test]
-    pub(super) fn a_long_description_is_cut_to_the_cap_notice_included() {
+    fn a_long_description_is_cut_to_the_cap_notice_included() {
         let schema = Arc::new(json!({"type": "object"}).as_object().cloned().unwrap());
         let tool = rmcp::model::Tool::new("long", "é".repeat(10_000), schema);
         let description = definition(&tool, 8 * 1024).description;
