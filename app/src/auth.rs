@@ -34,7 +34,7 @@ pub async fn login(username: String, password: String) -> Result<(), PanelError>
         .map_err(|err| match err {
             LoginError::InvalidCredentials => PanelError::rejected(StatusCode::UNAUTHORIZED, err),
             LoginError::Locked { .. } => PanelError::rejected(StatusCode::TOO_MANY_REQUESTS, err),
-            LoginError::Database(err) => PanelError::internal(&err),
+            LoginError::Failed(err) => err.into(),
         })?;
     // A fresh session id at sign-in defeats session fixation.
     session.cycle_id().await.map_err(|e| PanelError::internal(&e))?;

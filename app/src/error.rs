@@ -75,4 +75,22 @@ pub mod ssr {
             PanelError::Internal(reference)
         }
     }
+
+    /// An engine error as the panel shows it: what the user can act on in words, Toolgate's
+    /// own faults as a reference.
+    impl From<engine::Error> for PanelError {
+        fn from(err: engine::Error) -> Self {
+            use engine::Error;
+            let code = match &err {
+                Error::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+                Error::Conflict(_) => StatusCode::CONFLICT,
+                Error::NotFound(_) => StatusCode::NOT_FOUND,
+                Error::Forbidden(_) => StatusCode::FORBIDDEN,
+                Error::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
+                Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+                Error::Internal(err) => return PanelError::internal(err),
+            };
+            PanelError::rejected(code, err)
+        }
+    }
 }

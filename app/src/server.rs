@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use engine::admin::{AdminUser, Role, Scope};
 use engine::model::TenantSlug;
-use engine::store::{self, Actor};
+use engine::store::Actor;
 use leptos::prelude::expect_context;
 
 use crate::auth::ssr::require_admin;
@@ -46,24 +46,6 @@ pub async fn owner() -> Result<Caller, PanelError> {
         return Err(PanelError::rejected(StatusCode::FORBIDDEN, "only owners may do this"));
     }
     Ok(caller)
-}
-
-/// An engine error as the panel shows it: rules and conflicts in words, internals as a
-/// reference.
-pub fn store_error(err: store::Error) -> PanelError {
-    match err {
-        store::Error::Invalid(m) => PanelError::rejected(StatusCode::UNPROCESSABLE_ENTITY, m),
-        store::Error::Conflict(m) => PanelError::rejected(StatusCode::CONFLICT, m),
-        store::Error::NotFound(m) => PanelError::rejected(StatusCode::NOT_FOUND, format!("{m} not found")),
-        err if err.is_unavailable() => {
-            PanelError::rejected(StatusCode::SERVICE_UNAVAILABLE, store::UNAVAILABLE)
-        }
-        store::Error::Database(err) => PanelError::internal(&err),
-    }
-}
-
-pub fn db_error(err: engine::db::DbError) -> PanelError {
-    store_error(err.into())
 }
 
 /// An expiry given as whole days from now (1 to 3650); empty means never.

@@ -18,31 +18,11 @@ use serde::{Deserialize, Serialize};
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The username breaks the pattern; the message states it.
-    #[error(
-        "a username is 1 to 64 characters: letters, digits, `_`, `.`, `@` or `-`, starting with a letter or digit"
-    )]
-    InvalidUsername,
-    /// The password is too short; the message states the minimum.
-    #[error("a password needs at least {MIN_PASSWORD_LEN} characters")]
-    WeakPassword,
-    /// Creating an account whose name is taken.
-    #[error("an administrator named `{0}` already exists")]
-    UsernameTaken(String),
-    /// No account has that name.
-    #[error("no administrator is named `{0}`")]
-    UnknownUser(String),
-    /// Assigning a tenant that does not exist.
-    #[error("no tenant is named `{0}`")]
-    UnknownTenant(String),
-    /// Internal; logged, never shown to a client.
-    #[error(transparent)]
-    Database(#[from] sqlx::Error),
-}
+use crate::store;
+use crate::{Error, Result};
 
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+/// The rule a username keeps.
+const USERNAME_RULE: &str = "a username is 1 to 64 characters: letters, digits, `_`, `.`, `@` or `-`, starting with a letter or digit";
 
 /// Why a sign-in was refused. Deliberately does not say whether the username exists.
 #[derive(Debug, thiserror::Error)]
@@ -57,9 +37,9 @@ pub enum LoginError {
         retry_after.as_secs().div_ceil(60).max(1)
     )]
     Locked { retry_after: Duration },
-    /// Internal; logged, never shown to a client.
+    /// Toolgate's own fault (the database); logged, never shown to a client.
     #[error(transparent)]
-    Database(#[from] sqlx::Error),
+    Failed(#[from] Error),
 }
 
 pub const MIN_PASSWORD_LEN: usize = 12;
@@ -101,7 +81,7 @@ impl Username {
         let valid = name.len() <= 64
             && chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
             && chars.all(|c| c.is_ascii_alphanumeric() || "_.@-".contains(c));
-        valid.then(|| Username(name.to_string())).ok_or(Error::InvalidUsername)
+        valid.then(|| Username(name.to_string())).ok_or_else(|| Error::Invalid(USERNAME_RULE.into()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -115,7 +95,7 @@ pub struct Password(String);
 impl Password {
     pub fn parse(password: String) -> Result<Self> {
         if password.chars().count() < MIN_PASSWORD_LEN {
-            return Err(Error::WeakPassword);
+            return Err(Error::Invalid(format!("a password needs at least {MIN_PASSWORD_LEN} characters")));
         }
         Ok(Password(password))
     }
@@ -193,53 +173,37 @@ pub async fn create(
     password: &Password,
 ) -> Result<AdminUser> {
     let hash = PasswordHash::new(password).await;
-    let row = sqlx::query!(
-        "insert into admin_user (username, password_hash, role) values ($1, $2, $3)
-         on conflict (username) do nothing
-         returning id",
-        username.as_str(),
-        hash.0,
-        role as Role,
-    )
-    .fetch_optional(db)
-    .await?
-    .ok_or_else(|| Error::UsernameTaken(username.as_str().to_string()))?;
-    let password_stamp = password_stamp(&hash.0);
-    Ok(AdminUser { id: row.id, username: username.as_str().to_string(), role, password_stamp })
+    let id = store::admins::insert(db, username.as_str(), &hash.0, role).await?.ok_or_else(|| {
+        Error::Conflict(format!("an administrator named `{}` already exists", username.as_str()))
+    })?;
+    Ok(AdminUser {
+        id,
+        username: username.as_str().to_string(),
+        role,
+        password_stamp: password_stamp(&hash.0),
+    })
 }
 
 /// Replaces an administrator's password.
 #[tracing::instrument(skip_all, err, fields(username = username.as_str()))]
 pub async fn set_password(db: impl PgExecutor<'_>, username: &Username, password: &Password) -> Result<()> {
     let hash = PasswordHash::new(password).await;
-    let updated = sqlx::query!(
-        "update admin_user set password_hash = $2 where username = $1",
-        username.as_str(),
-        hash.0,
-    )
-    .execute(db)
-    .await?
-    .rows_affected();
-    if updated == 0 {
-        return Err(Error::UnknownUser(username.as_str().to_string()));
+    if !store::admins::set_password_hash(db, username.as_str(), &hash.0).await? {
+        return Err(Error::not_found(format!("administrator `{}`", username.as_str())));
     }
     Ok(())
 }
 
+impl From<store::admins::Account> for AdminUser {
+    fn from(account: store::admins::Account) -> Self {
+        let password_stamp = password_stamp(&account.password_hash);
+        AdminUser { id: account.id, username: account.username, role: account.role, password_stamp }
+    }
+}
+
 /// The administrator with this id, if it still exists.
 pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<AdminUser>> {
-    let row = sqlx::query!(
-        r#"select id, username, role as "role: Role", password_hash from admin_user where id = $1"#,
-        id
-    )
-    .fetch_optional(db)
-    .await?;
-    Ok(row.map(|r| AdminUser {
-        id: r.id,
-        username: r.username,
-        role: r.role,
-        password_stamp: password_stamp(&r.password_hash),
-    }))
+    Ok(store::admins::by_id(db, id).await?.map(AdminUser::from))
 }
 
 /// Which tenants an administrator may see and manage.
@@ -262,37 +226,16 @@ impl Scope {
 
 /// The scope of `admin`.
 pub async fn scope(db: impl PgExecutor<'_>, admin: &AdminUser) -> Result<Scope> {
-    if admin.role == Role::Owner {
-        return Ok(Scope::Everything);
-    }
-    let slugs = sqlx::query_scalar!(
-        "select t.slug from admin_tenant a join tenant t on t.id = a.tenant_id where a.admin_id = $1 order by 1",
-        admin.id
-    )
-    .fetch_all(db)
-    .await?;
-    Ok(Scope::Tenants(slugs))
+    Ok(match admin.role {
+        Role::Owner => Scope::Everything,
+        Role::TenantAdmin => Scope::Tenants(store::admins::tenant_slugs(db, admin.id).await?),
+    })
 }
 
 /// Lets the administrator `username` manage `tenant` (meaningful for tenant administrators).
 #[tracing::instrument(skip_all, err, fields(username = username.as_str(), tenant))]
 pub async fn assign_tenant(pool: &PgPool, username: &Username, tenant: &str) -> Result<()> {
-    let admin_id = sqlx::query_scalar!("select id from admin_user where username = $1", username.as_str())
-        .fetch_optional(pool)
-        .await?
-        .ok_or_else(|| Error::UnknownUser(username.as_str().to_string()))?;
-    let tenant_id = sqlx::query_scalar!("select id from tenant where slug = $1", tenant)
-        .fetch_optional(pool)
-        .await?
-        .ok_or_else(|| Error::UnknownTenant(tenant.to_string()))?;
-    sqlx::query!(
-        "insert into admin_tenant (admin_id, tenant_id) values ($1, $2) on conflict do nothing",
-        admin_id,
-        tenant_id
-    )
-    .execute(pool)
-    .await?;
-    Ok(())
+    store::admins::assign_tenant(pool, username.as_str(), tenant).await
 }
 
 /// On first start: when no owner exists, creates `admin` as owner with a random password and
@@ -300,13 +243,7 @@ pub async fn assign_tenant(pool: &PgPool, username: &Username, tenant: &str) -> 
 #[tracing::instrument(skip_all, err)]
 pub async fn ensure_owner(pool: &PgPool) -> Result<Option<Password>> {
     let mut tx = pool.begin().await?;
-    // Two processes starting together must not both create the owner.
-    sqlx::query!("lock table admin_user in share row exclusive mode").execute(&mut *tx).await?;
-    let has_owner =
-        sqlx::query_scalar!(r#"select exists (select from admin_user where role = 'owner') as "exists!""#)
-            .fetch_one(&mut *tx)
-            .await?;
-    if has_owner {
+    if store::admins::lock_and_find_owner(&mut tx).await? {
         return Ok(None);
     }
     let password = Password::generate();
@@ -359,38 +296,9 @@ pub async fn login(
     password: &str,
     address: &str,
 ) -> Result<AdminUser, LoginError> {
-    let window_secs = policy.window.as_secs_f64();
     // Recorded before anything is checked: a guess sent in parallel with others counts them.
-    sqlx::query!(
-        "delete from login_failure where failed_at < now() - make_interval(secs => $1)",
-        window_secs
-    )
-    .execute(pool)
-    .await?;
-    let attempt = sqlx::query_scalar!(
-        "insert into login_failure (username, address) values ($1, $2) returning id",
-        username,
-        address
-    )
-    .fetch_one(pool)
-    .await?;
-    let recent = sqlx::query!(
-        r#"select
-             count(*) filter (where username = $1) as "by_user!",
-             count(*) filter (where username = $1 and address = $2) as "by_user_here!",
-             count(*) filter (where address = $2) as "by_address!",
-             min(failed_at) filter (where username = $1 and address = $2) as oldest_by_user_here,
-             min(failed_at) filter (where address = $2) as oldest_by_address
-           from login_failure
-           where (username = $1 or address = $2)
-             and failed_at > now() - make_interval(secs => $3)"#,
-        username,
-        address,
-        window_secs,
-    )
-    .fetch_one(pool)
-    .await?;
-
+    let (attempt, recent) =
+        store::admins::record_attempt(pool, username, address, policy.window.as_secs_f64()).await?;
     // The counts include this attempt.
     let locked_since = if recent.by_user_here > policy.max_failures_per_user {
         recent.oldest_by_user_here
@@ -400,8 +308,7 @@ pub async fn login(
         None
     };
     if let Some(since) = locked_since {
-        // Refused unchecked: not a failure of its own.
-        sqlx::query!("delete from login_failure where id = $1", attempt).execute(pool).await?;
+        store::admins::forget_attempt(pool, attempt).await?;
         let elapsed = (time::OffsetDateTime::now_utc() - since).unsigned_abs();
         let retry_after = policy.window.saturating_sub(elapsed);
         tracing::warn!(username, address, "sign-in refused: too many failures");
@@ -412,24 +319,18 @@ pub async fn login(
         tokio::time::sleep(policy.delay(failures)).await;
     }
 
-    let row = sqlx::query!(
-        r#"select id, username, role as "role: Role", password_hash from admin_user where username = $1"#,
-        username
-    )
-    .fetch_optional(pool)
-    .await?;
+    let account = store::admins::by_username(pool, username).await?;
     // Verify against a real hash even for unknown users, so timing does not reveal which exist.
-    let (user, hash) = match row {
-        Some(r) => {
-            let password_stamp = password_stamp(&r.password_hash);
-            let user = AdminUser { id: r.id, username: r.username, role: r.role, password_stamp };
-            (Some(user), PasswordHash(r.password_hash))
+    let (user, hash) = match account {
+        Some(account) => {
+            let hash = PasswordHash(account.password_hash.clone());
+            (Some(AdminUser::from(account)), hash)
         }
         None => (None, dummy_hash().await),
     };
     match (hash.verify(password).await, user) {
         (true, Some(user)) => {
-            sqlx::query!("delete from login_failure where username = $1", username).execute(pool).await?;
+            store::admins::forget_failures(pool, username).await?;
             tracing::info!(username, "administrator signed in");
             Ok(user)
         }
@@ -469,7 +370,7 @@ mod tests {
 
     #[test]
     fn short_password_is_rejected() {
-        assert!(matches!(Password::parse("short".into()), Err(Error::WeakPassword)));
+        assert!(matches!(Password::parse("short".into()), Err(Error::Invalid(_))));
         assert!(Password::parse("twelve chars".into()).is_ok());
     }
 

@@ -222,7 +222,7 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
 fn at(place: impl std::fmt::Display) -> impl FnOnce(Error) -> Error {
     move |err| match err {
         Error::Invalid(msg) => Error::Invalid(format!("{place}: {msg}")),
-        Error::NotFound(what) => Error::Invalid(format!("{place}: {what} not found")),
+        Error::NotFound(what) => Error::Invalid(format!("{place}: {what}")),
         Error::Conflict(msg) => Error::Conflict(format!("{place}: {msg}")),
         other => other,
     }

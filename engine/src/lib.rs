@@ -16,6 +16,7 @@ pub mod builtin;
 pub mod catalog;
 pub mod config;
 pub mod db;
+mod error;
 pub mod exec;
 pub mod model;
 pub mod schema;
@@ -24,6 +25,8 @@ pub mod service;
 pub mod store;
 pub mod tool;
 pub mod upstream;
+
+pub use error::{Error, Missing, Result};
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]

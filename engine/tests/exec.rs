@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use engine::Missing;
 use engine::builtin;
 use engine::catalog::{Catalog, CatalogOptions, CatalogTool};
-use engine::exec::{CallRequest, ExecConfig, ExecError, Executor, Status};
+use engine::exec::{CallRequest, ExecConfig, Executor, Status};
 use engine::model::{Name, SourceKind, TenantSlug};
 use engine::secret::SecretBox;
 use engine::store::SecretInput;
@@ -218,7 +219,7 @@ async fn unknown_tools_and_tenants_are_named(pool: PgPool) {
     let err = s.executor.call("acme", &admin(), call("nope", json!({})), None).await.unwrap_err();
     assert_eq!(err.to_string(), "unknown tool `nope`");
     let err = s.executor.call("globex", &admin(), call("add", json!({})), None).await.unwrap_err();
-    assert!(matches!(err, ExecError::UnknownTenant(t) if t == "globex"));
+    assert!(matches!(err, engine::Error::NotFound(Missing::Tenant(t)) if t == "globex"));
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
@@ -418,7 +419,7 @@ async fn external_tools_suspend_and_resume_with_the_callers_result(pool: PgPool)
     let resumed = s.executor.resume("acme", pending.id, ToolOutput::text("1 row")).await.unwrap();
     assert_eq!((resumed.status, text(&resumed.output).as_str()), (Status::Ok, "1 row"));
     let again = s.executor.resume("acme", pending.id, ToolOutput::text("twice")).await.unwrap_err();
-    assert!(matches!(again, ExecError::UnknownPendingCall(id) if id == pending.id));
+    assert!(matches!(again, engine::Error::NotFound(Missing::PendingCall(id)) if id == pending.id));
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

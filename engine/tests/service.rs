@@ -124,5 +124,5 @@ async fn a_transport_this_version_does_not_know_is_an_error_not_another_transpor
         .unwrap();
     sqlx::query("update mcp_server set transport = 'websocket'").execute(&pool).await.unwrap();
     let read = servers::list(&services).await;
-    assert!(matches!(read, Err(store::Error::Database(_))), "{read:?}");
+    assert!(matches!(read, Err(store::Error::Internal(_))), "{read:?}");
 }

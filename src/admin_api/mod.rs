@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
 use engine::admin::{AdminUser, Role};
-use engine::exec::{CallRequest, ExecError};
+use engine::exec::CallRequest;
 use engine::model::{Name, TenantSlug};
 use engine::schema::Provider;
 use engine::service::Services;
@@ -25,7 +25,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::gateway::{Body, internal, problem};
+use crate::gateway::{Body, Failure, problem};
 
 /// Who is calling the admin API.
 #[derive(Debug, Clone)]
@@ -49,44 +49,6 @@ impl Admin {
             )));
         }
         Ok(())
-    }
-}
-
-/// A failed admin request, answered as a problem document.
-struct Failure(Box<Response>);
-
-impl Failure {
-    fn new(response: Response) -> Self {
-        Failure(Box::new(response))
-    }
-}
-
-impl IntoResponse for Failure {
-    fn into_response(self) -> Response {
-        *self.0
-    }
-}
-
-impl From<store::Error> for Failure {
-    fn from(err: store::Error) -> Self {
-        Failure::new(match err {
-            store::Error::Invalid(m) => problem(StatusCode::UNPROCESSABLE_ENTITY, "invalid", m),
-            store::Error::Conflict(m) => problem(StatusCode::CONFLICT, "conflict", m),
-            store::Error::NotFound(m) => {
-                problem(StatusCode::NOT_FOUND, "not_found", format!("{m} not found"))
-            }
-            err if err.is_unavailable() => {
-                tracing::warn!(error = ?err, "admin request while the database is unreachable");
-                problem(StatusCode::SERVICE_UNAVAILABLE, "database_unavailable", store::UNAVAILABLE)
-            }
-            store::Error::Database(err) => internal(&err),
-        })
-    }
-}
-
-impl From<engine::db::DbError> for Failure {
-    fn from(err: engine::db::DbError) -> Self {
-        store::Error::from(err).into()
     }
 }
 
@@ -150,10 +112,7 @@ async fn require_admin(State(state): State<Services>, mut request: Request, next
                     "the admin token is unknown, revoked or expired",
                 );
             }
-            Err(err) if err.is_unavailable() => {
-                return problem(StatusCode::SERVICE_UNAVAILABLE, "database_unavailable", store::UNAVAILABLE);
-            }
-            Err(err) => return internal(&err),
+            Err(err) => return Failure::from(err).into_response(),
         },
         None => match request.extensions().get::<SessionAdmin>().and_then(|signed_in| signed_in.0.clone()) {
             Some(user) if user.role == Role::Owner => {
@@ -278,14 +237,8 @@ async fn invoke(
     Body(body): Body<Invoke>,
 ) -> Answer {
     let request = CallRequest { name: body.tool, arguments: body.arguments };
-    match state.executor.call(&tenant, &Caller::Admin(admin.name), request, None).await {
-        Ok(result) => Ok(Json(result).into_response()),
-        Err(err @ (ExecError::UnknownTenant(_) | ExecError::UnknownTool(_))) => Err(not_found(err)),
-        Err(ExecError::Busy(busy)) => {
-            Err(Failure::new(problem(StatusCode::TOO_MANY_REQUESTS, "busy", busy.to_string())))
-        }
-        Err(err) => Err(Failure::new(internal(&err))),
-    }
+    let result = state.executor.call(&tenant, &Caller::Admin(admin.name), request, None).await?;
+    Ok(Json(result).into_response())
 }
 
 #[derive(Deserialize)]

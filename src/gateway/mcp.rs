@@ -27,7 +27,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use engine::catalog::{Catalog, GroupInfo, TenantTools};
-use engine::exec::{CallHooks, CallRequest, CallResult, ExecError, Executor};
+use engine::exec::{CallHooks, CallRequest, CallResult, Executor};
 use engine::schema::Provider;
 use engine::tool::{Caller, ClientRelay, RelayFuture, ToolOutput};
 use rmcp::model::{
@@ -44,7 +44,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::rounds::{Owner, Question, Round, Rounds, RunningCall};
-use super::{RenderCache, TenantAccess, log_internal};
+use super::{RenderCache, TenantAccess, log_internal, shown};
 
 /// The rmcp service behind `/mcp/{tenant}`, its sessions kept by `sessions`. Requests must
 /// name a loopback host or one of `public_hosts` (DNS-rebinding protection). At most
@@ -453,21 +453,29 @@ fn call_request(request: CallToolRequestParams) -> CallRequest {
 }
 
 /// A finished call as the MCP answer to `tools/call`.
-fn complete(outcome: Result<CallResult, ExecError>) -> Result<CallToolResponse, ErrorData> {
+fn complete(outcome: Result<CallResult, engine::Error>) -> Result<CallToolResponse, ErrorData> {
     match outcome {
         Ok(result) => {
             let result =
                 mcp_result(result.output).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
             Ok(CallToolResponse::Complete(result))
         }
-        Err(err @ (ExecError::UnknownTool(_) | ExecError::UnknownTenant(_))) => {
-            Err(ErrorData::invalid_params(err.to_string(), None))
-        }
         // A tool error the LLM reads, so it can wait and call again.
-        Err(ExecError::Busy(busy)) => {
+        Err(engine::Error::Busy(busy)) => {
             Ok(CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(busy.to_string())])))
         }
-        Err(err) => Err(ErrorData::internal_error(log_internal(&err), None)),
+        Err(err) => Err(error_data(err)),
+    }
+}
+
+/// An engine error as MCP's: what the request named or sent is the client's mistake
+/// (invalid params); the rest is the server's, with Toolgate's own faults only logged.
+fn error_data(err: engine::Error) -> ErrorData {
+    match err {
+        engine::Error::NotFound(_) | engine::Error::Invalid(_) => {
+            ErrorData::invalid_params(err.to_string(), None)
+        }
+        err => ErrorData::internal_error(shown(&err), None),
     }
 }
 

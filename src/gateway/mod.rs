@@ -122,11 +122,66 @@ impl<T> RenderCache<T> {
     }
 }
 
+/// A refused request, answered as a problem document.
+pub struct Failure(Box<Response>);
+
+impl Failure {
+    pub fn new(response: Response) -> Self {
+        Failure(Box::new(response))
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        *self.0
+    }
+}
+
+/// The REST and admin APIs' answer to an engine error: its status and a stable code.
+impl From<engine::Error> for Failure {
+    fn from(err: engine::Error) -> Self {
+        use engine::{Error, Missing};
+        Failure::new(match err {
+            Error::Invalid(message) => problem(StatusCode::UNPROCESSABLE_ENTITY, "invalid", message),
+            Error::Conflict(message) => problem(StatusCode::CONFLICT, "conflict", message),
+            Error::NotFound(missing) => {
+                let code = match missing {
+                    Missing::Tenant(_) => "unknown_tenant",
+                    Missing::Tool(_) => "unknown_tool",
+                    Missing::PendingCall(_) => "unknown_pending_call",
+                    Missing::Other(_) => "not_found",
+                };
+                problem(StatusCode::NOT_FOUND, code, missing.to_string())
+            }
+            Error::Forbidden(message) => problem(StatusCode::FORBIDDEN, "forbidden", message),
+            Error::Busy(busy) => {
+                let mut response = problem(StatusCode::TOO_MANY_REQUESTS, "busy", busy.to_string());
+                response.headers_mut().insert(header::RETRY_AFTER, busy.retry_after.as_secs().into());
+                response
+            }
+            err @ Error::Unavailable(_) => {
+                tracing::warn!(error = ?err, "request while the database is unreachable");
+                problem(StatusCode::SERVICE_UNAVAILABLE, "database_unavailable", err.to_string())
+            }
+            Error::Internal(err) => internal(&err),
+        })
+    }
+}
+
 /// Logs `err` under a fresh correlation id; returns the only part a client sees.
 pub fn log_internal(err: &dyn std::fmt::Display) -> String {
     let reference = Uuid::new_v4().simple().to_string();
     tracing::error!(%reference, error = %err, "request failed");
     format!("internal error (correlation id {reference})")
+}
+
+/// What a client is told of `err`: its message, or for Toolgate's own faults only the
+/// correlation id they are logged under.
+pub fn shown(err: &engine::Error) -> String {
+    match err {
+        engine::Error::Internal(cause) => log_internal(cause),
+        err => err.to_string(),
+    }
 }
 
 /// A 500 problem that carries only a correlation id; the details go to the log.

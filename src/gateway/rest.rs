@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, middleware};
 use engine::catalog::Catalog;
-use engine::exec::{CallRequest, CallResult, ExecError, Executor};
+use engine::exec::{CallRequest, CallResult, Executor};
 use engine::schema::Provider;
 use engine::tool::{Caller, Content, ToolOutput};
 use serde::{Deserialize, Serialize};
@@ -23,7 +23,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 use uuid::Uuid;
 
-use super::{Body, KeyCheck, Problem, RenderCache, TenantAccess, internal, problem, require_key};
+use super::{Body, Failure, KeyCheck, Problem, RenderCache, TenantAccess, problem, require_key, shown};
 
 /// The OpenAPI 3.1 document of this API, served at `/api/v1/openapi.json`.
 #[derive(OpenApi)]
@@ -81,25 +81,6 @@ fn caller(access: &TenantAccess) -> Caller {
     Caller::ApiKey(access.key_id)
 }
 
-fn exec_error(err: ExecError) -> Response {
-    match err {
-        ExecError::UnknownTool(_) => problem(StatusCode::NOT_FOUND, "unknown_tool", err.to_string()),
-        ExecError::UnknownPendingCall(_) => {
-            problem(StatusCode::NOT_FOUND, "unknown_pending_call", err.to_string())
-        }
-        ExecError::UnknownTenant(_) => problem(StatusCode::NOT_FOUND, "unknown_tenant", err.to_string()),
-        ExecError::InvalidResult(_) => {
-            problem(StatusCode::UNPROCESSABLE_ENTITY, "invalid_result", err.to_string())
-        }
-        ExecError::Busy(busy) => {
-            let mut response = problem(StatusCode::TOO_MANY_REQUESTS, "busy", busy.to_string());
-            response.headers_mut().insert(axum::http::header::RETRY_AFTER, busy.retry_after.as_secs().into());
-            response
-        }
-        ExecError::Database(_) => internal(&err),
-    }
-}
-
 #[derive(Deserialize, utoipa::IntoParams)]
 struct ListQuery {
     /// `openai` (default), `anthropic`, `gemini` or `mcp`.
@@ -154,12 +135,10 @@ async fn invoke(
     Extension(access): Extension<TenantAccess>,
     Path(name): Path<String>,
     Body(body): Body<Invoke>,
-) -> Response {
+) -> Result<Response, Failure> {
     let request = CallRequest { name, arguments: body.arguments };
-    match rest.executor.call(&access.tenant, &caller(&access), request, None).await {
-        Ok(result) => Json(result).into_response(),
-        Err(err) => exec_error(err),
-    }
+    let result = rest.executor.call(&access.tenant, &caller(&access), request, None).await?;
+    Ok(Json(result).into_response())
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -280,7 +259,7 @@ async fn tool_calls(
         .map(|(call, parsed)| {
             let result = match parsed {
                 Err(message) => Err(message),
-                Ok(_) => results.next().expect("one result per runnable call").map_err(|err| err.to_string()),
+                Ok(_) => results.next().expect("one result per runnable call").map_err(|err| shown(&err)),
             };
             tool_message(&call.id, result)
         })
@@ -305,6 +284,10 @@ async fn resume(
 ) -> Response {
     match rest.executor.resume(&access.tenant, id, output).await {
         Ok(result) => Json(result).into_response(),
-        Err(err) => exec_error(err),
+        // What is invalid here is the result the caller sent.
+        Err(engine::Error::Invalid(message)) => {
+            problem(StatusCode::UNPROCESSABLE_ENTITY, "invalid_result", message)
+        }
+        Err(err) => Failure::from(err).into_response(),
     }
 }

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use engine::exec::{CallResult, ExecError};
+use engine::exec::CallResult;
 use rand::distr::{Alphanumeric, SampleString};
 use rmcp::model::{InputRequest, InputRequests, InputRequiredResult, InputResponses};
 use serde_json::Value;
@@ -37,13 +37,13 @@ pub struct Question {
 
 /// The caller of one multi-round call: the call in flight, and the questions it asks.
 pub struct RunningCall {
-    pub task: JoinHandle<Result<CallResult, ExecError>>,
+    pub task: JoinHandle<Result<CallResult, engine::Error>>,
     pub questions: mpsc::Receiver<Question>,
 }
 
 /// How a round ended.
 pub enum Round {
-    Done(Result<CallResult, ExecError>),
+    Done(Result<CallResult, engine::Error>),
     Asks(InputRequiredResult),
     /// The call's task panicked.
     Lost(tokio::task::JoinError),
@@ -150,7 +150,7 @@ impl<T: Send + 'static> Rounds<T> {
     }
 }
 
-fn joined(outcome: Result<Result<CallResult, ExecError>, tokio::task::JoinError>) -> Round {
+fn joined(outcome: Result<Result<CallResult, engine::Error>, tokio::task::JoinError>) -> Round {
     outcome.map_or_else(Round::Lost, Round::Done)
 }
 

@@ -79,7 +79,7 @@ impl TestApp {
             &Password::parse(PASSWORD.into()).unwrap(),
         )
         .await;
-        assert!(matches!(owner, Ok(_) | Err(admin::Error::UsernameTaken(_))), "{owner:?}");
+        assert!(matches!(owner, Ok(_) | Err(engine::Error::Conflict(_))), "{owner:?}");
         let app = Application::build(&settings, pool, policy, Surfaces::All).await.unwrap();
         let address = app.address();
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();

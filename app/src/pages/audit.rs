@@ -25,7 +25,7 @@ pub struct AuditRow {
 pub async fn audit_log(entity_kind: String, actor: String) -> Result<Vec<AuditRow>, PanelError> {
     use engine::store::audit::{AuditFilter, list};
 
-    use crate::server::{owner, state, store_error};
+    use crate::server::{owner, state};
     owner().await?;
     let filled = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
     let filter = AuditFilter {
@@ -35,8 +35,7 @@ pub async fn audit_log(entity_kind: String, actor: String) -> Result<Vec<AuditRo
         ..Default::default()
     };
     Ok(list(&state().pool, &filter)
-        .await
-        .map_err(store_error)?
+        .await?
         .into_iter()
         .map(|e| AuditRow {
             id: e.id,

@@ -34,10 +34,10 @@ pub struct SlowTool {
 
 #[server]
 pub async fn load_overview() -> Result<Overview, PanelError> {
-    use crate::server::{caller, state, store_error};
+    use crate::server::{caller, state};
     let caller = caller().await?;
     let state = state();
-    let traffic = engine::store::invocations::traffic(&state.pool, 60).await.map_err(store_error)?;
+    let traffic = engine::store::invocations::traffic(&state.pool, 60).await?;
     let mut servers: Vec<(String, usize)> = Vec::new();
     if caller.scope == engine::admin::Scope::Everything {
         for summary in super::servers::list_servers().await? {

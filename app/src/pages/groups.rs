@@ -26,11 +26,11 @@ pub struct GroupsView {
 
 #[server]
 pub async fn load_groups() -> Result<GroupsView, PanelError> {
-    use crate::server::{db_error, owner, state, store_error};
+    use crate::server::{owner, state};
     owner().await?;
     let state = state();
-    let tools = engine::store::sources::tools(&state.pool).await.map_err(store_error)?;
-    let groups = engine::store::groups::list(&state.pool).await.map_err(db_error)?;
+    let tools = engine::store::sources::tools(&state.pool).await?;
+    let groups = engine::store::groups::list(&state.pool).await?;
     Ok(GroupsView {
         groups: groups
             .into_iter()
@@ -57,27 +57,28 @@ pub async fn save_group(
     active_by_default: bool,
     tools: String,
 ) -> Result<(), PanelError> {
-    use crate::server::{comma_list, owner, state, store_error};
+    use crate::server::{comma_list, owner, state};
     let caller = owner().await?;
     let state = state();
-    let name = engine::model::Name::parse(name.trim()).map_err(|e| store_error(e.into()))?;
+    let name = engine::model::Name::parse(name.trim()).map_err(engine::Error::from)?;
     let members = comma_list(&tools)
         .iter()
         .map(|id| id.parse::<uuid::Uuid>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| PanelError::invalid("a member is not a tool id"))?;
     engine::store::groups::put(&state.pool, &caller.actor, &name, description.trim(), active_by_default)
+        .await?;
+    engine::store::groups::set_members(&state.pool, &caller.actor, &name, &members)
         .await
-        .map_err(store_error)?;
-    engine::store::groups::set_members(&state.pool, &caller.actor, &name, &members).await.map_err(store_error)
+        .map_err(PanelError::from)
 }
 
 #[server]
 pub async fn delete_group(name: String) -> Result<(), PanelError> {
-    use crate::server::{owner, state, store_error};
+    use crate::server::{owner, state};
     let caller = owner().await?;
-    let name = engine::model::Name::parse(&name).map_err(|e| store_error(e.into()))?;
-    engine::store::groups::delete(&state().pool, &caller.actor, &name).await.map_err(store_error)
+    let name = engine::model::Name::parse(&name).map_err(engine::Error::from)?;
+    engine::store::groups::delete(&state().pool, &caller.actor, &name).await.map_err(PanelError::from)
 }
 
 #[component]

@@ -20,9 +20,9 @@ pub struct PlayTool {
 
 #[server]
 pub async fn playground_tenants() -> Result<Vec<String>, PanelError> {
-    use crate::server::{caller, db_error, state};
+    use crate::server::{caller, state};
     let caller = caller().await?;
-    let tenants = engine::store::tenants::list(&state().pool).await.map_err(db_error)?;
+    let tenants = engine::store::tenants::list(&state().pool).await?;
     Ok(tenants.into_iter().map(|t| t.slug).filter(|slug| caller.scope.allows(slug)).collect())
 }
 
@@ -59,7 +59,7 @@ pub struct RunOutcome {
 #[server]
 pub async fn run_tool(tenant: String, tool: String, arguments: String) -> Result<RunOutcome, PanelError> {
     use axum::http::StatusCode;
-    use engine::exec::{CallRequest, ExecError};
+    use engine::exec::CallRequest;
     use engine::tool::Caller as ToolCaller;
 
     use crate::server::{caller, state};
@@ -75,14 +75,7 @@ pub async fn run_tool(tenant: String, tool: String, arguments: String) -> Result
     let result = state()
         .executor
         .call(slug.as_str(), &ToolCaller::Admin(caller.admin.username.clone()), request, None)
-        .await
-        .map_err(|err| match err {
-            ExecError::UnknownTool(_) | ExecError::UnknownTenant(_) => {
-                PanelError::rejected(StatusCode::NOT_FOUND, err)
-            }
-            ExecError::Busy(_) => PanelError::rejected(StatusCode::TOO_MANY_REQUESTS, err),
-            other => PanelError::internal(&other),
-        })?;
+        .await?;
     Ok(RunOutcome {
         status: serde_json::to_value(result.status)
             .ok()

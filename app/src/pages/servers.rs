@@ -71,13 +71,13 @@ mod ssr {
     use super::{ServerForm, ServerSummary};
     use crate::error::PanelError;
     use crate::server::comma_list;
-    use crate::server::{state, store_error};
+    use crate::server::state;
 
     /// Every server as the list shows it, given every tool (which callers need too).
     pub async fn summaries(tools: &[ToolRecord]) -> Result<Vec<ServerSummary>, PanelError> {
         let state = state();
-        let tenants = engine::store::tenants::list(&state.pool).await.map_err(crate::server::db_error)?;
-        let servers = engine::service::servers::list(&state).await.map_err(store_error)?;
+        let tenants = engine::store::tenants::list(&state.pool).await?;
+        let servers = engine::service::servers::list(&state).await?;
         Ok(servers.iter().map(|entry| summary(entry, &tenants, tools)).collect())
     }
 
@@ -168,30 +168,28 @@ mod ssr {
 
 #[server]
 pub async fn list_servers() -> Result<Vec<ServerSummary>, PanelError> {
-    use crate::server::{owner, state, store_error};
+    use crate::server::{owner, state};
     owner().await?;
-    let tools = engine::store::sources::tools(&state().pool).await.map_err(store_error)?;
+    let tools = engine::store::sources::tools(&state().pool).await?;
     ssr::summaries(&tools).await
 }
 
 #[server]
 pub async fn register_server(form: ServerForm) -> Result<String, PanelError> {
-    use crate::server::{owner, state, store_error};
+    use crate::server::{owner, state};
     let caller = owner().await?;
     let config = ssr::config(&form)?;
     let state = state();
-    engine::store::servers::create(&state.pool, &state.secrets, &caller.actor, &config)
-        .await
-        .map_err(store_error)?;
+    engine::store::servers::create(&state.pool, &state.secrets, &caller.actor, &config).await?;
     Ok(config.name.to_string())
 }
 
 #[server]
 pub async fn test_server(form: ServerForm) -> Result<TestOutcome, PanelError> {
-    use crate::server::{owner, state, store_error};
+    use crate::server::{owner, state};
     owner().await?;
     let config = ssr::config(&form)?;
-    Ok(match state().upstreams.probe(&config).await.map_err(store_error)? {
+    Ok(match state().upstreams.probe(&config).await? {
         Ok(probe) => {
             let name = probe.server_name().unwrap_or("the server");
             TestOutcome { ok: true, message: format!("Connected to {name}: {} tools.", probe.tool_count) }
@@ -228,12 +226,12 @@ pub struct PendingDefinition {
 
 #[server]
 pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
-    use crate::server::{db_error, owner, state, store_error};
+    use crate::server::{owner, state};
     owner().await?;
     let state = state();
-    let server = engine::model::Name::parse(&name).map_err(|e| store_error(e.into()))?;
-    let detail = engine::service::servers::detail(&state, &server).await.map_err(store_error)?;
-    let tenants = engine::store::tenants::list(&state.pool).await.map_err(db_error)?;
+    let server = engine::model::Name::parse(&name).map_err(engine::Error::from)?;
+    let detail = engine::service::servers::detail(&state, &server).await?;
+    let tenants = engine::store::tenants::list(&state.pool).await?;
     let summary = ssr::summary(&detail.entry, &tenants, &detail.tools);
     let tools = detail
         .tools
@@ -284,10 +282,10 @@ pub async fn server_command(
     use axum::http::StatusCode;
     use engine::store;
 
-    use crate::server::{owner, state, store_error};
+    use crate::server::{owner, state};
     let caller = owner().await?;
     let state = state();
-    let server = engine::model::Name::parse(&name).map_err(|e| store_error(e.into()))?;
+    let server = engine::model::Name::parse(&name).map_err(engine::Error::from)?;
     let tool = || {
         tool_id
             .as_deref()
@@ -297,13 +295,11 @@ pub async fn server_command(
     let done = match command {
         ServerOp::Enable | ServerOp::Disable => {
             let enable = command == ServerOp::Enable;
-            store::sources::set_enabled(&state.pool, &caller.actor, &server, enable)
-                .await
-                .map_err(store_error)?;
+            store::sources::set_enabled(&state.pool, &caller.actor, &server, enable).await?;
             format!("{name} {}", if enable { "enabled" } else { "disabled" })
         }
         ServerOp::Delete => {
-            store::sources::delete(&state.pool, &caller.actor, &server).await.map_err(store_error)?;
+            store::sources::delete(&state.pool, &caller.actor, &server).await?;
             format!("{name} deleted")
         }
         ServerOp::Refresh => {
@@ -321,11 +317,11 @@ pub async fn server_command(
             )
         }
         ServerOp::Approve => {
-            store::servers::approve(&state.pool, &caller.actor, tool()?).await.map_err(store_error)?;
+            store::servers::approve(&state.pool, &caller.actor, tool()?).await?;
             "Approved".into()
         }
         ServerOp::Reject => {
-            store::servers::reject(&state.pool, &caller.actor, tool()?).await.map_err(store_error)?;
+            store::servers::reject(&state.pool, &caller.actor, tool()?).await?;
             "Rejected: the tool stays held".into()
         }
     };

@@ -22,12 +22,12 @@ pub struct TenantRow {
 
 #[server]
 pub async fn list_tenants() -> Result<Vec<TenantRow>, PanelError> {
-    use crate::server::{caller, db_error, state, store_error};
+    use crate::server::{caller, state};
     let caller = caller().await?;
     let state = state();
     let snapshot = state.catalog.snapshot();
-    let keys = engine::store::keys::active_counts(&state.pool).await.map_err(store_error)?;
-    let tenants = engine::store::tenants::list(&state.pool).await.map_err(db_error)?;
+    let keys = engine::store::keys::active_counts(&state.pool).await?;
+    let tenants = engine::store::tenants::list(&state.pool).await?;
     Ok(tenants
         .into_iter()
         .filter(|tenant| caller.scope.allows(&tenant.slug))
@@ -42,12 +42,10 @@ pub async fn list_tenants() -> Result<Vec<TenantRow>, PanelError> {
 
 #[server]
 pub async fn create_tenant(slug: String, name: String) -> Result<String, PanelError> {
-    use crate::server::{owner, state, store_error};
+    use crate::server::{owner, state};
     let caller = owner().await?;
-    let slug = engine::model::TenantSlug::parse(slug.trim()).map_err(|e| store_error(e.into()))?;
-    engine::store::tenants::create(&state().pool, &caller.actor, &slug, name.trim())
-        .await
-        .map_err(store_error)?;
+    let slug = engine::model::TenantSlug::parse(slug.trim()).map_err(engine::Error::from)?;
+    engine::store::tenants::create(&state().pool, &caller.actor, &slug, name.trim()).await?;
     Ok(slug.to_string())
 }
 
@@ -145,7 +143,7 @@ pub struct OverrideView {
 pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
     use engine::store;
 
-    use crate::server::{caller, db_error, minute, state, store_error};
+    use crate::server::{caller, minute, state};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
     let state = state();
@@ -158,9 +156,9 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         approx_tokens,
         conflicts,
         ..
-    } = engine::service::tenants::detail(&state, &slug).await.map_err(store_error)?;
-    let settings = store::settings::get(&state.pool).await.map_err(db_error)?;
-    let all_tools = store::sources::tools(&state.pool).await.map_err(store_error)?;
+    } = engine::service::tenants::detail(&state, &slug).await?;
+    let settings = store::settings::get(&state.pool).await?;
+    let all_tools = store::sources::tools(&state.pool).await?;
     let usable: Vec<_> =
         all_tools.iter().filter(|t| tenant.may_use(t.tenant_id, &t.source, &t.tags)).collect();
     let mut known_tags: Vec<String> = usable.iter().flat_map(|t| t.tags.iter().cloned()).collect();
@@ -280,7 +278,7 @@ pub async fn save_tags(slug: String, mode: TagMode, tags: String) -> Result<(), 
     use engine::model::Tag;
     use engine::store::tenants::TenantUpdate;
 
-    use crate::server::{caller, state, store_error};
+    use crate::server::{caller, state};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
     let enabled_tags = match mode {
@@ -291,11 +289,11 @@ pub async fn save_tags(slug: String, mode: TagMode, tags: String) -> Result<(), 
                 .iter()
                 .map(|t| Tag::parse(t))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| store_error(e.into()))?,
+                .map_err(engine::Error::from)?,
         ),
     };
     let update = TenantUpdate { enabled_tags: Some(enabled_tags), ..Default::default() };
-    engine::store::tenants::update(&state().pool, &caller.actor, &slug, update).await.map_err(store_error)?;
+    engine::store::tenants::update(&state().pool, &caller.actor, &slug, update).await?;
     Ok(())
 }
 
@@ -306,7 +304,7 @@ pub async fn save_ceiling(slug: String, form: CeilingForm) -> Result<(), PanelEr
     use engine::catalog::visibility::Ceiling;
     use engine::store::tenants::TenantUpdate;
 
-    use crate::server::{comma_list, owner, state, store_error};
+    use crate::server::{comma_list, owner, state};
     let caller = owner().await?;
     let slug = caller.tenant(&slug)?;
     let limit = |on: bool, list: &str| on.then(|| comma_list(list));
@@ -318,7 +316,7 @@ pub async fn save_ceiling(slug: String, form: CeilingForm) -> Result<(), PanelEr
     let update = TenantUpdate { ceiling: Some(ceiling), ..Default::default() };
     engine::store::tenants::update(&state().pool, &caller.actor, &slug, update)
         .await
-        .map_err(store_error)
+        .map_err(PanelError::from)
         .map(drop)
 }
 
@@ -371,10 +369,10 @@ impl GroupChoice {
 /// Sets a group for the tenant.
 #[server]
 pub async fn set_group(slug: String, group: String, choice: GroupChoice) -> Result<(), PanelError> {
-    use crate::server::{caller, store_error};
+    use crate::server::caller;
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
-    let group = engine::model::Name::parse(&group).map_err(|e| store_error(e.into()))?;
+    let group = engine::model::Name::parse(&group).map_err(engine::Error::from)?;
     let active = match choice {
         GroupChoice::On => Some(true),
         GroupChoice::Off => Some(false),
@@ -382,18 +380,18 @@ pub async fn set_group(slug: String, group: String, choice: GroupChoice) -> Resu
     };
     engine::store::tenants::set_group(&crate::server::state().pool, &caller.actor, &slug, &group, active)
         .await
-        .map_err(store_error)
+        .map_err(PanelError::from)
 }
 
 #[server]
 pub async fn set_meta_tool(slug: String, on: bool) -> Result<(), PanelError> {
     use engine::store::tenants::TenantUpdate;
 
-    use crate::server::{caller, state, store_error};
+    use crate::server::{caller, state};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
     let update = TenantUpdate { meta_tool: Some(on), ..Default::default() };
-    engine::store::tenants::update(&state().pool, &caller.actor, &slug, update).await.map_err(store_error)?;
+    engine::store::tenants::update(&state().pool, &caller.actor, &slug, update).await?;
     Ok(())
 }
 
@@ -418,7 +416,7 @@ pub async fn save_override(slug: String, form: OverrideForm) -> Result<(), Panel
     use engine::store::SecretInput;
     use engine::store::overrides::OverrideInput;
 
-    use crate::server::{caller, state, store_error};
+    use crate::server::{caller, state};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
     let invalid = |message: String| PanelError::rejected(StatusCode::UNPROCESSABLE_ENTITY, message);
@@ -454,42 +452,41 @@ pub async fn save_override(slug: String, form: OverrideForm) -> Result<(), Panel
         secret_presets,
     };
     let state = state();
-    engine::store::overrides::set(&state.pool, &state.secrets, &caller.actor, &slug, tool_id, &input)
-        .await
-        .map_err(store_error)?;
+    engine::store::overrides::set(&state.pool, &state.secrets, &caller.actor, &slug, tool_id, &input).await?;
     Ok(())
 }
 
 #[server]
 pub async fn clear_override(slug: String, tool_id: String) -> Result<(), PanelError> {
-    use crate::server::{caller, state, store_error};
+    use crate::server::{caller, state};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
     let tool_id = tool_id.parse().map_err(|_| PanelError::invalid("which tool?"))?;
-    engine::store::overrides::clear(&state().pool, &caller.actor, &slug, tool_id).await.map_err(store_error)
+    engine::store::overrides::clear(&state().pool, &caller.actor, &slug, tool_id)
+        .await
+        .map_err(PanelError::from)
 }
 
 /// Creates an API key, expiring after `expires_in_days` unless that is empty, and returns it:
 /// the only time it is shown.
 #[server]
 pub async fn create_key(slug: String, name: String, expires_in_days: String) -> Result<String, PanelError> {
-    use crate::server::{caller, expiry_in_days, state, store_error};
+    use crate::server::{caller, expiry_in_days, state};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
     let expires_at = expiry_in_days(&expires_in_days)?;
-    let (_, key) = engine::store::keys::create(&state().pool, &caller.actor, &slug, name.trim(), expires_at)
-        .await
-        .map_err(store_error)?;
+    let (_, key) =
+        engine::store::keys::create(&state().pool, &caller.actor, &slug, name.trim(), expires_at).await?;
     Ok(key)
 }
 
 #[server]
 pub async fn revoke_key(slug: String, id: String) -> Result<(), PanelError> {
-    use crate::server::{caller, state, store_error};
+    use crate::server::{caller, state};
     let caller = caller().await?;
     let slug = caller.tenant(&slug)?;
     let id = id.parse().map_err(|_| PanelError::invalid("which key?"))?;
-    engine::store::keys::revoke(&state().pool, &caller.actor, &slug, id).await.map_err(store_error)
+    engine::store::keys::revoke(&state().pool, &caller.actor, &slug, id).await.map_err(PanelError::from)
 }
 
 #[component]

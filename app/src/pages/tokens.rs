@@ -25,10 +25,10 @@ pub struct TokenRow {
 
 #[server]
 pub async fn list_admin_tokens() -> Result<Vec<TokenRow>, PanelError> {
-    use crate::server::{minute, owner, state, store_error};
+    use crate::server::{minute, owner, state};
     owner().await?;
     let now = time::OffsetDateTime::now_utc();
-    let tokens = engine::store::tokens::list(&state().pool).await.map_err(store_error)?;
+    let tokens = engine::store::tokens::list(&state().pool).await?;
     Ok(tokens
         .into_iter()
         .map(|token| TokenRow {
@@ -55,7 +55,7 @@ pub async fn create_admin_token(
     use engine::model::TenantSlug;
     use engine::store::tokens::NewToken;
 
-    use crate::server::{expiry_in_days, owner, state, store_error};
+    use crate::server::{expiry_in_days, owner, state};
     let caller = owner().await?;
     let tenant = match tenant.trim() {
         "" => None,
@@ -67,17 +67,16 @@ pub async fn create_admin_token(
         read_only,
         tenant,
     };
-    let (_, token) =
-        engine::store::tokens::create(&state().pool, &caller.actor, &new).await.map_err(store_error)?;
+    let (_, token) = engine::store::tokens::create(&state().pool, &caller.actor, &new).await?;
     Ok(token)
 }
 
 #[server]
 pub async fn revoke_admin_token(id: String) -> Result<(), PanelError> {
-    use crate::server::{owner, state, store_error};
+    use crate::server::{owner, state};
     let caller = owner().await?;
     let id = id.parse().map_err(|_| PanelError::invalid("which token?"))?;
-    engine::store::tokens::revoke(&state().pool, &caller.actor, id).await.map_err(store_error).map(drop)
+    engine::store::tokens::revoke(&state().pool, &caller.actor, id).await.map_err(PanelError::from).map(drop)
 }
 
 #[component]

@@ -24,9 +24,9 @@ pub struct ToolRow {
 
 #[server]
 pub async fn list_tools() -> Result<Vec<ToolRow>, PanelError> {
-    use crate::server::{owner, state, store_error};
+    use crate::server::{owner, state};
     owner().await?;
-    let tools = engine::store::sources::tools(&state().pool).await.map_err(store_error)?;
+    let tools = engine::store::sources::tools(&state().pool).await?;
     Ok(tools
         .into_iter()
         .map(|t| ToolRow {

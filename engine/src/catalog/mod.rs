@@ -7,7 +7,6 @@
 //! rebuild runs is coalesced into the next. After the listener (re)connects the task reloads
 //! everything, since notifications sent while it was away are lost.
 
-mod load;
 pub mod naming;
 mod snapshot;
 pub mod visibility;
@@ -25,7 +24,7 @@ pub use snapshot::{
     CatalogTool, Conflict, DEFAULT_TIMEOUT, GroupInfo, Inspection, KeyIdentity, Snapshot, TenantTools,
 };
 
-use crate::store::CHANNEL;
+use crate::store::{self, CHANNEL};
 
 #[derive(Debug, Clone, Default)]
 pub struct CatalogOptions {
@@ -64,7 +63,7 @@ struct Rebuilder {
 impl Catalog {
     /// Loads the first snapshot, then keeps it current in the background.
     #[tracing::instrument(skip_all, err)]
-    pub async fn start(pool: PgPool, options: CatalogOptions) -> Result<Self, sqlx::Error> {
+    pub async fn start(pool: PgPool, options: CatalogOptions) -> crate::Result<Self> {
         let current = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
         let (versions_tx, versions) = watch::channel(0);
         let rebuilder = Rebuilder {
@@ -92,10 +91,13 @@ impl Catalog {
 }
 
 impl Rebuilder {
-    async fn rebuild(&self) -> Result<(), sqlx::Error> {
+    async fn rebuild(&self) -> crate::Result<()> {
         let started = std::time::Instant::now();
         let reusable = self.bases.lock().expect("bases").clone();
-        let mut loaded = load::load(&self.pool, reusable.as_deref()).await?;
+        let mut loaded = store::catalog::load(&self.pool, |epoch, sources, members| {
+            reusable.as_ref().is_some_and(|bases| bases.unchanged(epoch, sources, members))
+        })
+        .await?;
         let loading = started.elapsed();
         let bases = match (loaded.tools.take(), reusable) {
             (Some(tools), _) => Arc::new(snapshot::Bases::build(&loaded, &tools)),

@@ -12,12 +12,12 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::load::{Loaded, OverrideRow, ToolRow};
 use super::naming;
 use super::visibility::{self, Facts};
 use crate::exec::validate::ArgumentValidator;
 use crate::model::SourceKind;
 use crate::schema;
+use crate::store::catalog::{Loaded, OverrideRow, ToolRow};
 
 /// The timeout of a tool that sets none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5 * 60);

@@ -19,6 +19,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::catalog::{Catalog, CatalogTool, TenantTools};
+use crate::error::{Error, Missing};
 use crate::model::SourceKind;
 use crate::secret::SecretBox;
 use crate::tool::{
@@ -127,29 +128,6 @@ pub struct CallResult {
     pub latency_ms: f64,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ExecError {
-    /// No such tenant (HTTP 404).
-    #[error("unknown tenant `{0}`")]
-    UnknownTenant(String),
-    /// The tenant sees no tool by this name (HTTP 404; a tool error for an LLM).
-    #[error("unknown tool `{0}`")]
-    UnknownTool(String),
-    /// Resuming a call that is not pending for this tenant (HTTP 404).
-    #[error("no pending call {0} for this tenant (unknown, or already resumed)")]
-    UnknownPendingCall(Uuid),
-    /// A resumed call's result cannot be accepted; the message says why (HTTP 422).
-    #[error("{0}")]
-    InvalidResult(String),
-    /// Too many calls of the tenant or key are running (HTTP 429 with `Retry-After`; a tool
-    /// error for an LLM, which can wait and retry).
-    #[error(transparent)]
-    Busy(#[from] Busy),
-    /// Internal; logged, never shown (HTTP 500).
-    #[error("database error")]
-    Database(#[from] sqlx::Error),
-}
-
 /// PostgreSQL's JSON cannot hold U+0000, so values that reach the database may not.
 const NUL_REFUSED: &str = "may not contain the NUL character (\\u0000)";
 
@@ -220,9 +198,9 @@ impl Executor {
         caller: &Caller,
         request: CallRequest,
         progress: Option<ProgressSink>,
-    ) -> Result<CallResult, ExecError> {
+    ) -> Result<CallResult, Error> {
         let snapshot = self.inner.catalog.snapshot();
-        let view = snapshot.tenant(tenant).ok_or_else(|| ExecError::UnknownTenant(tenant.to_string()))?;
+        let view = snapshot.tenant(tenant).ok_or_else(|| Missing::Tenant(tenant.to_string()))?;
         self.call_in(view, caller, request, CallHooks { progress, client: None }).await
     }
 
@@ -235,11 +213,10 @@ impl Executor {
         caller: &Caller,
         request: CallRequest,
         hooks: CallHooks,
-    ) -> Result<CallResult, ExecError> {
+    ) -> Result<CallResult, Error> {
         let started = Instant::now();
         let tenant = view.slug.as_str();
-        let tool =
-            view.resolve(&request.name).ok_or_else(|| ExecError::UnknownTool(request.name.clone()))?.clone();
+        let tool = view.resolve(&request.name).ok_or_else(|| Missing::Tool(request.name.clone()))?.clone();
         let arguments = match request.arguments {
             Value::Null => Value::Object(Map::new()),
             other => other,
@@ -284,7 +261,7 @@ impl Executor {
         tenant: &str,
         caller: &Caller,
         requests: Vec<CallRequest>,
-    ) -> Vec<Result<CallResult, ExecError>> {
+    ) -> Vec<Result<CallResult, Error>> {
         if !self.inner.config.parallel {
             let mut results = Vec::with_capacity(requests.len());
             for request in requests {
@@ -307,14 +284,14 @@ impl Executor {
     }
 
     /// Completes a suspended call with the result the caller computed.
-    pub async fn resume(&self, tenant: &str, id: Uuid, output: ToolOutput) -> Result<CallResult, ExecError> {
+    pub async fn resume(&self, tenant: &str, id: Uuid, output: ToolOutput) -> Result<CallResult, Error> {
         let started = Instant::now();
         let stored = serde_json::to_value(&output).expect("tool output serialises");
         if has_nul(&stored) {
-            return Err(ExecError::InvalidResult(format!("the result {NUL_REFUSED}")));
+            return Err(Error::Invalid(format!("the result {NUL_REFUSED}")));
         }
         let snapshot = self.inner.catalog.snapshot();
-        let view = snapshot.tenant(tenant).ok_or_else(|| ExecError::UnknownTenant(tenant.to_string()))?;
+        let view = snapshot.tenant(tenant).ok_or_else(|| Missing::Tenant(tenant.to_string()))?;
         let resumed = sqlx::query!(
             "update pending_call set resolved_at = now(), result = $3
              where id = $1 and tenant_id = $2 and resolved_at is null
@@ -325,7 +302,7 @@ impl Executor {
         )
         .fetch_optional(&self.inner.pool)
         .await?
-        .ok_or(ExecError::UnknownPendingCall(id))?;
+        .ok_or(Missing::PendingCall(id))?;
         let result = self.finish(Outcome::Done(output), started);
         self.inner.recorder.record(Record {
             tenant_id: view.tenant_id,

@@ -50,7 +50,7 @@ impl Services {
         secrets: SecretBox,
         providers: &[Arc<dyn ToolProvider>],
         options: Options,
-    ) -> Result<Self, sqlx::Error> {
+    ) -> crate::Result<Self> {
         let catalog = Catalog::start(pool.clone(), options.catalog).await?;
         let upstreams =
             Arc::new(Upstreams::start(pool.clone(), secrets.clone(), catalog.clone(), options.upstream));

@@ -23,13 +23,17 @@ pub async fn get(db: impl PgExecutor<'_>, name: &Name) -> Result<Group> {
     )
     .fetch_optional(db)
     .await?
-    .ok_or_else(|| Error::NotFound(format!("group `{name}`")))
+    .ok_or_else(|| Error::not_found(format!("group `{name}`")))
 }
 
-pub async fn list(db: impl PgExecutor<'_>) -> sqlx::Result<Vec<Group>> {
-    sqlx::query_as!(Group, "select id, name, description, active_by_default from tool_group order by name")
-        .fetch_all(db)
-        .await
+pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Group>> {
+    let groups = sqlx::query_as!(
+        Group,
+        "select id, name, description, active_by_default from tool_group order by name"
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(groups)
 }
 
 /// Creates the group, or updates its description and default if it exists.
@@ -98,7 +102,7 @@ pub async fn set_members(pool: &PgPool, actor: &Actor, name: &Name, tools: &[Uui
     .await?
     .rows_affected();
     if inserted != tools.len() as u64 {
-        return Err(Error::NotFound("one of the tools".into()));
+        return Err(Error::not_found("one of the tools"));
     }
     let change = Change::new("set_members", "group", name).before(&before).after(&tools);
     commit(tx, actor, change).await

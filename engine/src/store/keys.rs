@@ -103,18 +103,18 @@ pub async fn revoke(pool: &PgPool, actor: &Actor, tenant: &TenantSlug, id: Uuid)
     )
     .fetch_optional(&mut *tx)
     .await?
-    .ok_or_else(|| Error::NotFound(format!("active key {id} of `{tenant}`")))?;
+    .ok_or_else(|| Error::not_found(format!("active key {id} of `{tenant}`")))?;
     commit(tx, actor, Change::new("revoke_key", "tenant", tenant).after(&revoked)).await
 }
 
 /// Records that a key was used; at most once a minute per key, so the hot path rarely writes.
-pub async fn touch(pool: &PgPool, id: Uuid) -> sqlx::Result<()> {
+pub async fn touch(pool: &PgPool, id: Uuid) -> Result<()> {
     sqlx::query!(
         "update api_key set last_used_at = now()
          where id = $1 and (last_used_at is null or last_used_at < now() - interval '1 minute')",
         id
     )
     .execute(pool)
-    .await
-    .map(drop)
+    .await?;
+    Ok(())
 }

@@ -2,7 +2,9 @@
 //! transaction, the change, an audit event (who, what, before/after with secrets redacted) and
 //! `pg_notify('toolgate_config', ...)`, so every gateway process reloads.
 
+pub mod admins;
 pub mod audit;
+pub(crate) mod catalog;
 pub mod groups;
 pub mod invocations;
 pub mod keys;
@@ -14,73 +16,16 @@ pub mod sources;
 pub mod tenants;
 pub mod tokens;
 
+pub use crate::error::{Error, Missing, Result};
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::{Postgres, Transaction};
 
-use crate::model::Invalid;
 use crate::secret::SecretBox;
 
 /// The notification channel every gateway process listens on.
 pub const CHANNEL: &str = "toolgate_config";
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The input breaks a rule; the message says which (HTTP 422).
-    #[error("{0}")]
-    Invalid(String),
-    /// A name that must be unique is taken (HTTP 409).
-    #[error("{0}")]
-    Conflict(String),
-    /// The named entity does not exist (HTTP 404).
-    #[error("{0} not found")]
-    NotFound(String),
-    /// Internal; logged, never shown to a client (HTTP 500).
-    #[error("database error")]
-    Database(#[source] sqlx::Error),
-}
-
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-impl Error {
-    /// The database could not be reached (down, restarting, pool exhausted): the write did
-    /// not happen, and trying again later may work.
-    pub fn is_unavailable(&self) -> bool {
-        matches!(
-            self,
-            Error::Database(
-                sqlx::Error::Io(_)
-                    | sqlx::Error::PoolTimedOut
-                    | sqlx::Error::PoolClosed
-                    | sqlx::Error::Tls(_)
-            )
-        )
-    }
-}
-
-/// What clients are told when [`Error::is_unavailable`].
-pub const UNAVAILABLE: &str =
-    "the database cannot be reached right now; nothing was changed, try again shortly";
-
-impl From<Invalid> for Error {
-    fn from(err: Invalid) -> Self {
-        Error::Invalid(err.0)
-    }
-}
-
-impl From<sqlx::Error> for Error {
-    fn from(err: sqlx::Error) -> Self {
-        match &err {
-            sqlx::Error::Database(db) if db.is_unique_violation() => {
-                Error::Conflict(format!("already exists ({})", db.constraint().unwrap_or("unique")))
-            }
-            sqlx::Error::Database(db) if db.is_check_violation() => {
-                Error::Invalid(format!("rejected by rule {}", db.constraint().unwrap_or("check")))
-            }
-            _ => Error::Database(err),
-        }
-    }
-}
 
 /// Who makes a change, as recorded in the audit log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,20 +168,5 @@ impl SecretInput {
             None => serde_json::json!({"set": true}),
             Some(_) => serde_json::json!({"set": true, "changed": true}),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Error;
-
-    #[test]
-    fn an_unreachable_database_is_told_apart_from_a_refused_write() {
-        assert!(Error::Database(sqlx::Error::PoolTimedOut).is_unavailable());
-        assert!(
-            Error::Database(sqlx::Error::Io(std::io::ErrorKind::ConnectionRefused.into())).is_unavailable()
-        );
-        assert!(!Error::Database(sqlx::Error::RowNotFound).is_unavailable());
-        assert!(!Error::Invalid("bad".into()).is_unavailable());
     }
 }

@@ -192,7 +192,7 @@ pub async fn set(
     let tool = sqlx::query!("select source_id, upstream_name from tool where id = $1", tool_id)
         .fetch_optional(&mut *tx)
         .await?
-        .ok_or_else(|| Error::NotFound(format!("tool {tool_id}")))?;
+        .ok_or_else(|| Error::not_found(format!("tool {tool_id}")))?;
     let before = fetch(&mut *tx, tenant.id, tool_id).await?;
     write(&mut tx, secrets, tenant.id, tool.source_id, &tool.upstream_name, input).await?;
     let after = fetch(&mut *tx, tenant.id, tool_id).await?.expect("just written").into_override();
@@ -211,7 +211,7 @@ pub async fn clear(pool: &PgPool, actor: &Actor, slug: &TenantSlug, tool_id: Uui
     let tenant = super::tenants::get(&mut *tx, slug).await?;
     let before = fetch(&mut *tx, tenant.id, tool_id)
         .await?
-        .ok_or_else(|| Error::NotFound(format!("override of tool {tool_id} for `{slug}`")))?;
+        .ok_or_else(|| Error::not_found(format!("override of tool {tool_id} for `{slug}`")))?;
     sqlx::query!(
         "delete from tool_override o using tool t
          where o.tenant_id = $1 and t.id = $2 and (o.source_id, o.upstream_name) = (t.source_id, t.upstream_name)",

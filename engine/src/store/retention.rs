@@ -39,7 +39,7 @@ impl Retention {
 }
 
 /// Deletes every row past its age; returns how many of each table.
-pub async fn prune(pool: &PgPool, retention: &Retention) -> sqlx::Result<Vec<(&'static str, u64)>> {
+pub async fn prune(pool: &PgPool, retention: &Retention) -> super::Result<Vec<(&'static str, u64)>> {
     let mut pruned = Vec::new();
     for (table, column, age) in retention.ages() {
         // Table and column come from the list above, never from input.

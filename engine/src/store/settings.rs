@@ -13,8 +13,8 @@ pub struct Settings {
     pub default_tags: Vec<String>,
 }
 
-pub async fn get(db: impl PgExecutor<'_>) -> sqlx::Result<Settings> {
-    sqlx::query_as!(Settings, "select tools_enabled, default_tags from setting").fetch_one(db).await
+pub async fn get(db: impl PgExecutor<'_>) -> Result<Settings> {
+    Ok(sqlx::query_as!(Settings, "select tools_enabled, default_tags from setting").fetch_one(db).await?)
 }
 
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str()))]

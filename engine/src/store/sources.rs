@@ -121,10 +121,10 @@ pub async fn get(db: impl PgExecutor<'_>, name: &Name) -> Result<Source> {
     .fetch_optional(db)
     .await?
     .map(Source::from)
-    .ok_or_else(|| Error::NotFound(format!("source `{name}`")))
+    .ok_or_else(|| Error::not_found(format!("source `{name}`")))
 }
 
-pub async fn list(db: impl PgExecutor<'_>) -> sqlx::Result<Vec<Source>> {
+pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Source>> {
     let rows = sqlx::query_as!(
         SourceRow,
         r#"select id, kind as "kind: SourceKind", name, prefix, tags, enabled, tenant_id from source order by name"#

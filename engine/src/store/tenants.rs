@@ -86,10 +86,10 @@ pub async fn get(db: impl PgExecutor<'_>, slug: &TenantSlug) -> Result<Tenant> {
     .fetch_optional(db)
     .await?
     .map(Tenant::from)
-    .ok_or_else(|| Error::NotFound(format!("tenant `{slug}`")))
+    .ok_or_else(|| Error::not_found(format!("tenant `{slug}`")))
 }
 
-pub async fn list(db: impl PgExecutor<'_>) -> sqlx::Result<Vec<Tenant>> {
+pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Tenant>> {
     let rows = sqlx::query_as!(
         Row,
         "select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups
@@ -215,7 +215,7 @@ pub async fn set_group(
     let group_id = sqlx::query_scalar!("select id from tool_group where name = $1", group.as_str())
         .fetch_optional(&mut *tx)
         .await?
-        .ok_or_else(|| Error::NotFound(format!("group `{group}`")))?;
+        .ok_or_else(|| Error::not_found(format!("group `{group}`")))?;
     let before = sqlx::query_scalar!(
         "select active from tenant_group where tenant_id = $1 and group_id = $2",
         tenant.id,

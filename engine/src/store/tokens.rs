@@ -123,7 +123,7 @@ async fn get(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<AdminToken> {
     )
     .fetch_optional(db)
     .await?
-    .ok_or_else(|| Error::NotFound(format!("admin token {id}")))
+    .ok_or_else(|| Error::not_found(format!("admin token {id}")))
 }
 
 /// Revokes the active token `id`; its next request is refused.
@@ -138,7 +138,7 @@ pub async fn revoke(pool: &PgPool, actor: &Actor, id: Uuid) -> Result<AdminToken
     )
     .fetch_optional(&mut *tx)
     .await?
-    .ok_or_else(|| Error::NotFound(format!("active admin token {id}")))?;
+    .ok_or_else(|| Error::not_found(format!("active admin token {id}")))?;
     let after = AdminToken { revoked_at: Some(revoked_at), ..before.clone() };
     commit(tx, actor, Change::new("revoke_admin_token", "admin_token", id).before(&before).after(&after))
         .await?;

@@ -303,7 +303,7 @@ pub(crate) async fn row(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<Serv
     )
     .fetch_optional(db)
     .await?
-    .ok_or_else(|| Error::NotFound(format!("MCP server {source_id}")))
+    .ok_or_else(|| Error::not_found(format!("MCP server {source_id}")))
 }
 
 /// Writes a server inside the caller's transaction: creates it, or updates the server with

@@ -169,7 +169,7 @@ pub async fn approve(pool: &PgPool, actor: &Actor, tool_id: Uuid) -> Result<()> 
         .await?
         .rows_affected();
     if found == 0 {
-        return Err(Error::NotFound(format!("tool {tool_id}")));
+        return Err(Error::not_found(format!("tool {tool_id}")));
     }
     let change = Change::new("approve_definition", "tool", tool_id).after(&pending.map(|p| p.definition));
     commit(tx, actor, change).await
@@ -183,7 +183,7 @@ pub async fn reject(pool: &PgPool, actor: &Actor, tool_id: Uuid) -> Result<()> {
         sqlx::query!("delete from tool_pending_definition where tool_id = $1 returning definition", tool_id)
             .fetch_optional(&mut *tx)
             .await?
-            .ok_or_else(|| Error::NotFound(format!("pending definition of tool {tool_id}")))?;
+            .ok_or_else(|| Error::not_found(format!("pending definition of tool {tool_id}")))?;
     sqlx::query!("update tool set held = true where id = $1", tool_id).execute(&mut *tx).await?;
     let change = Change::new("reject_definition", "tool", tool_id).before(&removed.definition);
     commit(tx, actor, change).await

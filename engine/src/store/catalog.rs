@@ -1,17 +1,17 @@
-//! Reads the whole configuration in one consistent read (a repeatable-read, read-only
-//! transaction), for building a snapshot.
+//! The whole configuration in one consistent read (a repeatable-read, read-only
+//! transaction), for building a catalog snapshot.
 
 use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::snapshot::Bases;
-use crate::store::groups::{self, Group};
-use crate::store::settings::{self, Settings};
-use crate::store::sources::{self, Source};
-use crate::store::tenants::{self, Tenant};
+use super::Result;
+use super::groups::{self, Group};
+use super::settings::{self, Settings};
+use super::sources::{self, Source};
+use super::tenants::{self, Tenant};
 
-pub(super) struct ToolRow {
+pub(crate) struct ToolRow {
     pub id: Uuid,
     pub source_id: Uuid,
     pub upstream_name: String,
@@ -25,7 +25,7 @@ pub(super) struct ToolRow {
     pub held: bool,
 }
 
-pub(super) struct OverrideRow {
+pub(crate) struct OverrideRow {
     pub tenant_id: Uuid,
     pub tool_id: Uuid,
     pub enabled: bool,
@@ -36,7 +36,7 @@ pub(super) struct OverrideRow {
     pub secret_presets: Value,
 }
 
-pub(super) struct KeyRow {
+pub(crate) struct KeyRow {
     pub id: Uuid,
     pub tenant_id: Uuid,
     /// SHA-256 of the key.
@@ -44,13 +44,13 @@ pub(super) struct KeyRow {
     pub expires_at: Option<time::OffsetDateTime>,
 }
 
-pub(super) struct Loaded {
+pub(crate) struct Loaded {
     pub settings: Settings,
     pub tenants: Vec<Tenant>,
     pub sources: Vec<Source>,
     /// `catalog_epoch.tools` as read with everything else.
     pub tool_epoch: i64,
-    /// `None`: the tools, their sources and their groups are those `reusable` was built from.
+    /// `None`: the caller said it has the tools already (see [`load`]).
     pub tools: Option<Vec<ToolRow>>,
     pub groups: Vec<Group>,
     /// (group, tool)
@@ -62,9 +62,12 @@ pub(super) struct Loaded {
     pub keys: Vec<KeyRow>,
 }
 
-/// Reads the configuration; the tools only when they, their sources or their groups changed
-/// since `reusable` was built.
-pub(super) async fn load(pool: &PgPool, reusable: Option<&Bases>) -> Result<Loaded, sqlx::Error> {
+/// Reads the configuration; the tools only when `have_tools` (asked with the tool epoch, the
+/// sources and the group members just read) says the caller's are not current.
+pub(crate) async fn load(
+    pool: &PgPool,
+    have_tools: impl FnOnce(i64, &[Source], &[(Uuid, Uuid)]) -> bool,
+) -> Result<Loaded> {
     let mut tx = pool.begin().await?;
     sqlx::query!("set transaction isolation level repeatable read, read only").execute(&mut *tx).await?;
     let tool_epoch = sqlx::query_scalar!("select tools from catalog_epoch").fetch_one(&mut *tx).await?;
@@ -80,9 +83,9 @@ pub(super) async fn load(pool: &PgPool, reusable: Option<&Bases>) -> Result<Load
     .into_iter()
     .map(|r| (r.group_id, r.tool_id))
     .collect();
-    let tools = match reusable {
-        Some(bases) if bases.unchanged(tool_epoch, &sources, &members) => None,
-        _ => Some(
+    let tools = match have_tools(tool_epoch, &sources, &members) {
+        true => None,
+        false => Some(
             sqlx::query_as!(
                 ToolRow,
                 "select id, source_id, upstream_name, description, input_schema, output_schema,
