@@ -20,6 +20,8 @@ use crate::model::{Name, SourceKind, Tag, TenantSlug, parse_tags, tag_strings};
 use crate::secret::SecretBox;
 use crate::store::overrides::{self, OverrideInput};
 use crate::store::servers::{self, ServerConfig, StoredSecrets};
+use crate::store::settings::Settings;
+use crate::store::sources::SourceTool;
 use crate::store::{self, Actor, Error, Result, SecretInput, groups, settings, sources, tenants, yes};
 
 /// The configuration document. Keys left out take their defaults.
@@ -116,7 +118,7 @@ struct Current {
 /// The whole configuration, secrets as `{set: true}`.
 pub async fn export(pool: &PgPool) -> Result<Document> {
     let mut tx = pool.begin().await?;
-    sqlx::query!("set transaction isolation level repeatable read, read only").execute(&mut *tx).await?;
+    store::read_only(&mut tx).await?;
     Ok(current(&mut tx).await?.document)
 }
 
@@ -142,15 +144,13 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
         server_secrets.insert(source.name.clone(), row.secrets());
     }
 
-    let members = sqlx::query!("select group_id, source_id, upstream_name from tool_group_member")
-        .fetch_all(&mut **tx)
-        .await?;
+    let members = groups::all_members(&mut **tx).await?;
     let mut groups = Vec::new();
     for group in groups::list(&mut **tx).await? {
         let tools: BTreeSet<String> = members
             .iter()
-            .filter(|m| m.group_id == group.id)
-            .map(|m| keys(m.source_id, &m.upstream_name))
+            .filter(|(group_id, ..)| *group_id == group.id)
+            .map(|(_, source_id, upstream)| keys(*source_id, upstream))
             .collect();
         groups.push(GroupConfig {
             name: Name::parse(&group.name)?,
@@ -160,26 +160,16 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
         });
     }
 
-    let activations = sqlx::query!(
-        "select tg.tenant_id, g.name, tg.active from tenant_group tg join tool_group g on g.id = tg.group_id"
-    )
-    .fetch_all(&mut **tx)
-    .await?;
-    let override_rows = sqlx::query!(
-        "select tenant_id, source_id, upstream_name, enabled, exposed_name, description, timeout_ms,
-                presets, secret_presets
-         from tool_override"
-    )
-    .fetch_all(&mut **tx)
-    .await?;
+    let choices = tenants::all_group_choices(&mut **tx).await?;
+    let override_rows = overrides::all(&mut **tx).await?;
     let mut tenants = Vec::new();
     let mut preset_secrets = HashMap::new();
     for tenant in &tenant_rows {
         let slug = slugs[&tenant.id].clone();
-        let groups = activations
+        let groups = choices
             .iter()
-            .filter(|a| a.tenant_id == tenant.id)
-            .map(|a| Ok((Name::parse(&a.name)?, a.active)))
+            .filter(|(tenant_id, ..)| *tenant_id == tenant.id)
+            .map(|(_, group, active)| Ok((Name::parse(group)?, *active)))
             .collect::<Result<_>>()?;
         let mut tools = BTreeMap::new();
         for row in override_rows.iter().filter(|o| o.tenant_id == tenant.id) {
@@ -399,38 +389,13 @@ fn plan(current: &Current, desired: &Document) -> Result<Vec<Change>> {
     Ok(changes)
 }
 
-/// A source, and one of its tools when it has any.
-struct SourceTool {
-    source_id: Uuid,
-    tenant_id: Option<Uuid>,
-    prefix: String,
-    is_server: bool,
-    upstream_name: Option<String>,
-}
-
 /// Where each tool a document may name lives: by default exposed name among existing tools,
 /// and by prefix among servers for tools not discovered yet.
 struct ToolIndex(Vec<SourceTool>);
 
 impl ToolIndex {
     async fn load(tx: &mut Transaction<'_, Postgres>) -> Result<Self> {
-        let rows = sqlx::query!(
-            r#"select s.id as "id!", s.tenant_id, s.prefix as "prefix!", s.kind as "kind!",
-                      t.upstream_name as "upstream_name?"
-               from source s left join tool t on t.source_id = s.id"#
-        )
-        .fetch_all(&mut **tx)
-        .await?
-        .into_iter()
-        .map(|r| SourceTool {
-            source_id: r.id,
-            tenant_id: r.tenant_id,
-            prefix: r.prefix,
-            is_server: r.kind == SourceKind::Mcp.as_str(),
-            upstream_name: r.upstream_name,
-        })
-        .collect();
-        Ok(ToolIndex(rows))
+        Ok(ToolIndex(sources::with_tools(&mut **tx).await?))
     }
 
     /// The (source, upstream name) `key` names, among the sources `tenant` sees (all of them
@@ -448,7 +413,7 @@ impl ToolIndex {
         if found.is_empty() {
             // A tool not discovered yet: the server whose prefix the name starts with.
             let mut servers: Vec<(usize, Uuid, String)> = in_scope
-                .filter(|r| r.is_server)
+                .filter(|r| r.kind == SourceKind::Mcp)
                 .filter_map(|r| {
                     let upstream = if r.prefix.is_empty() {
                         Some(key)
@@ -489,8 +454,7 @@ pub async fn apply(
 ) -> Result<Vec<Change>> {
     desired.check()?;
     let mut tx = pool.begin().await?;
-    // One apply at a time: the settings row is the lock.
-    sqlx::query!("select id from setting for update").fetch_one(&mut *tx).await?;
+    settings::lock(&mut *tx).await?;
     let current = current(&mut tx).await?;
     let changes = plan(&current, desired)?;
     if dry_run || changes.is_empty() {
@@ -503,42 +467,28 @@ pub async fn apply(
         |kind: &str, name: &str| changed(kind, Action::Create, name) || changed(kind, Action::Update, name);
 
     if changed_any("settings", "global") {
-        sqlx::query!(
-            "update setting set tools_enabled = $1, default_tags = $2",
-            desired.tools_enabled,
-            &tag_strings(&desired.default_tags)
-        )
-        .execute(&mut *tx)
-        .await?;
+        let settings = Settings {
+            tools_enabled: desired.tools_enabled,
+            default_tags: tag_strings(&desired.default_tags),
+        };
+        settings::write(&mut *tx, &settings).await?;
     }
     let mut tenant_ids = current.tenant_ids.clone();
     for tenant in desired.tenants.iter().filter(|t| changed_any("tenant", t.slug.as_str())) {
         let enabled_tags = tenant.enabled_tags.as_deref().map(tag_strings);
-        let ceiling = &tenant.ceiling;
-        let id = sqlx::query_scalar!(
-            "insert into tenant (slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups)
-             values ($1, $2, $3, $4, $5, $6, $7)
-             on conflict (slug) do update set
-                name = excluded.name, enabled_tags = excluded.enabled_tags, meta_tool = excluded.meta_tool,
-                ceiling_tags = excluded.ceiling_tags, ceiling_sources = excluded.ceiling_sources,
-                ceiling_groups = excluded.ceiling_groups
-             returning id",
-            tenant.slug.as_str(),
+        let id = tenants::put(
+            &mut *tx,
+            &tenant.slug,
             tenant.name(),
             enabled_tags.as_deref(),
             tenant.meta_tool,
-            ceiling.tags.as_deref(),
-            ceiling.sources.as_deref(),
-            ceiling.groups.as_deref(),
+            &tenant.ceiling,
         )
-        .fetch_one(&mut *tx)
         .await?;
         tenant_ids.insert(tenant.slug.to_string(), id);
     }
     for change in changes.iter().filter(|c| c.action == Action::Delete && c.kind == "server") {
-        sqlx::query!("delete from source where id = $1", current.server_ids[&change.name])
-            .execute(&mut *tx)
-            .await?;
+        sources::remove(&mut *tx, current.server_ids[&change.name]).await?;
     }
     for server in desired.servers.iter().filter(|s| changed_any("server", s.name.as_str())) {
         let existing = current.server_ids.get(server.name.as_str()).copied();
@@ -547,71 +497,35 @@ pub async fn apply(
             .map_err(at(format!("servers.{}", server.name)))?;
     }
     for change in changes.iter().filter(|c| c.action == Action::Delete && c.kind == "group") {
-        sqlx::query!("delete from tool_group where name = $1", change.name).execute(&mut *tx).await?;
+        groups::remove(&mut *tx, &change.name).await?;
     }
     let index = ToolIndex::load(&mut tx).await?;
     for group in desired.groups.iter().filter(|g| changed_any("group", g.name.as_str())) {
         let place = format!("groups.{}", group.name);
-        let id = sqlx::query_scalar!(
-            "insert into tool_group (name, description, active_by_default) values ($1, $2, $3)
-             on conflict (name) do update set
-                description = excluded.description, active_by_default = excluded.active_by_default
-             returning id",
-            group.name.as_str(),
-            group.description,
-            group.active_by_default,
-        )
-        .fetch_one(&mut *tx)
-        .await?;
-        sqlx::query!("delete from tool_group_member where group_id = $1", id).execute(&mut *tx).await?;
-        for key in group.tools.iter().collect::<BTreeSet<_>>() {
-            let (source_id, upstream) = index.resolve(key, None).map_err(at(&place))?;
-            sqlx::query!(
-                "insert into tool_group_member (group_id, source_id, upstream_name) values ($1, $2, $3)",
-                id,
-                source_id,
-                upstream
-            )
-            .execute(&mut *tx)
-            .await?;
-        }
+        let id = groups::upsert(&mut *tx, &group.name, &group.description, group.active_by_default).await?.id;
+        let members = group
+            .tools
+            .iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .map(|key| index.resolve(key, None).map_err(at(&place)))
+            .collect::<Result<Vec<_>>>()?;
+        groups::replace_members(&mut tx, id, &members).await?;
     }
     for tenant in desired.tenants.iter().filter(|t| changed_any("tenant", t.slug.as_str())) {
         let id = tenant_ids[tenant.slug.as_str()];
-        sqlx::query!("delete from tenant_group where tenant_id = $1", id).execute(&mut *tx).await?;
-        for (group, active) in &tenant.groups {
-            sqlx::query!(
-                "insert into tenant_group (tenant_id, group_id, active)
-                 select $1, id, $3 from tool_group where name = $2",
-                id,
-                group.as_str(),
-                active
-            )
-            .execute(&mut *tx)
-            .await?;
-        }
-        let (mut kept_sources, mut kept_names) = (Vec::new(), Vec::new());
+        tenants::replace_group_choices(&mut tx, id, &tenant.groups).await?;
+        let mut kept = Vec::new();
         for (key, input) in &tenant.tools {
             let place = format!("tenants.{}.tools.{key}", tenant.slug);
             let (source_id, upstream) = index.resolve(key, Some(id)).map_err(at(&place))?;
             overrides::write(&mut tx, secrets, id, source_id, &upstream, input).await.map_err(at(&place))?;
-            kept_sources.push(source_id);
-            kept_names.push(upstream);
+            kept.push((source_id, upstream));
         }
-        sqlx::query!(
-            "delete from tool_override o
-             where tenant_id = $1
-               and not exists (select from unnest($2::uuid[], $3::text[]) k (source_id, upstream_name)
-                               where (k.source_id, k.upstream_name) = (o.source_id, o.upstream_name))",
-            id,
-            &kept_sources,
-            &kept_names
-        )
-        .execute(&mut *tx)
-        .await?;
+        overrides::retain(&mut *tx, id, &kept).await?;
     }
     for change in changes.iter().filter(|c| c.action == Action::Delete && c.kind == "tenant") {
-        sqlx::query!("delete from tenant where slug = $1", change.name).execute(&mut *tx).await?;
+        tenants::remove(&mut *tx, &change.name).await?;
     }
 
     for change in &changes {

@@ -22,6 +22,7 @@ use crate::catalog::{Catalog, CatalogTool, TenantTools};
 use crate::error::{Error, Missing};
 use crate::model::SourceKind;
 use crate::secret::SecretBox;
+use crate::store;
 use crate::tool::{
     Caller, ClientRelay, Content, ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
     ToolProvider,
@@ -292,17 +293,9 @@ impl Executor {
         }
         let snapshot = self.inner.catalog.snapshot();
         let view = snapshot.tenant(tenant).ok_or_else(|| Missing::Tenant(tenant.to_string()))?;
-        let resumed = sqlx::query!(
-            "update pending_call set resolved_at = now(), result = $3
-             where id = $1 and tenant_id = $2 and resolved_at is null
-             returning tool_name, arguments",
-            id,
-            view.tenant_id,
-            stored,
-        )
-        .fetch_optional(&self.inner.pool)
-        .await?
-        .ok_or(Missing::PendingCall(id))?;
+        let resumed = store::pending::resolve(&self.inner.pool, view.tenant_id, id, &stored)
+            .await?
+            .ok_or(Missing::PendingCall(id))?;
         let result = self.finish(Outcome::Done(output), started);
         self.inner.recorder.record(Record {
             tenant_id: view.tenant_id,
@@ -411,24 +404,10 @@ impl Executor {
         tenant_id: Uuid,
         tool: &CatalogTool,
         arguments: Value,
-    ) -> Result<Option<PendingCall>, sqlx::Error> {
-        let mut tx = self.inner.pool.begin().await?;
-        sqlx::query!("select pg_advisory_xact_lock(hashtextextended($1::uuid::text, 0))", tenant_id)
-            .execute(&mut *tx)
-            .await?;
-        let id = sqlx::query_scalar!(
-            "insert into pending_call (tenant_id, tool_name, arguments)
-             select $1, $2, $3
-             where (select count(*) from pending_call where tenant_id = $1 and resolved_at is null) < $4
-             returning id",
-            tenant_id,
-            tool.exposed_name,
-            arguments,
-            self.inner.config.max_pending_per_tenant,
-        )
-        .fetch_optional(&mut *tx)
-        .await?;
-        tx.commit().await?;
+    ) -> crate::Result<Option<PendingCall>> {
+        let max = self.inner.config.max_pending_per_tenant;
+        let id =
+            store::pending::suspend(&self.inner.pool, tenant_id, &tool.exposed_name, &arguments, max).await?;
         Ok(id.map(|id| PendingCall { id, tool: tool.exposed_name.clone(), arguments }))
     }
 

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
 use sqlx::PgPool;
 use tokio::sync::mpsc;
-use uuid::Uuid;
+
+use crate::store;
 
 /// Counter of finished calls, labelled `tenant`, `tool` and `status`.
 pub const CALLS_TOTAL: &str = "toolgate_tool_calls_total";
@@ -19,18 +19,7 @@ const CAPACITY: usize = 10_000;
 const GATHER: Duration = Duration::from_millis(50);
 const BATCH: usize = 500;
 
-#[derive(Debug)]
-pub(super) struct Record {
-    pub tenant_id: Uuid,
-    pub tenant: String,
-    pub tool_name: String,
-    pub caller: String,
-    pub status: &'static str,
-    pub latency: Duration,
-    pub result_bytes: usize,
-    pub correlation_id: Option<String>,
-    pub arguments: Value,
-}
+pub(super) use crate::store::invocations::Invocation as Record;
 
 pub(super) struct Recorder {
     sender: mpsc::Sender<Record>,
@@ -69,37 +58,9 @@ async fn write_batches(pool: PgPool, mut receiver: mpsc::Receiver<Record>) {
         {
             batch.push(record);
         }
-        if let Err(err) = insert(&pool, &batch).await {
+        if let Err(err) = store::invocations::insert(&pool, &batch).await {
             tracing::warn!(error = %err, count = batch.len(), "invocation records could not be written");
         }
         batch.clear();
     }
-}
-
-/// Writes a batch with one statement.
-async fn insert(pool: &PgPool, batch: &[Record]) -> Result<(), sqlx::Error> {
-    let column = |f: fn(&Record) -> String| batch.iter().map(f).collect::<Vec<_>>();
-    let tenants: Vec<Uuid> = batch.iter().map(|r| r.tenant_id).collect();
-    let latencies: Vec<i64> =
-        batch.iter().map(|r| i64::try_from(r.latency.as_micros()).unwrap_or(i64::MAX)).collect();
-    let sizes: Vec<i32> = batch.iter().map(|r| i32::try_from(r.result_bytes).unwrap_or(i32::MAX)).collect();
-    let correlation: Vec<Option<String>> = batch.iter().map(|r| r.correlation_id.clone()).collect();
-    let arguments: Vec<Value> = batch.iter().map(|r| r.arguments.clone()).collect();
-    sqlx::query!(
-        "insert into invocation
-            (tenant_id, tool_name, caller, status, latency_us, result_bytes, correlation_id, arguments)
-         select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int4[],
-                              $7::text[], $8::jsonb[])",
-        &tenants,
-        &column(|r| r.tool_name.clone()),
-        &column(|r| r.caller.clone()),
-        &column(|r| r.status.to_string()),
-        &latencies,
-        &sizes,
-        &correlation as &[Option<String>],
-        &arguments,
-    )
-    .execute(pool)
-    .await?;
-    Ok(())
 }

@@ -69,7 +69,7 @@ pub(crate) async fn load(
     have_tools: impl FnOnce(i64, &[Source], &[(Uuid, Uuid)]) -> bool,
 ) -> Result<Loaded> {
     let mut tx = pool.begin().await?;
-    sqlx::query!("set transaction isolation level repeatable read, read only").execute(&mut *tx).await?;
+    super::read_only(&mut tx).await?;
     let tool_epoch = sqlx::query_scalar!("select tools from catalog_epoch").fetch_one(&mut *tx).await?;
     let settings = settings::get(&mut *tx).await?;
     let tenants = tenants::list(&mut *tx).await?;

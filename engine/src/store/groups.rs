@@ -47,6 +47,23 @@ pub async fn put(
 ) -> Result<Group> {
     let mut tx = pool.begin().await?;
     let before = get(&mut *tx, name).await.ok();
+    let group = upsert(&mut *tx, name, description, active_by_default).await?;
+    let change = Change::new(if before.is_some() { "update" } else { "create" }, "group", name);
+    let change = match &before {
+        Some(before) => change.before(before),
+        None => change,
+    };
+    commit(tx, actor, change.after(&group)).await?;
+    Ok(group)
+}
+
+/// Creates the group or updates it, unaudited (the caller's transaction records the change).
+pub(crate) async fn upsert(
+    db: impl PgExecutor<'_>,
+    name: &Name,
+    description: &str,
+    active_by_default: bool,
+) -> Result<Group> {
     let group = sqlx::query_as!(
         Group,
         "insert into tool_group (name, description, active_by_default) values ($1, $2, $3)
@@ -57,22 +74,22 @@ pub async fn put(
         description,
         active_by_default,
     )
-    .fetch_one(&mut *tx)
+    .fetch_one(db)
     .await?;
-    let change = Change::new(if before.is_some() { "update" } else { "create" }, "group", name);
-    let change = match &before {
-        Some(before) => change.before(before),
-        None => change,
-    };
-    commit(tx, actor, change.after(&group)).await?;
     Ok(group)
+}
+
+/// Deletes the group `name` if it exists, unaudited (the caller's transaction records it).
+pub(crate) async fn remove(db: impl PgExecutor<'_>, name: &str) -> Result<()> {
+    sqlx::query!("delete from tool_group where name = $1", name).execute(db).await?;
+    Ok(())
 }
 
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name))]
 pub async fn delete(pool: &PgPool, actor: &Actor, name: &Name) -> Result<()> {
     let mut tx = pool.begin().await?;
     let before = get(&mut *tx, name).await?;
-    sqlx::query!("delete from tool_group where id = $1", before.id).execute(&mut *tx).await?;
+    remove(&mut *tx, name.as_str()).await?;
     commit(tx, actor, Change::new("delete", "group", name).before(&before)).await
 }
 
@@ -106,4 +123,34 @@ pub async fn set_members(pool: &PgPool, actor: &Actor, name: &Name, tools: &[Uui
     }
     let change = Change::new("set_members", "group", name).before(&before).after(&tools);
     commit(tx, actor, change).await
+}
+
+/// Every group membership: (group id, source id, the tool's upstream name). A member is named
+/// by its source and upstream name, so it may be a tool not discovered yet.
+pub(crate) async fn all_members(db: impl PgExecutor<'_>) -> Result<Vec<(Uuid, Uuid, String)>> {
+    let rows = sqlx::query!("select group_id, source_id, upstream_name from tool_group_member")
+        .fetch_all(db)
+        .await?;
+    Ok(rows.into_iter().map(|r| (r.group_id, r.source_id, r.upstream_name)).collect())
+}
+
+/// Makes the group's members exactly `members` (source id, upstream name), unaudited (the
+/// caller's transaction records the change).
+pub(crate) async fn replace_members(
+    tx: &mut sqlx::PgConnection,
+    group_id: Uuid,
+    members: &[(Uuid, String)],
+) -> Result<()> {
+    sqlx::query!("delete from tool_group_member where group_id = $1", group_id).execute(&mut *tx).await?;
+    for (source_id, upstream) in members {
+        sqlx::query!(
+            "insert into tool_group_member (group_id, source_id, upstream_name) values ($1, $2, $3)",
+            group_id,
+            source_id,
+            upstream
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
 }

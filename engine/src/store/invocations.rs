@@ -1,8 +1,12 @@
-//! What the invocation records say about recent traffic: calls and errors per tenant, and the
-//! slowest tools.
+//! Invocation records: written in batches off the call path, and what they say about recent
+//! traffic (calls and errors per tenant, the slowest tools).
+
+use std::time::Duration;
 
 use serde::Serialize;
+use serde_json::Value;
 use sqlx::PgPool;
+use uuid::Uuid;
 
 use super::Result;
 
@@ -54,4 +58,46 @@ pub async fn traffic(pool: &PgPool, minutes: i32) -> Result<Traffic> {
     .fetch_all(pool)
     .await?;
     Ok(Traffic { tenants, slowest })
+}
+
+/// One finished call, as recorded.
+#[derive(Debug)]
+pub(crate) struct Invocation {
+    pub tenant_id: Uuid,
+    pub tenant: String,
+    pub tool_name: String,
+    pub caller: String,
+    pub status: &'static str,
+    pub latency: Duration,
+    pub result_bytes: usize,
+    pub correlation_id: Option<String>,
+    pub arguments: Value,
+}
+
+/// Writes a batch with one statement.
+pub(crate) async fn insert(pool: &PgPool, batch: &[Invocation]) -> Result<()> {
+    let column = |f: fn(&Invocation) -> String| batch.iter().map(f).collect::<Vec<_>>();
+    let tenants: Vec<Uuid> = batch.iter().map(|r| r.tenant_id).collect();
+    let latencies: Vec<i64> =
+        batch.iter().map(|r| i64::try_from(r.latency.as_micros()).unwrap_or(i64::MAX)).collect();
+    let sizes: Vec<i32> = batch.iter().map(|r| i32::try_from(r.result_bytes).unwrap_or(i32::MAX)).collect();
+    let correlation: Vec<Option<String>> = batch.iter().map(|r| r.correlation_id.clone()).collect();
+    let arguments: Vec<Value> = batch.iter().map(|r| r.arguments.clone()).collect();
+    sqlx::query!(
+        "insert into invocation
+            (tenant_id, tool_name, caller, status, latency_us, result_bytes, correlation_id, arguments)
+         select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int4[],
+                              $7::text[], $8::jsonb[])",
+        &tenants,
+        &column(|r| r.tool_name.clone()),
+        &column(|r| r.caller.clone()),
+        &column(|r| r.status.to_string()),
+        &latencies,
+        &sizes,
+        &correlation as &[Option<String>],
+        &arguments,
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
 }

@@ -9,6 +9,7 @@ pub mod groups;
 pub mod invocations;
 pub mod keys;
 pub mod overrides;
+pub(crate) mod pending;
 pub mod retention;
 pub mod servers;
 pub mod settings;
@@ -72,6 +73,12 @@ impl<'a> Change<'a> {
         self.after = serde_json::to_value(value).ok();
         self
     }
+}
+
+/// Makes `tx` a consistent, read-only view of the whole configuration.
+pub(crate) async fn read_only(tx: &mut sqlx::PgConnection) -> Result<()> {
+    sqlx::query!("set transaction isolation level repeatable read, read only").execute(tx).await?;
+    Ok(())
 }
 
 /// Records `change`, notifies every gateway, and commits: the end of every write.

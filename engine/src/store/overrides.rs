@@ -222,3 +222,48 @@ pub async fn clear(pool: &PgPool, actor: &Actor, slug: &TenantSlug, tool_id: Uui
     .await?;
     commit(tx, actor, Change::new("clear_override", "tenant", slug).before(&before.into_override())).await
 }
+
+/// An override as stored, named by its source and upstream name (the tool may not be
+/// discovered yet); secret presets sealed.
+pub(crate) struct StoredOverride {
+    pub tenant_id: Uuid,
+    pub source_id: Uuid,
+    pub upstream_name: String,
+    pub enabled: bool,
+    pub exposed_name: Option<String>,
+    pub description: Option<String>,
+    pub timeout_ms: Option<i32>,
+    pub presets: Value,
+    pub secret_presets: Value,
+}
+
+/// Every tenant's overrides.
+pub(crate) async fn all(db: impl PgExecutor<'_>) -> Result<Vec<StoredOverride>> {
+    let rows = sqlx::query_as!(
+        StoredOverride,
+        "select tenant_id, source_id, upstream_name, enabled, exposed_name, description, timeout_ms,
+                presets, secret_presets
+         from tool_override"
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows)
+}
+
+/// Deletes the tenant's overrides of every tool but `kept` (source id, upstream name),
+/// unaudited (the caller's transaction records the change).
+pub(crate) async fn retain(db: impl PgExecutor<'_>, tenant_id: Uuid, kept: &[(Uuid, String)]) -> Result<()> {
+    let (sources, names): (Vec<Uuid>, Vec<String>) = kept.iter().cloned().unzip();
+    sqlx::query!(
+        "delete from tool_override o
+         where tenant_id = $1
+           and not exists (select from unnest($2::uuid[], $3::text[]) k (source_id, upstream_name)
+                           where (k.source_id, k.upstream_name) = (o.source_id, o.upstream_name))",
+        tenant_id,
+        &sources,
+        &names
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}

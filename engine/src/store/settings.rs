@@ -29,13 +29,26 @@ pub async fn update(
         .fetch_one(&mut *tx)
         .await?;
     let after = Settings { tools_enabled, default_tags: tag_strings(default_tags) };
-    sqlx::query!(
-        "update setting set tools_enabled = $1, default_tags = $2",
-        after.tools_enabled,
-        &after.default_tags,
-    )
-    .execute(&mut *tx)
-    .await?;
+    write(&mut *tx, &after).await?;
     commit(tx, actor, Change::new("update", "settings", "global").before(&before).after(&after)).await?;
     Ok(after)
+}
+
+/// Writes the settings, unaudited: the caller's transaction records the change.
+pub(crate) async fn write(db: impl PgExecutor<'_>, settings: &Settings) -> Result<()> {
+    sqlx::query!(
+        "update setting set tools_enabled = $1, default_tags = $2",
+        settings.tools_enabled,
+        &settings.default_tags,
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Locks the settings row until the caller's transaction ends: whole-configuration applies
+/// take it, so they run one at a time.
+pub(crate) async fn lock(db: impl PgExecutor<'_>) -> Result<()> {
+    sqlx::query!("select id from setting for update").fetch_one(db).await?;
+    Ok(())
 }

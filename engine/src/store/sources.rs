@@ -216,7 +216,7 @@ pub async fn set_enabled(pool: &PgPool, actor: &Actor, name: &Name, enabled: boo
 pub async fn delete(pool: &PgPool, actor: &Actor, name: &Name) -> Result<()> {
     let mut tx = pool.begin().await?;
     let before = get(&mut *tx, name).await?;
-    sqlx::query!("delete from source where id = $1", before.id).execute(&mut *tx).await?;
+    remove(&mut *tx, before.id).await?;
     commit(tx, actor, Change::new("delete", "source", name).before(&before)).await
 }
 
@@ -317,4 +317,32 @@ pub async fn tools(pool: &PgPool) -> Result<Vec<ToolRecord>> {
         .collect();
     tools.sort_by(|a, b| a.exposed_name.cmp(&b.exposed_name));
     Ok(tools)
+}
+
+/// Deletes the source `id` with its tools, unaudited (the caller's transaction records it).
+pub(crate) async fn remove(db: impl PgExecutor<'_>, id: Uuid) -> Result<()> {
+    sqlx::query!("delete from source where id = $1", id).execute(db).await?;
+    Ok(())
+}
+
+/// A source with one of its tools, or with none (`upstream_name: None`) when it has none.
+pub(crate) struct SourceTool {
+    pub source_id: Uuid,
+    pub tenant_id: Option<Uuid>,
+    pub prefix: String,
+    pub kind: SourceKind,
+    pub upstream_name: Option<String>,
+}
+
+/// Every source with each of its tools.
+pub(crate) async fn with_tools(db: impl PgExecutor<'_>) -> Result<Vec<SourceTool>> {
+    let rows = sqlx::query_as!(
+        SourceTool,
+        r#"select s.id as "source_id!", s.tenant_id, s.prefix as "prefix!", s.kind as "kind!: SourceKind",
+                  t.upstream_name as "upstream_name?"
+           from source s left join tool t on t.source_id = s.id"#
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows)
 }

@@ -1,6 +1,8 @@
 //! Tenants: their tag whitelist, meta tool switch, group activations and the owner's ceiling
 //! over them (no tag or group beyond it can be chosen).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
@@ -145,30 +147,53 @@ pub async fn update(pool: &PgPool, actor: &Actor, slug: &TenantSlug, update: Ten
     {
         return Err(Error::Invalid(refusal));
     }
-    let ceiling = &after.ceiling;
-    sqlx::query!(
-        "update tenant set name = $2, enabled_tags = $3, meta_tool = $4, ceiling_tags = $5, ceiling_sources = $6,
-                           ceiling_groups = $7
-         where id = $1",
-        before.id,
-        after.name,
-        after.enabled_tags.as_deref(),
-        after.meta_tool,
+    put(&mut *tx, slug, &after.name, after.enabled_tags.as_deref(), after.meta_tool, &after.ceiling).await?;
+    commit(tx, actor, Change::new("update", "tenant", slug).before(&before).after(&after)).await?;
+    Ok(after)
+}
+
+/// Writes every field of the tenant `slug`, creating it if needed, unaudited (the caller's
+/// transaction records the change); its id.
+pub(crate) async fn put(
+    db: impl PgExecutor<'_>,
+    slug: &TenantSlug,
+    name: &str,
+    enabled_tags: Option<&[String]>,
+    meta_tool: bool,
+    ceiling: &Ceiling,
+) -> Result<Uuid> {
+    let id = sqlx::query_scalar!(
+        "insert into tenant (slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups)
+         values ($1, $2, $3, $4, $5, $6, $7)
+         on conflict (slug) do update set
+            name = excluded.name, enabled_tags = excluded.enabled_tags, meta_tool = excluded.meta_tool,
+            ceiling_tags = excluded.ceiling_tags, ceiling_sources = excluded.ceiling_sources,
+            ceiling_groups = excluded.ceiling_groups
+         returning id",
+        slug.as_str(),
+        name,
+        enabled_tags,
+        meta_tool,
         ceiling.tags.as_deref(),
         ceiling.sources.as_deref(),
         ceiling.groups.as_deref(),
     )
-    .execute(&mut *tx)
+    .fetch_one(db)
     .await?;
-    commit(tx, actor, Change::new("update", "tenant", slug).before(&before).after(&after)).await?;
-    Ok(after)
+    Ok(id)
+}
+
+/// Deletes the tenant `slug` if it exists, unaudited (the caller's transaction records it).
+pub(crate) async fn remove(db: impl PgExecutor<'_>, slug: &str) -> Result<()> {
+    sqlx::query!("delete from tenant where slug = $1", slug).execute(db).await?;
+    Ok(())
 }
 
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %slug))]
 pub async fn delete(pool: &PgPool, actor: &Actor, slug: &TenantSlug) -> Result<()> {
     let mut tx = pool.begin().await?;
     let before = get(&mut *tx, slug).await?;
-    sqlx::query!("delete from tenant where id = $1", before.id).execute(&mut *tx).await?;
+    remove(&mut *tx, slug.as_str()).await?;
     commit(tx, actor, Change::new("delete", "tenant", slug).before(&before)).await
 }
 
@@ -249,4 +274,36 @@ pub async fn set_group(
         .before(&serde_json::json!({ "group": group, "active": before }))
         .after(&serde_json::json!({ "group": group, "active": active }));
     commit(tx, actor, change).await
+}
+
+/// Every tenant's own group choices: (tenant id, group name, active).
+pub(crate) async fn all_group_choices(db: impl PgExecutor<'_>) -> Result<Vec<(Uuid, String, bool)>> {
+    let rows = sqlx::query!(
+        "select tg.tenant_id, g.name, tg.active from tenant_group tg join tool_group g on g.id = tg.group_id"
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.tenant_id, r.name, r.active)).collect())
+}
+
+/// Makes the tenant's own group choices exactly `choices`, unaudited (the caller's
+/// transaction records the change).
+pub(crate) async fn replace_group_choices(
+    tx: &mut sqlx::PgConnection,
+    tenant_id: Uuid,
+    choices: &BTreeMap<Name, bool>,
+) -> Result<()> {
+    sqlx::query!("delete from tenant_group where tenant_id = $1", tenant_id).execute(&mut *tx).await?;
+    for (group, active) in choices {
+        sqlx::query!(
+            "insert into tenant_group (tenant_id, group_id, active)
+             select $1, id, $3 from tool_group where name = $2",
+            tenant_id,
+            group.as_str(),
+            *active
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
 }
