@@ -1,10 +1,7 @@
 //! Server-side helpers of the server functions: who is calling, what they may touch, and how
 //! engine errors reach the panel.
 
-use axum::http::StatusCode;
-use engine::admin::{AdminUser, Role, Scope};
-use engine::model::TenantSlug;
-use engine::store::Actor;
+use engine::service::Admin;
 use leptos::prelude::expect_context;
 
 use crate::auth::ssr::require_admin;
@@ -15,36 +12,17 @@ pub fn state() -> AppState {
     expect_context::<AppState>()
 }
 
-/// The signed-in administrator of a server function call, with what they may manage.
-pub struct Caller {
-    pub admin: AdminUser,
-    pub actor: Actor,
-    pub scope: Scope,
-}
-
-impl Caller {
-    /// A tenant named by the caller, if the caller manages it. A tenant outside the scope
-    /// is answered as unknown, so its existence is not revealed.
-    pub fn tenant(&self, slug: &str) -> Result<TenantSlug, PanelError> {
-        let unknown = || PanelError::rejected(StatusCode::NOT_FOUND, format!("no tenant `{slug}`"));
-        let slug = TenantSlug::parse(slug).map_err(|_| unknown())?;
-        if self.scope.allows(slug.as_str()) { Ok(slug) } else { Err(unknown()) }
-    }
-}
-
 /// The signed-in administrator (owner or tenant administrator), or a 401.
-pub async fn caller() -> Result<Caller, PanelError> {
-    let admin = require_admin().await?;
-    let scope = engine::admin::scope(&state().pool, &admin).await.map_err(|e| PanelError::internal(&e))?;
-    Ok(Caller { actor: Actor::admin(&admin.username), admin, scope })
+pub async fn caller() -> Result<Admin, PanelError> {
+    let user = require_admin().await?;
+    let scope = engine::admin::scope(&state().pool, &user).await?;
+    Ok(Admin::signed_in(&user.username, scope))
 }
 
 /// The signed-in owner: the global configuration (servers, tools, groups, audit) is theirs.
-pub async fn owner() -> Result<Caller, PanelError> {
+pub async fn owner() -> Result<Admin, PanelError> {
     let caller = caller().await?;
-    if caller.admin.role != Role::Owner {
-        return Err(PanelError::rejected(StatusCode::FORBIDDEN, "only owners may do this"));
-    }
+    caller.owner()?;
     Ok(caller)
 }
 

@@ -17,7 +17,7 @@ pub enum Error {
     /// What the request names does not exist, or is not the caller's to see (HTTP 404).
     #[error(transparent)]
     NotFound(#[from] Missing),
-    /// The caller may not do this; the message says who may (HTTP 403).
+    /// The caller's role does not allow this; the message says who may (HTTP 403).
     #[error("{0}")]
     Forbidden(String),
     /// Too many calls of the tenant or key are running (HTTP 429 with `Retry-After`; a tool
@@ -37,7 +37,7 @@ pub enum Error {
 /// What a request named that does not exist.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Missing {
-    #[error("unknown tenant `{0}`")]
+    #[error("no tenant `{0}`")]
     Tenant(String),
     /// A tool the tenant does not see by this name.
     #[error("unknown tool `{0}`")]

@@ -2,12 +2,15 @@
 
 use std::time::{Duration, Instant};
 
+use engine::admin::Scope;
+use engine::catalog::visibility::Ceiling;
 use engine::model::{Name, SourceKind, TenantSlug};
 use engine::secret::SecretBox;
-use engine::service::{Options, Services, servers, tenants};
+use engine::service::{Admin, Options, Services, servers, tenants};
 use engine::store::overrides::OverrideInput;
 use engine::store::servers::ServerConfig;
 use engine::store::sources::{NewSource, ToolDefinition};
+use engine::store::tenants::TenantUpdate;
 use engine::store::{self, Actor};
 use serde_json::json;
 use sqlx::PgPool;
@@ -51,9 +54,11 @@ async fn a_tenants_detail_is_its_configuration_and_exactly_what_its_llm_sees(poo
     let services = services(&pool).await;
     store::overrides::set(&pool, &services.secrets, &actor, &acme, ids[1], &renamed).await.unwrap();
 
+    let owner = Admin::signed_in("root", Scope::Everything);
+    let managed = owner.tenant("acme").unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     let detail = loop {
-        let detail = tenants::detail(&services, &acme).await.unwrap();
+        let detail = tenants::detail(&services, &managed).await.unwrap();
         if detail.tools.iter().any(|t| t.name == "say") {
             break detail;
         }
@@ -77,9 +82,43 @@ async fn a_tenants_detail_is_its_configuration_and_exactly_what_its_llm_sees(poo
     assert!(detail.conflicts.is_empty());
     assert!(detail.snapshot_version <= services.catalog.snapshot().version);
 
-    let nobody = TenantSlug::parse("nobody").unwrap();
-    let missing = tenants::detail(&services, &nobody).await.unwrap_err();
+    let missing = tenants::detail(&services, &owner.tenant("nobody").unwrap()).await.unwrap_err();
     assert!(matches!(missing, store::Error::NotFound(_)), "{missing:?}");
+}
+
+/// A tenant administrator reaches only their tenants — another is answered as unknown, as if
+/// it did not exist — and within theirs cannot do what only owners may: set the ceiling or
+/// delete it. An owner can.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_tenant_administrator_manages_only_their_tenants_and_not_their_ceiling(pool: PgPool) {
+    let services = services(&pool).await;
+    for slug in ["acme", "globex"] {
+        store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse(slug).unwrap(), slug)
+            .await
+            .unwrap();
+    }
+    let jane = Admin::signed_in("jane", Scope::Tenants(vec!["acme".into()]));
+    let listed = tenants::list(&services, &jane).await.unwrap();
+    assert_eq!(listed.iter().map(|t| t.slug.as_str()).collect::<Vec<_>>(), ["acme"]);
+    for hidden in ["globex", "nobody", "Not A Slug"] {
+        let err = jane.tenant(hidden).unwrap_err();
+        assert_eq!(err.to_string(), format!("no tenant `{hidden}`"));
+    }
+    assert!(matches!(jane.owner(), Err(engine::Error::Forbidden(_))));
+
+    let acme = jane.tenant("acme").unwrap();
+    let meta = TenantUpdate { meta_tool: Some(true), ..Default::default() };
+    assert!(tenants::update(&services, &acme, meta).await.unwrap().meta_tool);
+    let ceiling = TenantUpdate { ceiling: Some(Ceiling::default()), ..Default::default() };
+    let refused = tenants::update(&services, &acme, ceiling.clone()).await.unwrap_err();
+    assert!(matches!(refused, engine::Error::Forbidden(_)), "{refused:?}");
+    assert!(matches!(tenants::delete(&services, &acme).await, Err(engine::Error::Forbidden(_))));
+
+    let owner = Admin::signed_in("root", Scope::Everything);
+    let acme = owner.tenant("acme").unwrap();
+    tenants::update(&services, &acme, ceiling).await.unwrap();
+    tenants::delete(&services, &acme).await.unwrap();
+    assert!(tenants::list(&services, &owner).await.unwrap().iter().all(|t| t.slug != "acme"));
 }
 
 /// A server's detail: what is stored, the health of its connection (an unreachable server is

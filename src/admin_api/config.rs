@@ -12,7 +12,8 @@ use engine::service::Services;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Admin, Answer, Failure};
+use super::{Answer, Failure};
+use engine::service::Admin;
 
 pub(super) fn router() -> Router<Services> {
     Router::new().route("/api/admin/v1/config", get(export).put(apply))
@@ -94,7 +95,8 @@ async fn apply(
         .parse(&body)
         .map_err(|message| Failure::new(problem(StatusCode::BAD_REQUEST, "invalid_body", message)))?;
     let changes =
-        engine::config::apply(&state.pool, &state.secrets, &admin.actor, &document, query.dry_run).await?;
+        engine::config::apply(&state.pool, &state.secrets, admin.owner()?.actor(), &document, query.dry_run)
+            .await?;
     Ok(Json(json!({
         "dry_run": query.dry_run,
         "applied": !query.dry_run && !changes.is_empty(),

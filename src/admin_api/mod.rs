@@ -13,44 +13,18 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
-use engine::admin::{AdminUser, Role};
+use engine::admin::{AdminUser, Role, Scope};
 use engine::exec::CallRequest;
 use engine::model::{Name, TenantSlug};
 use engine::schema::Provider;
-use engine::service::Services;
+use engine::service::{Admin, Services, tenants};
+use engine::store;
 use engine::store::tokens::{Grant, NewToken};
-use engine::store::{self, Actor};
-use engine::tool::Caller;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::gateway::{Body, Failure, problem};
-
-/// Who is calling the admin API.
-#[derive(Debug, Clone)]
-struct Admin {
-    actor: Actor,
-    /// Shown as the caller of test invocations.
-    name: String,
-    /// Limited to one tenant (a tenant's token): such a caller chooses within the tenant's
-    /// ceiling, as a tenant administrator does, and cannot change it.
-    tenant_only: bool,
-}
-
-impl Admin {
-    /// Refuses a caller limited to one tenant what only owners may do.
-    fn owner_only(&self, what: &str) -> Result<(), Failure> {
-        if self.tenant_only {
-            return Err(Failure::new(problem(
-                StatusCode::FORBIDDEN,
-                "owners_only",
-                format!("only owners may {what}; this token is limited to one tenant"),
-            )));
-        }
-        Ok(())
-    }
-}
 
 type Answer = Result<Response, Failure>;
 
@@ -102,8 +76,13 @@ async fn require_admin(State(state): State<Services>, mut request: Request, next
                 if let Some(refusal) = beyond_grant(&grant, request.method(), request.uri().path()) {
                     return refusal;
                 }
-                let tenant_only = grant.tenant.is_some();
-                Admin { actor: Actor::token(&grant.name), name: format!("token:{}", grant.name), tenant_only }
+                // A tenant's token chooses within the tenant's ceiling, as a tenant
+                // administrator does, and cannot change it.
+                let scope = match grant.tenant {
+                    Some(tenant) => Scope::Tenants(vec![tenant.to_string()]),
+                    None => Scope::Everything,
+                };
+                Admin::token(&grant.name, scope)
             }
             Ok(None) => {
                 return problem(
@@ -115,9 +94,7 @@ async fn require_admin(State(state): State<Services>, mut request: Request, next
             Err(err) => return Failure::from(err).into_response(),
         },
         None => match request.extensions().get::<SessionAdmin>().and_then(|signed_in| signed_in.0.clone()) {
-            Some(user) if user.role == Role::Owner => {
-                Admin { actor: Actor::admin(&user.username), name: user.username, tenant_only: false }
-            }
+            Some(user) if user.role == Role::Owner => Admin::signed_in(&user.username, Scope::Everything),
             Some(_) => {
                 return problem(
                     StatusCode::FORBIDDEN,
@@ -177,7 +154,7 @@ async fn create_token(
 ) -> Answer {
     let tenant = body.tenant.as_deref().map(tenant_slug).transpose()?;
     let new = NewToken { name: body.name, expires_at: body.expires_at, read_only: body.read_only, tenant };
-    let (token, secret) = store::tokens::create(&state.pool, &admin.actor, &new).await?;
+    let (token, secret) = store::tokens::create(&state.pool, admin.owner()?.actor(), &new).await?;
     Ok((StatusCode::CREATED, Json(json!({"id": token.id, "token": secret}))).into_response())
 }
 
@@ -187,7 +164,7 @@ async fn revoke_token(
     Extension(admin): Extension<Admin>,
     Path(id): Path<Uuid>,
 ) -> Answer {
-    store::tokens::revoke(&state.pool, &admin.actor, id).await?;
+    store::tokens::revoke(&state.pool, admin.owner()?.actor(), id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -206,9 +183,8 @@ async fn create_key(
     Path(tenant): Path<String>,
     Body(body): Body<NewKey>,
 ) -> Answer {
-    let (key, secret) =
-        store::keys::create(&state.pool, &admin.actor, &tenant_slug(&tenant)?, &body.name, body.expires_at)
-            .await?;
+    let tenant = admin.tenant(&tenant)?;
+    let (key, secret) = tenants::create_key(&state, &tenant, &body.name, body.expires_at).await?;
     Ok((StatusCode::CREATED, Json(json!({"id": key.id, "key": secret}))).into_response())
 }
 
@@ -218,7 +194,7 @@ async fn revoke_key(
     Extension(admin): Extension<Admin>,
     Path((tenant, id)): Path<(String, Uuid)>,
 ) -> Answer {
-    store::keys::revoke(&state.pool, &admin.actor, &tenant_slug(&tenant)?, id).await?;
+    tenants::revoke_key(&state, &admin.tenant(&tenant)?, id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -237,7 +213,7 @@ async fn invoke(
     Body(body): Body<Invoke>,
 ) -> Answer {
     let request = CallRequest { name: body.tool, arguments: body.arguments };
-    let result = state.executor.call(&tenant, &Caller::Admin(admin.name), request, None).await?;
+    let result = tenants::invoke(&state, &admin.tenant(&tenant)?, request).await?;
     Ok(Json(result).into_response())
 }
 

@@ -9,7 +9,7 @@ use axum::routing::{get, post, put};
 use axum::{Extension, Json, Router};
 use engine::catalog::visibility::Ceiling;
 use engine::model::{Tag, TenantSlug};
-use engine::service::Services;
+use engine::service::{Admin, Services, tenants};
 use engine::store::audit::AuditFilter;
 use engine::store::overrides::OverrideInput;
 use engine::store::servers::ServerConfig;
@@ -20,7 +20,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
-use super::{Admin, Answer, Failure, name, tenant_slug};
+use super::{Answer, Failure, name, tenant_slug};
 use crate::gateway::{Body, problem};
 
 pub(super) fn router() -> Router<Services> {
@@ -73,11 +73,12 @@ async fn update_settings(
     Extension(admin): Extension<Admin>,
     Body(body): Body<SettingsInput>,
 ) -> Answer {
-    ok(store::settings::update(&state.pool, &admin.actor, body.tools_enabled, &body.default_tags).await?)
+    ok(store::settings::update(&state.pool, admin.owner()?.actor(), body.tools_enabled, &body.default_tags)
+        .await?)
 }
 
-async fn tenants(State(state): State<Services>) -> Answer {
-    ok(store::tenants::list(&state.pool).await?)
+async fn tenants(State(state): State<Services>, Extension(admin): Extension<Admin>) -> Answer {
+    ok(tenants::list(&state, &admin).await?)
 }
 
 #[derive(Deserialize)]
@@ -92,12 +93,16 @@ async fn create_tenant(
     Extension(admin): Extension<Admin>,
     Body(body): Body<NewTenant>,
 ) -> Answer {
-    created(store::tenants::create(&state.pool, &admin.actor, &body.slug, &body.name).await?)
+    created(tenants::create(&state, admin.owner()?, &body.slug, &body.name).await?)
 }
 
 /// A tenant with everything the panel shows of it, including exactly what its LLM sees.
-async fn tenant(State(state): State<Services>, Path(slug): Path<String>) -> Answer {
-    ok(engine::service::tenants::detail(&state, &tenant_slug(&slug)?).await?)
+async fn tenant(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path(slug): Path<String>,
+) -> Answer {
+    ok(tenants::detail(&state, &admin.tenant(&slug)?).await?)
 }
 
 /// A tenant edit: fields left out stay; `enabled_tags: null` returns to the default tags.
@@ -123,16 +128,13 @@ async fn update_tenant(
     Path(slug): Path<String>,
     Body(body): Body<TenantEdit>,
 ) -> Answer {
-    if body.ceiling.is_some() {
-        admin.owner_only("set a tenant's ceiling")?;
-    }
     let update = TenantUpdate {
         name: body.name,
         enabled_tags: body.enabled_tags,
         meta_tool: body.meta_tool,
         ceiling: body.ceiling,
     };
-    ok(store::tenants::update(&state.pool, &admin.actor, &tenant_slug(&slug)?, update).await?)
+    ok(tenants::update(&state, &admin.tenant(&slug)?, update).await?)
 }
 
 async fn delete_tenant(
@@ -140,8 +142,7 @@ async fn delete_tenant(
     Extension(admin): Extension<Admin>,
     Path(slug): Path<String>,
 ) -> Answer {
-    admin.owner_only("delete a tenant")?;
-    store::tenants::delete(&state.pool, &admin.actor, &tenant_slug(&slug)?).await?;
+    tenants::delete(&state, &admin.tenant(&slug)?).await?;
     no_content()
 }
 
@@ -158,8 +159,7 @@ async fn set_group(
     Path((slug, group)): Path<(String, String)>,
     Body(body): Body<Activation>,
 ) -> Answer {
-    store::tenants::set_group(&state.pool, &admin.actor, &tenant_slug(&slug)?, &name(&group)?, body.active)
-        .await?;
+    tenants::set_group(&state, &admin.tenant(&slug)?, &name(&group)?, body.active).await?;
     no_content()
 }
 
@@ -169,8 +169,7 @@ async fn set_override(
     Path((slug, id)): Path<(String, Uuid)>,
     Body(body): Body<OverrideInput>,
 ) -> Answer {
-    let slug = tenant_slug(&slug)?;
-    ok(store::overrides::set(&state.pool, &state.secrets, &admin.actor, &slug, id, &body).await?)
+    ok(tenants::set_override(&state, &admin.tenant(&slug)?, id, &body).await?)
 }
 
 async fn clear_override(
@@ -178,13 +177,17 @@ async fn clear_override(
     Extension(admin): Extension<Admin>,
     Path((slug, id)): Path<(String, Uuid)>,
 ) -> Answer {
-    store::overrides::clear(&state.pool, &admin.actor, &tenant_slug(&slug)?, id).await?;
+    tenants::clear_override(&state, &admin.tenant(&slug)?, id).await?;
     no_content()
 }
 
 /// `GET /api/admin/v1/tenants/{slug}/keys`: the tenant's keys (prefixes, never the keys).
-pub(super) async fn list_keys(State(state): State<Services>, Path(slug): Path<String>) -> Answer {
-    ok(store::keys::list(&state.pool, &tenant_slug(&slug)?).await?)
+pub(super) async fn list_keys(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path(slug): Path<String>,
+) -> Answer {
+    ok(tenants::keys(&state, &admin.tenant(&slug)?).await?)
 }
 
 /// Every server with the health of its connections in this process.
@@ -197,7 +200,7 @@ async fn create_server(
     Extension(admin): Extension<Admin>,
     Body(body): Body<ServerConfig>,
 ) -> Answer {
-    created(store::servers::create(&state.pool, &state.secrets, &admin.actor, &body).await?)
+    created(store::servers::create(&state.pool, &state.secrets, admin.owner()?.actor(), &body).await?)
 }
 
 /// A server, its connections, its tools and the definition changes awaiting approval.
@@ -215,7 +218,7 @@ async fn update_server(
         let detail = "the body's name must be the server's; rename by creating a new server";
         return Err(Failure::new(problem(StatusCode::UNPROCESSABLE_ENTITY, "invalid", detail)));
     }
-    ok(store::servers::update(&state.pool, &state.secrets, &admin.actor, &body).await?)
+    ok(store::servers::update(&state.pool, &state.secrets, admin.owner()?.actor(), &body).await?)
 }
 
 async fn delete_server(
@@ -223,7 +226,7 @@ async fn delete_server(
     Extension(admin): Extension<Admin>,
     Path(server): Path<String>,
 ) -> Answer {
-    store::sources::delete(&state.pool, &admin.actor, &name(&server)?).await?;
+    store::sources::delete(&state.pool, admin.owner()?.actor(), &name(&server)?).await?;
     no_content()
 }
 
@@ -256,8 +259,15 @@ async fn set_credentials(
     Body(headers): Body<BTreeMap<String, SecretInput>>,
 ) -> Answer {
     let (server, slug) = (name(&server)?, tenant_slug(&slug)?);
-    store::servers::set_credentials(&state.pool, &state.secrets, &admin.actor, &server, &slug, &headers)
-        .await?;
+    store::servers::set_credentials(
+        &state.pool,
+        &state.secrets,
+        admin.owner()?.actor(),
+        &server,
+        &slug,
+        &headers,
+    )
+    .await?;
     no_content()
 }
 
@@ -270,7 +280,7 @@ async fn approve(
     Extension(admin): Extension<Admin>,
     Path(id): Path<Uuid>,
 ) -> Answer {
-    store::servers::approve(&state.pool, &admin.actor, id).await?;
+    store::servers::approve(&state.pool, admin.owner()?.actor(), id).await?;
     no_content()
 }
 
@@ -279,7 +289,7 @@ async fn reject(
     Extension(admin): Extension<Admin>,
     Path(id): Path<Uuid>,
 ) -> Answer {
-    store::servers::reject(&state.pool, &admin.actor, id).await?;
+    store::servers::reject(&state.pool, admin.owner()?.actor(), id).await?;
     no_content()
 }
 
@@ -307,8 +317,14 @@ async fn put_group(
     Body(body): Body<GroupInput>,
 ) -> Answer {
     let group = name(&group)?;
-    ok(store::groups::put(&state.pool, &admin.actor, &group, &body.description, body.active_by_default)
-        .await?)
+    ok(store::groups::put(
+        &state.pool,
+        admin.owner()?.actor(),
+        &group,
+        &body.description,
+        body.active_by_default,
+    )
+    .await?)
 }
 
 async fn delete_group(
@@ -316,7 +332,7 @@ async fn delete_group(
     Extension(admin): Extension<Admin>,
     Path(group): Path<String>,
 ) -> Answer {
-    store::groups::delete(&state.pool, &admin.actor, &name(&group)?).await?;
+    store::groups::delete(&state.pool, admin.owner()?.actor(), &name(&group)?).await?;
     no_content()
 }
 
@@ -332,7 +348,7 @@ async fn set_members(
     Path(group): Path<String>,
     Body(body): Body<Members>,
 ) -> Answer {
-    store::groups::set_members(&state.pool, &admin.actor, &name(&group)?, &body.tools).await?;
+    store::groups::set_members(&state.pool, admin.owner()?.actor(), &name(&group)?, &body.tools).await?;
     no_content()
 }
 

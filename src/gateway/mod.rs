@@ -146,10 +146,9 @@ impl From<engine::Error> for Failure {
             Error::Conflict(message) => problem(StatusCode::CONFLICT, "conflict", message),
             Error::NotFound(missing) => {
                 let code = match missing {
-                    Missing::Tenant(_) => "unknown_tenant",
                     Missing::Tool(_) => "unknown_tool",
                     Missing::PendingCall(_) => "unknown_pending_call",
-                    Missing::Other(_) => "not_found",
+                    Missing::Tenant(_) | Missing::Other(_) => "not_found",
                 };
                 problem(StatusCode::NOT_FOUND, code, missing.to_string())
             }

@@ -39,7 +39,7 @@ pub async fn load_overview() -> Result<Overview, PanelError> {
     let state = state();
     let traffic = engine::store::invocations::traffic(&state.pool, 60).await?;
     let mut servers: Vec<(String, usize)> = Vec::new();
-    if caller.scope == engine::admin::Scope::Everything {
+    if *caller.scope() == engine::admin::Scope::Everything {
         for summary in super::servers::list_servers().await? {
             match servers.iter_mut().find(|(status, _)| *status == summary.status) {
                 Some((_, count)) => *count += 1,
@@ -52,10 +52,10 @@ pub async fn load_overview() -> Result<Overview, PanelError> {
         tenants: traffic
             .tenants
             .into_iter()
-            .filter(|t| caller.scope.allows(&t.tenant))
+            .filter(|t| caller.scope().allows(&t.tenant))
             .map(|t| TenantCalls { tenant: t.tenant, calls: t.calls, errors: t.errors })
             .collect(),
-        slowest: if caller.scope == engine::admin::Scope::Everything {
+        slowest: if *caller.scope() == engine::admin::Scope::Everything {
             traffic
                 .slowest
                 .into_iter()

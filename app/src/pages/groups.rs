@@ -66,9 +66,9 @@ pub async fn save_group(
         .map(|id| id.parse::<uuid::Uuid>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| PanelError::invalid("a member is not a tool id"))?;
-    engine::store::groups::put(&state.pool, &caller.actor, &name, description.trim(), active_by_default)
+    engine::store::groups::put(&state.pool, caller.actor(), &name, description.trim(), active_by_default)
         .await?;
-    engine::store::groups::set_members(&state.pool, &caller.actor, &name, &members)
+    engine::store::groups::set_members(&state.pool, caller.actor(), &name, &members)
         .await
         .map_err(PanelError::from)
 }
@@ -78,7 +78,7 @@ pub async fn delete_group(name: String) -> Result<(), PanelError> {
     use crate::server::{owner, state};
     let caller = owner().await?;
     let name = engine::model::Name::parse(&name).map_err(engine::Error::from)?;
-    engine::store::groups::delete(&state().pool, &caller.actor, &name).await.map_err(PanelError::from)
+    engine::store::groups::delete(&state().pool, caller.actor(), &name).await.map_err(PanelError::from)
 }
 
 #[component]

@@ -22,8 +22,8 @@ pub struct PlayTool {
 pub async fn playground_tenants() -> Result<Vec<String>, PanelError> {
     use crate::server::{caller, state};
     let caller = caller().await?;
-    let tenants = engine::store::tenants::list(&state().pool).await?;
-    Ok(tenants.into_iter().map(|t| t.slug).filter(|slug| caller.scope.allows(slug)).collect())
+    let tenants = engine::service::tenants::list(&state(), &caller).await?;
+    Ok(tenants.into_iter().map(|t| t.slug).collect())
 }
 
 #[server]
@@ -33,10 +33,10 @@ pub async fn playground_tools(tenant: String) -> Result<Vec<PlayTool>, PanelErro
         return Ok(Vec::new());
     }
     let caller = caller().await?;
-    let slug = caller.tenant(&tenant)?;
+    let tenant = caller.tenant(&tenant)?;
     let snapshot = state().catalog.snapshot();
     Ok(snapshot
-        .tenant(slug.as_str())
+        .tenant(tenant.slug().as_str())
         .map(|view| view.tools())
         .unwrap_or_default()
         .iter()
@@ -60,11 +60,10 @@ pub struct RunOutcome {
 pub async fn run_tool(tenant: String, tool: String, arguments: String) -> Result<RunOutcome, PanelError> {
     use axum::http::StatusCode;
     use engine::exec::CallRequest;
-    use engine::tool::Caller as ToolCaller;
 
     use crate::server::{caller, state};
     let caller = caller().await?;
-    let slug = caller.tenant(&tenant)?;
+    let tenant = caller.tenant(&tenant)?;
     let arguments: Value = serde_json::from_str(&arguments).map_err(|e| {
         PanelError::rejected(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -72,10 +71,7 @@ pub async fn run_tool(tenant: String, tool: String, arguments: String) -> Result
         )
     })?;
     let request = CallRequest { name: tool, arguments };
-    let result = state()
-        .executor
-        .call(slug.as_str(), &ToolCaller::Admin(caller.admin.username.clone()), request, None)
-        .await?;
+    let result = engine::service::tenants::invoke(&state(), &tenant, request).await?;
     Ok(RunOutcome {
         status: serde_json::to_value(result.status)
             .ok()

@@ -180,7 +180,7 @@ pub async fn register_server(form: ServerForm) -> Result<String, PanelError> {
     let caller = owner().await?;
     let config = ssr::config(&form)?;
     let state = state();
-    engine::store::servers::create(&state.pool, &state.secrets, &caller.actor, &config).await?;
+    engine::store::servers::create(&state.pool, &state.secrets, caller.actor(), &config).await?;
     Ok(config.name.to_string())
 }
 
@@ -295,11 +295,11 @@ pub async fn server_command(
     let done = match command {
         ServerOp::Enable | ServerOp::Disable => {
             let enable = command == ServerOp::Enable;
-            store::sources::set_enabled(&state.pool, &caller.actor, &server, enable).await?;
+            store::sources::set_enabled(&state.pool, caller.actor(), &server, enable).await?;
             format!("{name} {}", if enable { "enabled" } else { "disabled" })
         }
         ServerOp::Delete => {
-            store::sources::delete(&state.pool, &caller.actor, &server).await?;
+            store::sources::delete(&state.pool, caller.actor(), &server).await?;
             format!("{name} deleted")
         }
         ServerOp::Refresh => {
@@ -317,11 +317,11 @@ pub async fn server_command(
             )
         }
         ServerOp::Approve => {
-            store::servers::approve(&state.pool, &caller.actor, tool()?).await?;
+            store::servers::approve(&state.pool, caller.actor(), tool()?).await?;
             "Approved".into()
         }
         ServerOp::Reject => {
-            store::servers::reject(&state.pool, &caller.actor, tool()?).await?;
+            store::servers::reject(&state.pool, caller.actor(), tool()?).await?;
             "Rejected: the tool stays held".into()
         }
     };

@@ -24,18 +24,14 @@ pub struct TenantRow {
 pub async fn list_tenants() -> Result<Vec<TenantRow>, PanelError> {
     use crate::server::{caller, state};
     let caller = caller().await?;
-    let state = state();
-    let snapshot = state.catalog.snapshot();
-    let keys = engine::store::keys::active_counts(&state.pool).await?;
-    let tenants = engine::store::tenants::list(&state.pool).await?;
-    Ok(tenants
+    Ok(engine::service::tenants::summaries(&state(), &caller)
+        .await?
         .into_iter()
-        .filter(|tenant| caller.scope.allows(&tenant.slug))
-        .map(|tenant| TenantRow {
-            tools: snapshot.tenant(&tenant.slug).map(|v| v.tools().len()).unwrap_or(0),
-            keys: keys.get(&tenant.id).copied().unwrap_or(0) as usize,
-            slug: tenant.slug,
-            name: tenant.name,
+        .map(|summary| TenantRow {
+            tools: summary.tools,
+            keys: summary.active_keys,
+            slug: summary.tenant.slug,
+            name: summary.tenant.name,
         })
         .collect())
 }
@@ -45,7 +41,7 @@ pub async fn create_tenant(slug: String, name: String) -> Result<String, PanelEr
     use crate::server::{owner, state};
     let caller = owner().await?;
     let slug = engine::model::TenantSlug::parse(slug.trim()).map_err(engine::Error::from)?;
-    engine::store::tenants::create(&state().pool, &caller.actor, &slug, name.trim()).await?;
+    engine::service::tenants::create(&state(), caller.owner()?, &slug, name.trim()).await?;
     Ok(slug.to_string())
 }
 
@@ -141,11 +137,11 @@ pub struct OverrideView {
 
 #[server]
 pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
-    use engine::store;
+    use engine::service::tenants::{self, TenantChoices};
 
     use crate::server::{caller, minute, state};
     let caller = caller().await?;
-    let slug = caller.tenant(&slug)?;
+    let managed = caller.tenant(&slug)?;
     let state = state();
     let engine::service::tenants::TenantDetail {
         tenant,
@@ -156,30 +152,10 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         approx_tokens,
         conflicts,
         ..
-    } = engine::service::tenants::detail(&state, &slug).await?;
-    let settings = store::settings::get(&state.pool).await?;
-    let all_tools = store::sources::tools(&state.pool).await?;
-    let usable: Vec<_> =
-        all_tools.iter().filter(|t| tenant.may_use(t.tenant_id, &t.source, &t.tags)).collect();
-    let mut known_tags: Vec<String> = usable.iter().flat_map(|t| t.tags.iter().cloned()).collect();
-    known_tags.extend(settings.default_tags.iter().cloned());
-    known_tags.extend(tenant.enabled_tags.iter().flatten().cloned());
-    if let Some(allowed) = &tenant.ceiling.tags {
-        known_tags.retain(|tag| allowed.contains(tag));
-    }
-    known_tags.sort();
-    known_tags.dedup();
-    let mut shared_sources: Vec<String> =
-        all_tools.iter().filter(|t| t.tenant_id.is_none()).map(|t| t.source.clone()).collect();
-    shared_sources.sort();
-    shared_sources.dedup();
-    let name_of = |id: uuid::Uuid| {
-        all_tools
-            .iter()
-            .find(|t| t.id == id)
-            .map(|t| t.exposed_name.clone())
-            .unwrap_or_else(|| id.to_string())
-    };
+    } = tenants::detail(&state, &managed).await?;
+    let TenantChoices { usable, tags: known_tags, shared_sources, default_tags, names } =
+        tenants::choices(&state, &tenant).await?;
+    let name_of = |id: uuid::Uuid| names.get(&id).cloned().unwrap_or_else(|| id.to_string());
     let tools = tools
         .into_iter()
         .map(|t| EffectiveTool {
@@ -246,13 +222,13 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
             .collect(),
         known_tags,
         shared_sources,
-        owner_view: caller.admin.role == engine::admin::Role::Owner,
+        owner_view: caller.owner().is_ok(),
         ceiling: CeilingView {
             tags: tenant.ceiling.tags.clone(),
             sources: tenant.ceiling.sources.clone(),
             groups: tenant.ceiling.groups.clone(),
         },
-        default_tags: settings.default_tags,
+        default_tags,
         enabled_tags: tenant.enabled_tags,
         meta_tool: tenant.meta_tool,
         name: tenant.name,
@@ -280,7 +256,7 @@ pub async fn save_tags(slug: String, mode: TagMode, tags: String) -> Result<(), 
 
     use crate::server::{caller, state};
     let caller = caller().await?;
-    let slug = caller.tenant(&slug)?;
+    let tenant = caller.tenant(&slug)?;
     let enabled_tags = match mode {
         TagMode::Default => None,
         TagMode::All => Some(Vec::new()),
@@ -293,7 +269,7 @@ pub async fn save_tags(slug: String, mode: TagMode, tags: String) -> Result<(), 
         ),
     };
     let update = TenantUpdate { enabled_tags: Some(enabled_tags), ..Default::default() };
-    engine::store::tenants::update(&state().pool, &caller.actor, &slug, update).await?;
+    engine::service::tenants::update(&state(), &tenant, update).await?;
     Ok(())
 }
 
@@ -306,7 +282,7 @@ pub async fn save_ceiling(slug: String, form: CeilingForm) -> Result<(), PanelEr
 
     use crate::server::{comma_list, owner, state};
     let caller = owner().await?;
-    let slug = caller.tenant(&slug)?;
+    let tenant = caller.tenant(&slug)?;
     let limit = |on: bool, list: &str| on.then(|| comma_list(list));
     let ceiling = Ceiling {
         tags: limit(form.limit_tags, &form.tags),
@@ -314,10 +290,8 @@ pub async fn save_ceiling(slug: String, form: CeilingForm) -> Result<(), PanelEr
         groups: limit(form.limit_groups, &form.groups),
     };
     let update = TenantUpdate { ceiling: Some(ceiling), ..Default::default() };
-    engine::store::tenants::update(&state().pool, &caller.actor, &slug, update)
-        .await
-        .map_err(PanelError::from)
-        .map(drop)
+    engine::service::tenants::update(&state(), &tenant, update).await?;
+    Ok(())
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -371,16 +345,14 @@ impl GroupChoice {
 pub async fn set_group(slug: String, group: String, choice: GroupChoice) -> Result<(), PanelError> {
     use crate::server::caller;
     let caller = caller().await?;
-    let slug = caller.tenant(&slug)?;
+    let tenant = caller.tenant(&slug)?;
     let group = engine::model::Name::parse(&group).map_err(engine::Error::from)?;
     let active = match choice {
         GroupChoice::On => Some(true),
         GroupChoice::Off => Some(false),
         GroupChoice::Default => None,
     };
-    engine::store::tenants::set_group(&crate::server::state().pool, &caller.actor, &slug, &group, active)
-        .await
-        .map_err(PanelError::from)
+    Ok(engine::service::tenants::set_group(&crate::server::state(), &tenant, &group, active).await?)
 }
 
 #[server]
@@ -389,9 +361,9 @@ pub async fn set_meta_tool(slug: String, on: bool) -> Result<(), PanelError> {
 
     use crate::server::{caller, state};
     let caller = caller().await?;
-    let slug = caller.tenant(&slug)?;
+    let tenant = caller.tenant(&slug)?;
     let update = TenantUpdate { meta_tool: Some(on), ..Default::default() };
-    engine::store::tenants::update(&state().pool, &caller.actor, &slug, update).await?;
+    engine::service::tenants::update(&state(), &tenant, update).await?;
     Ok(())
 }
 
@@ -418,7 +390,7 @@ pub async fn save_override(slug: String, form: OverrideForm) -> Result<(), Panel
 
     use crate::server::{caller, state};
     let caller = caller().await?;
-    let slug = caller.tenant(&slug)?;
+    let tenant = caller.tenant(&slug)?;
     let invalid = |message: String| PanelError::rejected(StatusCode::UNPROCESSABLE_ENTITY, message);
     let tool_id = form.tool_id.parse::<uuid::Uuid>().map_err(|_| invalid("choose a tool".into()))?;
     let text = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
@@ -451,8 +423,7 @@ pub async fn save_override(slug: String, form: OverrideForm) -> Result<(), Panel
         presets,
         secret_presets,
     };
-    let state = state();
-    engine::store::overrides::set(&state.pool, &state.secrets, &caller.actor, &slug, tool_id, &input).await?;
+    engine::service::tenants::set_override(&state(), &tenant, tool_id, &input).await?;
     Ok(())
 }
 
@@ -460,11 +431,9 @@ pub async fn save_override(slug: String, form: OverrideForm) -> Result<(), Panel
 pub async fn clear_override(slug: String, tool_id: String) -> Result<(), PanelError> {
     use crate::server::{caller, state};
     let caller = caller().await?;
-    let slug = caller.tenant(&slug)?;
+    let tenant = caller.tenant(&slug)?;
     let tool_id = tool_id.parse().map_err(|_| PanelError::invalid("which tool?"))?;
-    engine::store::overrides::clear(&state().pool, &caller.actor, &slug, tool_id)
-        .await
-        .map_err(PanelError::from)
+    Ok(engine::service::tenants::clear_override(&state(), &tenant, tool_id).await?)
 }
 
 /// Creates an API key, expiring after `expires_in_days` unless that is empty, and returns it:
@@ -473,10 +442,9 @@ pub async fn clear_override(slug: String, tool_id: String) -> Result<(), PanelEr
 pub async fn create_key(slug: String, name: String, expires_in_days: String) -> Result<String, PanelError> {
     use crate::server::{caller, expiry_in_days, state};
     let caller = caller().await?;
-    let slug = caller.tenant(&slug)?;
+    let tenant = caller.tenant(&slug)?;
     let expires_at = expiry_in_days(&expires_in_days)?;
-    let (_, key) =
-        engine::store::keys::create(&state().pool, &caller.actor, &slug, name.trim(), expires_at).await?;
+    let (_, key) = engine::service::tenants::create_key(&state(), &tenant, name.trim(), expires_at).await?;
     Ok(key)
 }
 
@@ -484,9 +452,9 @@ pub async fn create_key(slug: String, name: String, expires_in_days: String) -> 
 pub async fn revoke_key(slug: String, id: String) -> Result<(), PanelError> {
     use crate::server::{caller, state};
     let caller = caller().await?;
-    let slug = caller.tenant(&slug)?;
+    let tenant = caller.tenant(&slug)?;
     let id = id.parse().map_err(|_| PanelError::invalid("which key?"))?;
-    engine::store::keys::revoke(&state().pool, &caller.actor, &slug, id).await.map_err(PanelError::from)
+    Ok(engine::service::tenants::revoke_key(&state(), &tenant, id).await?)
 }
 
 #[component]

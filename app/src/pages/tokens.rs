@@ -67,7 +67,7 @@ pub async fn create_admin_token(
         read_only,
         tenant,
     };
-    let (_, token) = engine::store::tokens::create(&state().pool, &caller.actor, &new).await?;
+    let (_, token) = engine::store::tokens::create(&state().pool, caller.actor(), &new).await?;
     Ok(token)
 }
 
@@ -76,7 +76,7 @@ pub async fn revoke_admin_token(id: String) -> Result<(), PanelError> {
     use crate::server::{owner, state};
     let caller = owner().await?;
     let id = id.parse().map_err(|_| PanelError::invalid("which token?"))?;
-    engine::store::tokens::revoke(&state().pool, &caller.actor, id).await.map_err(PanelError::from).map(drop)
+    engine::store::tokens::revoke(&state().pool, caller.actor(), id).await.map_err(PanelError::from).map(drop)
 }
 
 #[component]

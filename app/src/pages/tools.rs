@@ -79,7 +79,7 @@ pub async fn inspect_tool(
     let snapshot = state().catalog.snapshot();
     let mut seen_by: Vec<&std::sync::Arc<engine::catalog::TenantTools>> = snapshot
         .tenants()
-        .filter(|view| caller.scope.allows(&view.slug) && view.tools().iter().any(|t| t.tool_id == id))
+        .filter(|view| caller.scope().allows(&view.slug) && view.tools().iter().any(|t| t.tool_id == id))
         .collect();
     seen_by.sort_by(|a, b| a.slug.cmp(&b.slug));
     let chosen = seen_by.iter().find(|v| v.slug == tenant).or(seen_by.first());

@@ -3,8 +3,11 @@
 //! operation takes what it needs of it and returns a typed read model that every surface shows
 //! in its own way.
 
+mod access;
 pub mod servers;
 pub mod tenants;
+
+pub use access::{Admin, ManagedTenant, Owner};
 
 use std::sync::Arc;
 

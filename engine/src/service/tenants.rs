@@ -1,15 +1,23 @@
-//! A tenant as an administrator sees it.
+//! Tenants as their administrators manage them: every operation takes the proof that the
+//! caller manages the tenant ([`ManagedTenant`]); what only owners may do asks it for
+//! [`ManagedTenant::owner`].
+
+use std::collections::HashMap;
 
 use serde::Serialize;
 use uuid::Uuid;
 
 use super::Services;
+use super::access::{Admin, ManagedTenant, Owner};
+use crate::Result;
 use crate::catalog::Conflict;
-use crate::model::TenantSlug;
+use crate::exec::{CallRequest, CallResult};
+use crate::model::{Name, TenantSlug};
+use crate::store;
 use crate::store::keys::ApiKey;
-use crate::store::overrides::Override;
-use crate::store::tenants::{GroupActivation, Tenant};
-use crate::store::{self, Result};
+use crate::store::overrides::{Override, OverrideInput};
+use crate::store::sources::ToolRecord;
+use crate::store::tenants::{GroupActivation, Tenant, TenantUpdate};
 
 /// A tenant with its groups, overrides and keys, and exactly what its LLM applications see
 /// now (from the live catalog, at `snapshot_version`).
@@ -39,9 +47,109 @@ pub struct EffectiveTool {
     pub approx_tokens: usize,
 }
 
-/// The tenant `slug` in full.
-pub async fn detail(services: &Services, slug: &TenantSlug) -> Result<TenantDetail> {
-    let (pool, catalog) = (&services.pool, &services.catalog);
+/// The tenants `admin` manages.
+pub async fn list(services: &Services, admin: &Admin) -> Result<Vec<Tenant>> {
+    let mut tenants = store::tenants::list(&services.pool).await?;
+    tenants.retain(|tenant| admin.scope().allows(&tenant.slug));
+    Ok(tenants)
+}
+
+/// A tenant in a list: how many tools its LLM applications see, how many keys it has.
+#[derive(Debug, Clone, Serialize)]
+pub struct TenantSummary {
+    pub tenant: Tenant,
+    pub tools: usize,
+    pub active_keys: usize,
+}
+
+/// The tenants `admin` manages, each with its counts.
+pub async fn summaries(services: &Services, admin: &Admin) -> Result<Vec<TenantSummary>> {
+    let keys = store::keys::active_counts(&services.pool).await?;
+    let snapshot = services.catalog.snapshot();
+    Ok(list(services, admin)
+        .await?
+        .into_iter()
+        .map(|tenant| TenantSummary {
+            tools: snapshot.tenant(&tenant.slug).map_or(0, |view| view.tools().len()),
+            active_keys: keys.get(&tenant.id).copied().unwrap_or(0) as usize,
+            tenant,
+        })
+        .collect())
+}
+
+pub async fn create(services: &Services, owner: Owner<'_>, slug: &TenantSlug, name: &str) -> Result<Tenant> {
+    store::tenants::create(&services.pool, owner.actor(), slug, name).await
+}
+
+/// Changes what `update` sets; only an owner may set the ceiling.
+pub async fn update(services: &Services, tenant: &ManagedTenant<'_>, update: TenantUpdate) -> Result<Tenant> {
+    if update.ceiling.is_some() {
+        tenant.owner()?;
+    }
+    store::tenants::update(&services.pool, tenant.actor(), tenant.slug(), update).await
+}
+
+/// Deletes the tenant with its keys and choices; only an owner may.
+pub async fn delete(services: &Services, tenant: &ManagedTenant<'_>) -> Result<()> {
+    let owner = tenant.owner()?;
+    store::tenants::delete(&services.pool, owner.actor(), tenant.slug()).await
+}
+
+/// Turns `group` on or off for the tenant; `None` follows the group's default.
+pub async fn set_group(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+    group: &Name,
+    active: Option<bool>,
+) -> Result<()> {
+    store::tenants::set_group(&services.pool, tenant.actor(), tenant.slug(), group, active).await
+}
+
+pub async fn set_override(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+    tool_id: Uuid,
+    input: &OverrideInput,
+) -> Result<Override> {
+    store::overrides::set(&services.pool, &services.secrets, tenant.actor(), tenant.slug(), tool_id, input)
+        .await
+}
+
+pub async fn clear_override(services: &Services, tenant: &ManagedTenant<'_>, tool_id: Uuid) -> Result<()> {
+    store::overrides::clear(&services.pool, tenant.actor(), tenant.slug(), tool_id).await
+}
+
+/// The tenant's API keys (their prefixes, never the keys).
+pub async fn keys(services: &Services, tenant: &ManagedTenant<'_>) -> Result<Vec<ApiKey>> {
+    store::keys::list(&services.pool, tenant.slug()).await
+}
+
+/// A new API key, and the key itself: the only time it is shown.
+pub async fn create_key(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+    name: &str,
+    expires_at: Option<time::OffsetDateTime>,
+) -> Result<(ApiKey, String)> {
+    store::keys::create(&services.pool, tenant.actor(), tenant.slug(), name, expires_at).await
+}
+
+pub async fn revoke_key(services: &Services, tenant: &ManagedTenant<'_>, id: Uuid) -> Result<()> {
+    store::keys::revoke(&services.pool, tenant.actor(), tenant.slug(), id).await
+}
+
+/// A test invocation of one of the tenant's tools, recorded as the administrator's.
+pub async fn invoke(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+    request: CallRequest,
+) -> Result<CallResult> {
+    services.executor.call(tenant.slug().as_str(), &tenant.caller(), request, None).await
+}
+
+/// The tenant in full.
+pub async fn detail(services: &Services, tenant: &ManagedTenant<'_>) -> Result<TenantDetail> {
+    let (pool, catalog, slug) = (&services.pool, &services.catalog, tenant.slug());
     let tenant = store::tenants::get(pool, slug).await?;
     let groups = store::tenants::group_activations(pool, slug).await?;
     let overrides = store::overrides::list(pool, slug).await?;
@@ -71,4 +179,41 @@ pub async fn detail(services: &Services, slug: &TenantSlug) -> Result<TenantDeta
         conflicts: view.map(|view| view.conflicts.clone()).unwrap_or_default(),
         snapshot_version: snapshot.version,
     })
+}
+
+/// What an administrator chooses from for a tenant.
+#[derive(Debug, Clone, Serialize)]
+pub struct TenantChoices {
+    /// The tools the tenant may use (its own and the shared ones its ceiling admits).
+    pub usable: Vec<ToolRecord>,
+    /// The tags its tag whitelist may name: those its usable tools carry, the default tags
+    /// and its own, within its ceiling.
+    pub tags: Vec<String>,
+    /// The shared sources a ceiling may name.
+    pub shared_sources: Vec<String>,
+    pub default_tags: Vec<String>,
+    /// Every tool's default exposed name, by id (for naming overrides and conflicts).
+    pub names: HashMap<Uuid, String>,
+}
+
+/// What `tenant` (as read into `stored`) can be given.
+pub async fn choices(services: &Services, stored: &Tenant) -> Result<TenantChoices> {
+    let default_tags = store::settings::get(&services.pool).await?.default_tags;
+    let tools = store::sources::tools(&services.pool).await?;
+    let names = tools.iter().map(|tool| (tool.id, tool.exposed_name.clone())).collect();
+    let mut shared_sources: Vec<String> =
+        tools.iter().filter(|tool| tool.tenant_id.is_none()).map(|tool| tool.source.clone()).collect();
+    shared_sources.sort();
+    shared_sources.dedup();
+    let usable: Vec<ToolRecord> =
+        tools.into_iter().filter(|tool| stored.may_use(tool.tenant_id, &tool.source, &tool.tags)).collect();
+    let mut tags: Vec<String> = usable.iter().flat_map(|tool| tool.tags.iter().cloned()).collect();
+    tags.extend(default_tags.iter().cloned());
+    tags.extend(stored.enabled_tags.iter().flatten().cloned());
+    if let Some(allowed) = &stored.ceiling.tags {
+        tags.retain(|tag| allowed.contains(tag));
+    }
+    tags.sort();
+    tags.dedup();
+    Ok(TenantChoices { usable, tags, shared_sources, default_tags, names })
 }
