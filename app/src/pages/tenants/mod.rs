@@ -1,0 +1,95 @@
+//! Tenants: the list, and a tenant's page — tag and group toggles, per-tool overrides,
+//! exactly what its LLM sees (with its size in tokens), name conflicts, and API keys.
+
+mod choices;
+mod keys;
+mod overrides;
+mod page;
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use serde::{Deserialize, Serialize};
+
+pub use page::TenantPage;
+
+use super::ui::{ErrorNote, action_error, grid, loaded, succeeded};
+use crate::error::PanelError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TenantRow {
+    pub slug: String,
+    pub name: String,
+    pub tools: usize,
+    pub keys: usize,
+}
+
+#[server]
+pub async fn list_tenants() -> Result<Vec<TenantRow>, PanelError> {
+    use crate::server::{caller, state};
+    let caller = caller().await?;
+    Ok(engine::service::tenants::summaries(&state(), &caller)
+        .await?
+        .into_iter()
+        .map(|summary| TenantRow {
+            tools: summary.tools,
+            keys: summary.active_keys,
+            slug: summary.tenant.slug,
+            name: summary.tenant.name,
+        })
+        .collect())
+}
+
+#[server]
+pub async fn create_tenant(slug: String, name: String) -> Result<String, PanelError> {
+    use crate::server::{owner, state};
+    let caller = owner().await?;
+    let slug = engine::model::TenantSlug::parse(slug.trim()).map_err(engine::Error::from)?;
+    engine::service::tenants::create(&state(), caller.owner()?, &slug, name.trim()).await?;
+    Ok(slug.to_string())
+}
+
+#[component]
+pub fn TenantsPage() -> impl IntoView {
+    let create = ServerAction::<CreateTenant>::new();
+    let created = succeeded(create);
+    let tenants = Resource::new(move || created.get(), |_| list_tenants());
+    view! {
+        <Title text="Tenants" />
+        <h1>"Tenants"</h1>
+        {loaded(
+            tenants,
+            |tenants| {
+                grid(tenants, "No tenant yet.", &["Tenant", "Name", "Visible tools", "Active keys"], |t| {
+                    view! {
+                        <tr>
+                            <td>
+                                <a href=format!("/tenants/{}", t.slug)>{t.slug.clone()}</a>
+                            </td>
+                            <td>{t.name}</td>
+                            <td>{t.tools}</td>
+                            <td>{t.keys}</td>
+                        </tr>
+                    }
+                    .into_any()
+                })
+            },
+        )}
+        <section class="card form-card">
+            <h2>"New tenant"</h2>
+            <ActionForm action=create attr:class="inline-form">
+                <label>
+                    "Slug"
+                    <input type="text" name="slug" placeholder="acme" required />
+                </label>
+                <label>
+                    "Name"
+                    <input type="text" name="name" placeholder="Acme Corp" required />
+                </label>
+                <button type="submit" class="primary" disabled=move || create.pending().get()>
+                    "Create"
+                </button>
+            </ActionForm>
+            <ErrorNote error=action_error(create) />
+        </section>
+    }
+}

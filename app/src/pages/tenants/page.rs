@@ -1,0 +1,303 @@
+//! A tenant's page: what it is (read model and its server function), and the cards it is
+//! made of.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+use serde::{Deserialize, Serialize};
+
+use super::choices::{CeilingCard, GroupToggles, SaveCeiling, SaveTags, SetGroup, SetMetaTool, TagToggles};
+use super::keys::{CreateKey, Keys, RevokeKey};
+use super::overrides::{ClearOverride, Overrides, SaveOverride};
+use crate::error::PanelError;
+use crate::pages::ui::{loaded, succeeded};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TenantView {
+    pub slug: String,
+    pub name: String,
+    /// `None` = the default tags; `Some([])` = every tag.
+    pub enabled_tags: Option<Vec<String>>,
+    pub default_tags: Vec<String>,
+    /// Every tag any tool or source carries.
+    pub known_tags: Vec<String>,
+    pub meta_tool: bool,
+    pub groups: Vec<GroupState>,
+    pub tools: Vec<EffectiveTool>,
+    pub approx_tokens: usize,
+    pub conflicts: Vec<ConflictView>,
+    pub keys: Vec<KeyView>,
+    /// Every tool the tenant may use (shared within its ceiling, or its own), for the
+    /// override editor.
+    pub catalog: Vec<CatalogEntry>,
+    pub overrides: Vec<OverrideView>,
+    pub ceiling: CeilingView,
+    /// The viewer is an owner, who sets the ceiling.
+    pub owner_view: bool,
+    /// Shared sources by name, which a ceiling may list.
+    pub shared_sources: Vec<String>,
+}
+
+/// The owner's ceiling; each `None` is no limit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CeilingView {
+    pub tags: Option<Vec<String>>,
+    pub sources: Option<Vec<String>>,
+    pub groups: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupState {
+    pub name: String,
+    pub description: String,
+    pub active_by_default: bool,
+    pub active: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EffectiveTool {
+    pub id: String,
+    pub name: String,
+    pub source: String,
+    pub description: String,
+    pub approx_tokens: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConflictView {
+    pub name: String,
+    pub tool_ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeyView {
+    pub id: String,
+    pub name: String,
+    pub prefix: String,
+    pub created: String,
+    pub last_used: Option<String>,
+    pub revoked: bool,
+    /// When the key expires (or expired), if it does.
+    pub expires: Option<String>,
+    pub expired: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CatalogEntry {
+    pub id: String,
+    pub name: String,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OverrideView {
+    pub tool_id: String,
+    pub tool: String,
+    pub enabled: bool,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub timeout_ms: Option<i32>,
+    pub presets: serde_json::Map<String, serde_json::Value>,
+    /// Names of the secret presets that are set (their values are never shown).
+    pub secret_presets: Vec<String>,
+}
+
+#[server]
+pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
+    use engine::service::tenants::{self, TenantChoices};
+
+    use crate::server::{caller, minute, state};
+    let caller = caller().await?;
+    let managed = caller.tenant(&slug)?;
+    let state = state();
+    let engine::service::tenants::TenantDetail {
+        tenant,
+        groups,
+        overrides,
+        keys,
+        tools,
+        approx_tokens,
+        conflicts,
+        ..
+    } = tenants::detail(&state, &managed).await?;
+    let TenantChoices { usable, tags: known_tags, shared_sources, default_tags, names } =
+        tenants::choices(&state, &tenant).await?;
+    let name_of = |id: uuid::Uuid| names.get(&id).cloned().unwrap_or_else(|| id.to_string());
+    let tools = tools
+        .into_iter()
+        .map(|t| EffectiveTool {
+            id: t.tool_id.to_string(),
+            name: t.name,
+            source: t.source,
+            description: t.description,
+            approx_tokens: t.approx_tokens,
+        })
+        .collect();
+    Ok(TenantView {
+        approx_tokens,
+        tools,
+        conflicts: conflicts
+            .into_iter()
+            .map(|c| ConflictView {
+                name: c.exposed_name,
+                tool_ids: c.tool_ids.iter().map(|id| name_of(*id)).collect(),
+            })
+            .collect(),
+        groups: groups
+            .into_iter()
+            .filter(|g| tenant.ceiling.admits_group(&g.group))
+            .map(|g| GroupState {
+                name: g.group,
+                description: g.description,
+                active_by_default: g.active_by_default,
+                active: g.active,
+            })
+            .collect(),
+        keys: keys
+            .into_iter()
+            .map(|k| KeyView {
+                id: k.id.to_string(),
+                name: k.name,
+                prefix: k.prefix,
+                created: k.created_at.date().to_string(),
+                last_used: k.last_used_at.map(minute),
+                revoked: k.revoked_at.is_some(),
+                expires: k.expires_at.map(minute),
+                expired: k.expires_at.is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
+            })
+            .collect(),
+        overrides: overrides
+            .into_iter()
+            .map(|o| OverrideView {
+                tool: name_of(o.tool_id),
+                tool_id: o.tool_id.to_string(),
+                enabled: o.enabled,
+                name: o.name,
+                description: o.description,
+                timeout_ms: o.timeout_ms,
+                presets: o.presets,
+                secret_presets: o.secret_presets,
+            })
+            .collect(),
+        catalog: usable
+            .iter()
+            .map(|t| CatalogEntry {
+                id: t.id.to_string(),
+                name: t.exposed_name.clone(),
+                source: t.source.clone(),
+            })
+            .collect(),
+        known_tags,
+        shared_sources,
+        owner_view: caller.owner().is_ok(),
+        ceiling: CeilingView {
+            tags: tenant.ceiling.tags.clone(),
+            sources: tenant.ceiling.sources.clone(),
+            groups: tenant.ceiling.groups.clone(),
+        },
+        default_tags,
+        enabled_tags: tenant.enabled_tags,
+        meta_tool: tenant.meta_tool,
+        name: tenant.name,
+        slug: tenant.slug,
+    })
+}
+
+#[component]
+pub fn TenantPage() -> impl IntoView {
+    let params = use_params_map();
+    let slug = move || params.read().get("slug").unwrap_or_default();
+    let save_tags = ServerAction::<SaveTags>::new();
+    let set_group = ServerAction::<SetGroup>::new();
+    let set_meta = ServerAction::<SetMetaTool>::new();
+    let save_override = ServerAction::<SaveOverride>::new();
+    let clear_override = ServerAction::<ClearOverride>::new();
+    let create_key = ServerAction::<CreateKey>::new();
+    let revoke_key = ServerAction::<RevokeKey>::new();
+    let save_ceiling = ServerAction::<SaveCeiling>::new();
+    let changes = [
+        succeeded(save_ceiling),
+        succeeded(save_tags),
+        succeeded(set_group),
+        succeeded(set_meta),
+        succeeded(save_override),
+        succeeded(clear_override),
+        succeeded(create_key),
+        succeeded(revoke_key),
+    ];
+    let changes = move || changes.map(|succeeded| succeeded.get());
+    let tenant = Resource::new(move || (slug(), changes()), |(slug, _)| tenant_detail(slug));
+    view! {
+        <Title text=move || format!("Tenant {}", slug()) />
+        <p>
+            <a href="/tenants">"← Tenants"</a>
+        </p>
+        {loaded(
+            tenant,
+            move |t| {
+                view! {
+                    <h1>{t.name.clone()} " " <span class="muted small">{t.slug.clone()}</span></h1>
+                    <CeilingCard tenant=t.clone() action=save_ceiling />
+                    <TagToggles tenant=t.clone() action=save_tags />
+                    <GroupToggles tenant=t.clone() action=set_group meta=set_meta />
+                    <EffectiveTools tenant=t.clone() />
+                    <Overrides tenant=t.clone() save=save_override clear=clear_override />
+                    <Keys tenant=t create=create_key revoke=revoke_key />
+                }
+            },
+        )}
+    }
+}
+
+#[component]
+fn EffectiveTools(tenant: TenantView) -> impl IntoView {
+    view! {
+        <section class="card">
+            <h2>"What the LLM sees"</h2>
+            <p class="muted">
+                {tenant.tools.len()} " tools, about " <strong class="token-total">{tenant.approx_tokens}</strong>
+                " tokens of tool definitions per request."
+            </p>
+            {tenant
+                .conflicts
+                .into_iter()
+                .map(|c| {
+                    view! {
+                        <p class="notice error">
+                            "Name conflict: " <code>{c.name}</code> " is the name of " {c.tool_ids.join(" and ")}
+                            ". Neither is served until an override below gives one of them another name."
+                        </p>
+                    }
+                })
+                .collect_view()}
+            <table class="grid effective-tools">
+                <thead>
+                    <tr>
+                        <th>"Name"</th>
+                        <th>"Source"</th>
+                        <th>"Description"</th>
+                        <th>"≈ tokens"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {tenant
+                        .tools
+                        .into_iter()
+                        .map(|t| {
+                            view! {
+                                <tr>
+                                    <td>
+                                        <a href=format!("/tools/{}?tenant={}", t.id, tenant.slug)>{t.name}</a>
+                                    </td>
+                                    <td>{t.source}</td>
+                                    <td class="description">{t.description}</td>
+                                    <td>{t.approx_tokens}</td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}
