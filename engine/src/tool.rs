@@ -10,10 +10,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 /// Who is calling, for tools and for the invocation record.
@@ -154,92 +155,76 @@ impl ToolContext {
     }
 }
 
-/// One piece of a tool's result, in MCP's content shape. What Toolgate does not look into
-/// (annotations, `_meta`, kinds such as `resource_link`) passes through intact.
+/// A tool's result: rmcp's `CallToolResult`, exactly what MCP carries, so a proxied call's
+/// result passes through as it came (annotations, `_meta`, resource links and all) and is
+/// never converted on its way.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Content {
-    Text {
-        text: String,
-        #[serde(flatten)]
-        extra: Map<String, Value>,
-    },
-    Image {
-        data: String,
-        #[serde(rename = "mimeType")]
-        mime_type: String,
-        #[serde(flatten)]
-        extra: Map<String, Value>,
-    },
-    Audio {
-        data: String,
-        #[serde(rename = "mimeType")]
-        mime_type: String,
-        #[serde(flatten)]
-        extra: Map<String, Value>,
-    },
-    Resource {
-        resource: Value,
-        #[serde(flatten)]
-        extra: Map<String, Value>,
-    },
-    /// Any other kind, kept as received.
-    #[serde(untagged)]
-    Other(Value),
-}
-
-impl Content {
-    pub fn text(text: impl Into<String>) -> Self {
-        Content::Text { text: text.into(), extra: Map::new() }
-    }
-}
-
-/// A tool's result, in MCP's `CallToolResult` shape.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct ToolOutput {
-    /// MCP content blocks: `{"type": "text", "text": ...}`, `image`, `audio`, `resource`, ...
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
-    pub content: Vec<Content>,
-    #[serde(rename = "structuredContent", default, skip_serializing_if = "Option::is_none")]
-    pub structured: Option<Value>,
-    #[serde(rename = "isError", default)]
-    pub is_error: bool,
-}
+#[cfg_attr(feature = "openapi", schema(value_type = Object, example = json!({
+    "content": [{"type": "text", "text": "4"}], "structuredContent": {"sum": 4}, "isError": false
+})))]
+pub struct ToolOutput(pub CallToolResult);
 
 impl ToolOutput {
     pub fn text(text: impl Into<String>) -> Self {
-        ToolOutput { content: vec![Content::text(text)], ..Default::default() }
+        ToolOutput(CallToolResult::success(vec![ContentBlock::text(text)]))
     }
 
     /// A JSON result: structured content, with its text form for LLMs that read text only.
     pub fn json(value: Value) -> Self {
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-        ToolOutput { content: vec![Content::text(text)], structured: Some(value), is_error: false }
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        result.structured_content = Some(value);
+        ToolOutput(result)
     }
 
     pub fn image(data_base64: String, mime_type: impl Into<String>) -> Self {
-        let content = Content::Image { data: data_base64, mime_type: mime_type.into(), extra: Map::new() };
-        ToolOutput { content: vec![content], ..Default::default() }
+        ToolOutput(CallToolResult::success(vec![ContentBlock::image(data_base64, mime_type)]))
     }
 
     /// A tool error, as the LLM receives it (`isError: true`).
     pub fn error(message: impl Into<String>) -> Self {
-        ToolOutput { is_error: true, ..Self::text(message) }
+        ToolOutput(CallToolResult::error(vec![ContentBlock::text(message)]))
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.0.is_error == Some(true)
+    }
+
+    /// The text blocks, in order.
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        self.0.content.iter().filter_map(|block| match block {
+            ContentBlock::Text(text) => Some(text.text.as_str()),
+            _ => None,
+        })
     }
 
     /// Bytes of text and data, for caps and records.
     pub fn size(&self) -> usize {
-        self.content
-            .iter()
-            .map(|c| match c {
-                Content::Text { text, .. } => text.len(),
-                Content::Image { data, .. } | Content::Audio { data, .. } => data.len(),
-                Content::Resource { resource, .. } => resource.to_string().len(),
-                Content::Other(value) => value.to_string().len(),
-            })
-            .sum::<usize>()
-            + self.structured.as_ref().map_or(0, |s| s.to_string().len())
+        self.0.content.iter().map(block_size).sum::<usize>()
+            + self.0.structured_content.as_ref().map_or(0, |s| s.to_string().len())
+    }
+}
+
+/// Bytes of a kind of content this version does not know, as JSON.
+fn serialized_len(value: &impl Serialize) -> usize {
+    serde_json::to_string(value).map_or(0, |json| json.len())
+}
+
+/// Bytes of one content block's text or data.
+pub(crate) fn block_size(block: &ContentBlock) -> usize {
+    match block {
+        ContentBlock::Text(text) => text.text.len(),
+        ContentBlock::Image(image) => image.data.len(),
+        ContentBlock::Audio(audio) => audio.data.len(),
+        ContentBlock::Resource(embedded) => match &embedded.resource {
+            ResourceContents::TextResourceContents { text, .. } => text.len(),
+            ResourceContents::BlobResourceContents { blob, .. } => blob.len(),
+            other => serialized_len(other),
+        },
+        ContentBlock::ResourceLink(link) => link.uri.len(),
+        other => serialized_len(other),
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use engine::builtin::{BuiltinConfig, providers};
-use engine::tool::{Caller, Content, Tool, ToolContext, ToolError, ToolOutput};
+use engine::tool::{Caller, Tool, ToolContext, ToolError, ToolOutput};
 use serde_json::{Value, json};
 
 /// Each tenant's folder may hold this many bytes.
@@ -57,10 +57,7 @@ impl Drop for Sandbox {
 }
 
 fn text(output: &ToolOutput) -> &str {
-    match &output.content[0] {
-        Content::Text { text, .. } => text,
-        other => panic!("expected text, got {other:?}"),
-    }
+    output.texts().next().unwrap_or_else(|| panic!("expected text, got {output:?}"))
 }
 
 #[tokio::test]
@@ -95,8 +92,11 @@ async fn write_view_insert_and_list_within_the_tenant_folder() {
 
     let listing = sandbox.ok("acme", "list_directory", json!({})).await;
     let empty_path = sandbox.ok("acme", "list_directory", json!({"path": ""})).await;
-    assert_eq!(empty_path.structured.unwrap()["entries"], listing.structured.as_ref().unwrap()["entries"]);
-    let entries = listing.structured.unwrap()["entries"].clone();
+    assert_eq!(
+        empty_path.0.structured_content.unwrap()["entries"],
+        listing.0.structured_content.as_ref().unwrap()["entries"]
+    );
+    let entries = listing.0.structured_content.unwrap()["entries"].clone();
     assert_eq!(
         (entries[0]["name"].as_str(), entries[0]["type"].as_str()),
         (Some("notes"), Some("directory"))
@@ -185,7 +185,7 @@ async fn allowed_programs_run_without_a_shell() {
     let output = sandbox
         .ok("acme", "run_command", json!({"program": "echo", "args": ["$(whoami)", "; rm -rf /"]}))
         .await;
-    let result = output.structured.unwrap();
+    let result = output.0.structured_content.unwrap();
     assert_eq!(result["exit_code"], 0);
     assert_eq!(result["stdout"], "$(whoami) ; rm -rf /\n", "arguments are passed literally");
 }
@@ -203,10 +203,11 @@ async fn program_arguments_stay_in_the_tenant_folder_and_flags_on_the_list() {
     let sandbox = Sandbox::new();
     sandbox.ok("acme", "write_text_file", json!({"path": "notes.txt", "content": "acme's notes"})).await;
     let run = |program: &str, args: &[&str]| json!({"program": program, "args": args});
-    let cat = sandbox.ok("acme", "run_command", run("cat", &["notes.txt"])).await.structured.unwrap();
+    let cat =
+        sandbox.ok("acme", "run_command", run("cat", &["notes.txt"])).await.0.structured_content.unwrap();
     assert_eq!(cat["stdout"], "acme's notes", "programs run in the tenant's folder");
     let listed = sandbox.ok("acme", "run_command", run("ls", &["-a", "--color=never", "."])).await;
-    assert!(listed.structured.unwrap()["stdout"].as_str().unwrap().contains("notes.txt"));
+    assert!(listed.0.structured_content.unwrap()["stdout"].as_str().unwrap().contains("notes.txt"));
 
     std::fs::write(sandbox.root.join("secret.key"), "not for tenants").unwrap();
     let up = sandbox.refused("acme", "run_command", run("cat", &["../secret.key"])).await;
@@ -255,7 +256,7 @@ async fn a_command_over_its_time_is_killed() {
 async fn command_output_is_capped() {
     let sandbox = Sandbox::new();
     let output = sandbox.ok("acme", "run_command", json!({"program": "seq", "args": ["100000"]})).await;
-    let result = output.structured.unwrap();
+    let result = output.0.structured_content.unwrap();
     assert_eq!(result["stdout"].as_str().unwrap().len(), 1000);
     assert_eq!(result["truncated"], true);
 }

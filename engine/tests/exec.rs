@@ -15,9 +15,7 @@ use engine::store::SecretInput;
 use engine::store::overrides::OverrideInput;
 use engine::store::sources::{NewSource, ToolDefinition};
 use engine::store::{self, Actor};
-use engine::tool::{
-    Caller, Content, Tool, ToolContext, ToolError, ToolOutput, ToolProvider, ToolResult, TypedTool,
-};
+use engine::tool::{Caller, Tool, ToolContext, ToolError, ToolOutput, ToolProvider, ToolResult, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -164,14 +162,7 @@ fn admin() -> Caller {
 }
 
 fn text(output: &ToolOutput) -> String {
-    output
-        .content
-        .iter()
-        .map(|c| match c {
-            Content::Text { text, .. } => text.as_str(),
-            _ => "",
-        })
-        .collect()
+    output.texts().collect()
 }
 
 /// Sets an override for tool `name` and waits until the catalog's tool satisfies `applied`.
@@ -209,7 +200,7 @@ async fn invalid_arguments_are_a_tool_error_the_llm_can_act_on(pool: PgPool) {
     let result =
         s.executor.call("acme", &admin(), call("add", json!({"a": "two", "b": 1})), None).await.unwrap();
     assert_eq!(result.status, Status::ToolError);
-    assert!(result.output.is_error);
+    assert!(result.output.is_error());
     assert_eq!(text(&result.output), "invalid arguments: /a: expected integer, got string");
 }
 
@@ -238,7 +229,7 @@ async fn presets_are_injected_and_context_is_not_an_argument(pool: PgPool) {
     let result =
         s.executor.call("acme", &admin(), call("echo", json!({"to": "bob"})), Some(sink)).await.unwrap();
     assert_eq!(result.status, Status::Ok, "{:?}", result.output);
-    let echoed = result.output.structured.unwrap();
+    let echoed = result.output.0.structured_content.unwrap();
     assert_eq!(echoed["account"], 7);
     assert_eq!(echoed["apiKey"], "sk-secret");
     assert_eq!(echoed["tenant"], "acme");
@@ -252,7 +243,7 @@ async fn presets_are_injected_and_context_is_not_an_argument(pool: PgPool) {
         .call("acme", &admin(), call("echo", json!({"to": "bob", "account": 1})), None)
         .await
         .unwrap();
-    assert_eq!(sneaky.output.structured.unwrap()["account"], 7);
+    assert_eq!(sneaky.output.0.structured_content.unwrap()["account"], 7);
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

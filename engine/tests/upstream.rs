@@ -15,7 +15,7 @@ use engine::service::{Options, Services};
 use engine::store::overrides::OverrideInput;
 use engine::store::servers::{self, Endpoint, Transport};
 use engine::store::{self, Actor, SecretInput};
-use engine::tool::{Caller, Content, ToolOutput};
+use engine::tool::{Caller, ToolOutput};
 use engine::upstream::{ConnectionStatus, UpstreamConfig, UpstreamError, Upstreams, test_connection};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
@@ -271,11 +271,7 @@ impl Gateway {
 }
 
 fn text(output: &ToolOutput) -> String {
-    output
-        .content
-        .iter()
-        .filter_map(|c| if let Content::Text { text, .. } = c { Some(text.as_str()) } else { None })
-        .collect()
+    output.texts().collect()
 }
 
 async fn eventually(what: &str, check: impl Fn() -> bool) {

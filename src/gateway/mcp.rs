@@ -33,7 +33,7 @@ use engine::tool::{Caller, ClientRelay, RelayFuture, ToolOutput};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
     JsonObject, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ServerCapabilities, ServerConfig, ServerNotification, ServerRequest,
+    ProgressToken, ResultType, ServerCapabilities, ServerConfig, ServerNotification, ServerRequest,
     SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
@@ -355,15 +355,13 @@ fn meta_tool(groups: &[GroupInfo]) -> Option<Tool> {
     .ok()
 }
 
-/// A tool's output as an MCP result, made by rmcp's constructors so that it carries
-/// `resultType: "complete"`: clients on revision 2026-07-28 refuse a result without it, and
-/// rmcp leaves it out for peers on older revisions.
-fn mcp_result(output: ToolOutput) -> Result<CallToolResult, serde_json::Error> {
-    let content = serde_json::from_value(serde_json::to_value(output.content)?)?;
-    let mut result =
-        if output.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
-    result.structured_content = output.structured;
-    Ok(result)
+/// A tool's output as an MCP result, as it came, with `resultType: "complete"`: clients on
+/// revision 2026-07-28 refuse a result without it, an upstream on an older revision sends none,
+/// and rmcp leaves it out for peers on older revisions.
+fn mcp_result(output: ToolOutput) -> CallToolResult {
+    let mut result = output.0;
+    result.result_type = Some(ResultType::COMPLETE);
+    result
 }
 
 /// A `tools/list` answer with its cache hints (SEP-2549): the list is the tenant's, so no
@@ -455,11 +453,7 @@ fn call_request(request: CallToolRequestParams) -> CallRequest {
 /// A finished call as the MCP answer to `tools/call`.
 fn complete(outcome: Result<CallResult, engine::Error>) -> Result<CallToolResponse, ErrorData> {
     match outcome {
-        Ok(result) => {
-            let result =
-                mcp_result(result.output).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-            Ok(CallToolResponse::Complete(result))
-        }
+        Ok(result) => Ok(CallToolResponse::Complete(mcp_result(result.output))),
         // A tool error the LLM reads, so it can wait and call again.
         Err(engine::Error::Busy(busy)) => {
             Ok(CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(busy.to_string())])))

@@ -16,7 +16,7 @@ use axum::{Json, middleware};
 use engine::catalog::Catalog;
 use engine::exec::{CallRequest, CallResult, Executor};
 use engine::schema::Provider;
-use engine::tool::{Caller, Content, ToolOutput};
+use engine::tool::{Caller, ToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -183,12 +183,7 @@ struct ToolMessage {
 }
 
 fn text_of(output: &ToolOutput) -> String {
-    let texts: Vec<&str> = output
-        .content
-        .iter()
-        .filter_map(|c| if let Content::Text { text, .. } = c { Some(text.as_str()) } else { None })
-        .collect();
-    texts.join("\n")
+    output.texts().collect::<Vec<_>>().join("\n")
 }
 
 /// A batch result, shaped to be appended as an OpenAI `tool` message as it is.

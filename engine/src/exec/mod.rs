@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rmcp::model::ContentBlock;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sqlx::PgPool;
@@ -24,8 +25,8 @@ use crate::model::SourceKind;
 use crate::secret::SecretBox;
 use crate::store;
 use crate::tool::{
-    Caller, ClientRelay, Content, ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput,
-    ToolProvider,
+    Caller, ClientRelay, ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, ToolProvider,
+    block_size,
 };
 use admission::Admission;
 pub use admission::{ADMISSION_WAIT, Busy};
@@ -421,7 +422,7 @@ impl Executor {
     fn finish(&self, outcome: Outcome, started: Instant) -> CallResult {
         let (status, output, correlation_id, pending) = match outcome {
             Outcome::Done(output) => {
-                let status = if output.is_error { Status::ToolError } else { Status::Ok };
+                let status = if output.is_error() { Status::ToolError } else { Status::Ok };
                 (status, cap(output, self.inner.config.output_cap_bytes), None, None)
             }
             Outcome::ToolError(message) => (Status::ToolError, ToolOutput::error(message), None, None),
@@ -454,30 +455,33 @@ fn cap(output: ToolOutput, cap: usize) -> ToolOutput {
     if size <= cap {
         return output;
     }
+    let mut result = output.0;
     let mut left = cap;
-    let mut content = Vec::new();
-    for piece in output.content {
-        match piece {
-            Content::Text { text, extra } if left > 0 => {
-                let mut end = text.len().min(left);
-                while !text.is_char_boundary(end) {
-                    end -= 1;
-                }
-                left -= end;
-                content.push(Content::Text { text: text[..end].to_string(), extra });
+    result.content.retain_mut(|block| match block {
+        ContentBlock::Text(piece) if left > 0 => {
+            let mut end = piece.text.len().min(left);
+            while !piece.text.is_char_boundary(end) {
+                end -= 1;
             }
-            Content::Text { .. } => {}
-            other => {
-                let other_size = ToolOutput { content: vec![other.clone()], ..Default::default() }.size();
-                if other_size <= left {
-                    left -= other_size;
-                    content.push(other);
-                }
-            }
+            piece.text.truncate(end);
+            left -= end;
+            true
         }
-    }
-    content.push(Content::text(format!("\n[output truncated: {size} bytes exceed the {cap}-byte limit]")));
-    ToolOutput { content, structured: None, is_error: output.is_error }
+        ContentBlock::Text(_) => false,
+        other => {
+            let size = block_size(other);
+            let kept = size <= left;
+            if kept {
+                left -= size;
+            }
+            kept
+        }
+    });
+    result
+        .content
+        .push(ContentBlock::text(format!("\n[output truncated: {size} bytes exceed the {cap}-byte limit]")));
+    result.structured_content = None;
+    ToolOutput(result)
 }
 
 #[cfg(test)]
@@ -493,9 +497,9 @@ mod tests {
     #[test]
     fn large_output_is_truncated_on_a_char_boundary_with_a_notice() {
         let capped = cap(ToolOutput::text("héllo wörld"), 2);
-        let Content::Text { text, .. } = &capped.content[0] else { panic!() };
+        let texts: Vec<&str> = capped.texts().collect();
+        let [text, notice] = texts[..] else { panic!("{texts:?}") };
         assert_eq!(text, "h");
-        let Content::Text { text: notice, .. } = &capped.content[1] else { panic!() };
         assert!(notice.contains("output truncated: 13 bytes exceed the 2-byte limit"), "{notice}");
     }
 }

@@ -361,8 +361,7 @@ impl Slot {
         match result {
             Ok(ServerResult::CallToolResult(result)) => {
                 self.set(|s| s.last_seen = Some(Instant::now()));
-                let value = serde_json::to_value(&result).map_err(ToolError::internal)?;
-                serde_json::from_value(value).map_err(ToolError::internal)
+                Ok(ToolOutput(result))
             }
             Ok(ServerResult::InputRequiredResult(_)) => Err(ToolError::tool(format!(
                 "MCP server `{server}` asked for input {DEFAULT_MRTR_MAX_ROUNDS} times without finishing the call"
