@@ -17,7 +17,8 @@ use super::visibility::{self, Facts};
 use crate::exec::validate::ArgumentValidator;
 use crate::model::SourceKind;
 use crate::schema;
-use crate::store::catalog::{Loaded, OverrideRow, ToolRow};
+use crate::store::catalog::{Loaded, ToolRow};
+use crate::store::overrides::StoredOverride;
 
 /// The timeout of a tool that sets none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
@@ -328,7 +329,7 @@ fn base(tool: &ToolRow, source: &crate::store::sources::Source, groups: Vec<Uuid
     }
 }
 
-fn with_override(base: &CatalogTool, ov: &OverrideRow) -> CatalogTool {
+fn with_override(base: &CatalogTool, ov: &StoredOverride) -> CatalogTool {
     let presets = object_or_empty(&ov.presets);
     let secret_presets = object_or_empty(&ov.secret_presets);
     let fixed = presets.keys().chain(secret_presets.keys()).map(String::as_str);
@@ -353,9 +354,11 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
     let group_name: HashMap<Uuid, &str> = loaded.groups.iter().map(|g| (g.id, g.name.as_str())).collect();
     let tenant_group: HashMap<(Uuid, Uuid), bool> =
         loaded.tenant_groups.iter().map(|&(t, g, active)| ((t, g), active)).collect();
-    let mut overrides: HashMap<(Uuid, Uuid), &OverrideRow> = HashMap::new();
+    let mut overrides: HashMap<(Uuid, Uuid), &StoredOverride> = HashMap::new();
     for ov in &loaded.overrides {
-        overrides.insert((ov.tenant_id, ov.tool_id), ov);
+        // An override of a tool not discovered yet waits for it.
+        let Some(tool_id) = ov.tool_id else { continue };
+        overrides.insert((ov.tenant_id, tool_id), ov);
     }
     let groups = Arc::new(
         loaded

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::Result;
 use super::groups::{self, Group};
+use super::overrides::StoredOverride;
 use super::settings::{self, Settings};
 use super::sources::{self, Source};
 use super::tenants::{self, Tenant};
@@ -23,17 +24,6 @@ pub(crate) struct ToolRow {
     pub strict: bool,
     pub timeout_ms: Option<i32>,
     pub held: bool,
-}
-
-pub(crate) struct OverrideRow {
-    pub tenant_id: Uuid,
-    pub tool_id: Uuid,
-    pub enabled: bool,
-    pub exposed_name: Option<String>,
-    pub description: Option<String>,
-    pub timeout_ms: Option<i32>,
-    pub presets: Value,
-    pub secret_presets: Value,
 }
 
 pub(crate) struct KeyRow {
@@ -57,7 +47,7 @@ pub(crate) struct Loaded {
     pub members: Vec<(Uuid, Uuid)>,
     /// (tenant, group, active)
     pub tenant_groups: Vec<(Uuid, Uuid, bool)>,
-    pub overrides: Vec<OverrideRow>,
+    pub overrides: Vec<StoredOverride>,
     /// Unrevoked API keys.
     pub keys: Vec<KeyRow>,
 }
@@ -103,14 +93,7 @@ pub(crate) async fn load(
         .into_iter()
         .map(|r| (r.tenant_id, r.group_id, r.active))
         .collect();
-    let overrides = sqlx::query_as!(
-        OverrideRow,
-        "select o.tenant_id, t.id as tool_id, o.enabled, o.exposed_name, o.description, o.timeout_ms,
-                o.presets, o.secret_presets
-         from tool_override o join tool t using (source_id, upstream_name)"
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    let overrides = super::overrides::all(&mut *tx).await?;
     let keys = sqlx::query_as!(
         KeyRow,
         "select id, tenant_id, key_hash, expires_at from api_key where revoked_at is null"

@@ -227,6 +227,8 @@ pub async fn clear(pool: &PgPool, actor: &Actor, slug: &TenantSlug, tool_id: Uui
 /// discovered yet); secret presets sealed.
 pub(crate) struct StoredOverride {
     pub tenant_id: Uuid,
+    /// `None` while the tool is not discovered.
+    pub tool_id: Option<Uuid>,
     pub source_id: Uuid,
     pub upstream_name: String,
     pub enabled: bool,
@@ -241,9 +243,9 @@ pub(crate) struct StoredOverride {
 pub(crate) async fn all(db: impl PgExecutor<'_>) -> Result<Vec<StoredOverride>> {
     let rows = sqlx::query_as!(
         StoredOverride,
-        "select tenant_id, source_id, upstream_name, enabled, exposed_name, description, timeout_ms,
-                presets, secret_presets
-         from tool_override"
+        r#"select o.tenant_id, t.id as "tool_id?", o.source_id, o.upstream_name, o.enabled, o.exposed_name,
+                  o.description, o.timeout_ms, o.presets, o.secret_presets
+           from tool_override o left join tool t using (source_id, upstream_name)"#
     )
     .fetch_all(db)
     .await?;
