@@ -8,7 +8,8 @@
 //! - [`service`]: what the panel, the admin API and the gateway ask of all this, written once;
 //!
 //! plus [`db`] (connecting, the embedded default), [`admin`] (panel accounts), [`secret`]
-//! (encryption at rest) and [`model`] (validated names). The binary and the panel call into
+//! (encryption at rest), [`model`] (validated names) and the one [`Error`] every operation
+//! returns. SQL lives in [`store`] only. The binary and the panel call into
 //! `engine`; `engine` knows nothing of Leptos or HTTP.
 
 pub mod admin;
