@@ -87,6 +87,7 @@ pub mod ssr {
                 Error::NotFound(_) => StatusCode::NOT_FOUND,
                 Error::Forbidden(_) => StatusCode::FORBIDDEN,
                 Error::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
+                Error::Upstream(_) => StatusCode::BAD_GATEWAY,
                 Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                 Error::Internal(err) => return PanelError::internal(err),
             };

@@ -1,7 +1,7 @@
 //! Server-side helpers of the server functions: who is calling, what they may touch, and how
 //! engine errors reach the panel.
 
-use engine::service::Admin;
+use engine::service::{Admin, Owner};
 use leptos::prelude::expect_context;
 
 use crate::auth::ssr::require_admin;
@@ -20,10 +20,8 @@ pub async fn caller() -> Result<Admin, PanelError> {
 }
 
 /// The signed-in owner: the global configuration (servers, tools, groups, audit) is theirs.
-pub async fn owner() -> Result<Admin, PanelError> {
-    let caller = caller().await?;
-    caller.owner()?;
-    Ok(caller)
+pub async fn owner() -> Result<Owner, PanelError> {
+    Ok(caller().await?.owner()?)
 }
 
 /// An expiry given as whole days from now (1 to 3650); empty means never.

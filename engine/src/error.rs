@@ -5,6 +5,7 @@ use uuid::Uuid;
 
 use crate::exec::Busy;
 use crate::model::Invalid;
+use crate::upstream::UpstreamError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -24,6 +25,10 @@ pub enum Error {
     /// error for an LLM, which can wait and retry).
     #[error(transparent)]
     Busy(#[from] Busy),
+    /// An upstream MCP server failed or could not be reached; the message says how (HTTP
+    /// 502).
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
     /// The database cannot be reached (down, restarting, pool exhausted): nothing was
     /// changed, and trying again shortly may work (HTTP 503).
     #[error("the database cannot be reached right now; nothing was changed, try again shortly")]

@@ -6,7 +6,7 @@ use engine::admin::Scope;
 use engine::catalog::visibility::Ceiling;
 use engine::model::{Name, SourceKind, TenantSlug};
 use engine::secret::SecretBox;
-use engine::service::{Admin, Options, Services, servers, tenants};
+use engine::service::{Admin, Options, Owner, Services, servers, tenants};
 use engine::store::overrides::OverrideInput;
 use engine::store::servers::ServerConfig;
 use engine::store::sources::{NewSource, ToolDefinition};
@@ -18,6 +18,10 @@ use sqlx::PgPool;
 async fn services(pool: &PgPool) -> Services {
     let secrets = SecretBox::from_key(&[0; 32]).unwrap();
     Services::start(pool.clone(), secrets, &[], Options::default()).await.unwrap()
+}
+
+fn owner() -> Owner {
+    Admin::signed_in("root", Scope::Everything).owner().unwrap()
 }
 
 fn tool(name: &str) -> ToolDefinition {
@@ -132,7 +136,7 @@ async fn a_servers_detail_has_its_configuration_and_its_connections_health(pool:
 
     let deadline = Instant::now() + Duration::from_secs(10);
     let detail = loop {
-        let detail = servers::detail(&services, &down.name).await.unwrap();
+        let detail = servers::detail(&services, &owner(), &down.name).await.unwrap();
         if detail.entry.connections.iter().any(|c| c.last_error.is_some()) {
             break detail;
         }
@@ -141,10 +145,10 @@ async fn a_servers_detail_has_its_configuration_and_its_connections_health(pool:
     };
     assert_eq!(detail.entry.server.url.as_deref(), down.url.as_deref());
     assert!(detail.tools.is_empty() && detail.pending.is_empty());
-    let listed = servers::list(&services).await.unwrap();
+    let listed = servers::list(&services, &owner()).await.unwrap();
     assert_eq!(listed.iter().map(|e| e.server.source.name.as_str()).collect::<Vec<_>>(), ["down"]);
 
-    let nothing = servers::detail(&services, &Name::parse("nothing").unwrap()).await.unwrap_err();
+    let nothing = servers::detail(&services, &owner(), &Name::parse("nothing").unwrap()).await.unwrap_err();
     assert!(matches!(nothing, store::Error::NotFound(_)), "{nothing:?}");
 }
 
@@ -156,12 +160,12 @@ async fn a_transport_this_version_does_not_know_is_an_error_not_another_transpor
     let services = services(&pool).await;
     let server = ServerConfig::http(Name::parse("future").unwrap(), "http://127.0.0.1:9/mcp");
     store::servers::create(&pool, &services.secrets, &Actor::system(), &server).await.unwrap();
-    assert!(servers::list(&services).await.is_ok());
+    assert!(servers::list(&services, &owner()).await.is_ok());
     sqlx::query("alter table mcp_server drop constraint mcp_server_transport_check")
         .execute(&pool)
         .await
         .unwrap();
     sqlx::query("update mcp_server set transport = 'websocket'").execute(&pool).await.unwrap();
-    let read = servers::list(&services).await;
+    let read = servers::list(&services, &owner()).await;
     assert!(matches!(read, Err(store::Error::Internal(_))), "{read:?}");
 }

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{Answer, Failure};
-use engine::service::Admin;
+use engine::service::{Admin, global};
 
 pub(super) fn router() -> Router<Services> {
     Router::new().route("/api/admin/v1/config", get(export).put(apply))
@@ -67,6 +67,7 @@ struct ConfigQuery {
 /// `?format=yaml`) YAML; secrets as `{set: true}`.
 async fn export(
     State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
     headers: HeaderMap,
     Query(query): Query<ConfigQuery>,
 ) -> Answer {
@@ -79,7 +80,7 @@ async fn export(
         }
         None => Format::from_header(&headers, header::ACCEPT),
     };
-    Ok(format.respond(&engine::config::export(&state.pool).await?))
+    Ok(format.respond(&global::export_config(&state, &admin.owner()?).await?))
 }
 
 /// `PUT /api/admin/v1/config[?dry_run=true]` with a JSON or YAML document (by
@@ -94,9 +95,7 @@ async fn apply(
     let document = Format::from_header(&headers, header::CONTENT_TYPE)
         .parse(&body)
         .map_err(|message| Failure::new(problem(StatusCode::BAD_REQUEST, "invalid_body", message)))?;
-    let changes =
-        engine::config::apply(&state.pool, &state.secrets, admin.owner()?.actor(), &document, query.dry_run)
-            .await?;
+    let changes = global::apply_config(&state, &admin.owner()?, &document, query.dry_run).await?;
     Ok(Json(json!({
         "dry_run": query.dry_run,
         "applied": !query.dry_run && !changes.is_empty(),

@@ -17,7 +17,7 @@ use engine::admin::{AdminUser, Role, Scope};
 use engine::exec::CallRequest;
 use engine::model::{Name, TenantSlug};
 use engine::schema::Provider;
-use engine::service::{Admin, Services, tenants};
+use engine::service::{Admin, Services, global, tenants};
 use engine::store;
 use engine::store::tokens::{Grant, NewToken};
 use serde::Deserialize;
@@ -141,8 +141,8 @@ struct NewAdminToken {
 }
 
 /// `GET /api/admin/v1/admin_tokens` -> every token (never the token itself).
-async fn list_tokens(State(state): State<Services>) -> Answer {
-    Ok(Json(json!({"admin_tokens": store::tokens::list(&state.pool).await?})).into_response())
+async fn list_tokens(State(state): State<Services>, Extension(admin): Extension<Admin>) -> Answer {
+    Ok(Json(json!({"admin_tokens": global::tokens(&state, &admin.owner()?).await?})).into_response())
 }
 
 /// `POST /api/admin/v1/admin_tokens` `{"name", "expires_at"?, "read_only"?, "tenant"?}` ->
@@ -154,7 +154,7 @@ async fn create_token(
 ) -> Answer {
     let tenant = body.tenant.as_deref().map(tenant_slug).transpose()?;
     let new = NewToken { name: body.name, expires_at: body.expires_at, read_only: body.read_only, tenant };
-    let (token, secret) = store::tokens::create(&state.pool, admin.owner()?.actor(), &new).await?;
+    let (token, secret) = global::create_token(&state, &admin.owner()?, &new).await?;
     Ok((StatusCode::CREATED, Json(json!({"id": token.id, "token": secret}))).into_response())
 }
 
@@ -164,7 +164,7 @@ async fn revoke_token(
     Extension(admin): Extension<Admin>,
     Path(id): Path<Uuid>,
 ) -> Answer {
-    store::tokens::revoke(&state.pool, admin.owner()?.actor(), id).await?;
+    global::revoke_token(&state, &admin.owner()?, id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 

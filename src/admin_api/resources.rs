@@ -9,12 +9,12 @@ use axum::routing::{get, post, put};
 use axum::{Extension, Json, Router};
 use engine::catalog::visibility::Ceiling;
 use engine::model::{Tag, TenantSlug};
-use engine::service::{Admin, Services, tenants};
+use engine::service::{Admin, Services, global, servers, tenants};
+use engine::store::SecretInput;
 use engine::store::audit::AuditFilter;
 use engine::store::overrides::OverrideInput;
 use engine::store::servers::ServerConfig;
 use engine::store::tenants::TenantUpdate;
-use engine::store::{self, SecretInput};
 use serde::Deserialize;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -56,8 +56,8 @@ fn no_content() -> Answer {
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-async fn settings(State(state): State<Services>) -> Answer {
-    ok(store::settings::get(&state.pool).await?)
+async fn settings(State(state): State<Services>, Extension(admin): Extension<Admin>) -> Answer {
+    ok(global::settings(&state, &admin.owner()?).await?)
 }
 
 #[derive(Deserialize)]
@@ -73,8 +73,7 @@ async fn update_settings(
     Extension(admin): Extension<Admin>,
     Body(body): Body<SettingsInput>,
 ) -> Answer {
-    ok(store::settings::update(&state.pool, admin.owner()?.actor(), body.tools_enabled, &body.default_tags)
-        .await?)
+    ok(global::update_settings(&state, &admin.owner()?, body.tools_enabled, &body.default_tags).await?)
 }
 
 async fn tenants(State(state): State<Services>, Extension(admin): Extension<Admin>) -> Answer {
@@ -93,7 +92,7 @@ async fn create_tenant(
     Extension(admin): Extension<Admin>,
     Body(body): Body<NewTenant>,
 ) -> Answer {
-    created(tenants::create(&state, admin.owner()?, &body.slug, &body.name).await?)
+    created(tenants::create(&state, &admin.owner()?, &body.slug, &body.name).await?)
 }
 
 /// A tenant with everything the panel shows of it, including exactly what its LLM sees.
@@ -191,8 +190,8 @@ pub(super) async fn list_keys(
 }
 
 /// Every server with the health of its connections in this process.
-async fn servers(State(state): State<Services>) -> Answer {
-    ok(engine::service::servers::list(&state).await?)
+async fn servers(State(state): State<Services>, Extension(admin): Extension<Admin>) -> Answer {
+    ok(servers::list(&state, &admin.owner()?).await?)
 }
 
 async fn create_server(
@@ -200,12 +199,16 @@ async fn create_server(
     Extension(admin): Extension<Admin>,
     Body(body): Body<ServerConfig>,
 ) -> Answer {
-    created(store::servers::create(&state.pool, &state.secrets, admin.owner()?.actor(), &body).await?)
+    created(servers::create(&state, &admin.owner()?, &body).await?)
 }
 
 /// A server, its connections, its tools and the definition changes awaiting approval.
-async fn server(State(state): State<Services>, Path(server): Path<String>) -> Answer {
-    ok(engine::service::servers::detail(&state, &name(&server)?).await?)
+async fn server(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path(server): Path<String>,
+) -> Answer {
+    ok(servers::detail(&state, &admin.owner()?, &name(&server)?).await?)
 }
 
 async fn update_server(
@@ -218,7 +221,7 @@ async fn update_server(
         let detail = "the body's name must be the server's; rename by creating a new server";
         return Err(Failure::new(problem(StatusCode::UNPROCESSABLE_ENTITY, "invalid", detail)));
     }
-    ok(store::servers::update(&state.pool, &state.secrets, admin.owner()?.actor(), &body).await?)
+    ok(servers::update(&state, &admin.owner()?, &body).await?)
 }
 
 async fn delete_server(
@@ -226,25 +229,26 @@ async fn delete_server(
     Extension(admin): Extension<Admin>,
     Path(server): Path<String>,
 ) -> Answer {
-    store::sources::delete(&state.pool, admin.owner()?.actor(), &name(&server)?).await?;
+    servers::delete(&state, &admin.owner()?, &name(&server)?).await?;
     no_content()
 }
 
 /// Discovers the server's tools now.
-async fn refresh_server(State(state): State<Services>, Path(server): Path<String>) -> Answer {
-    let server = name(&server)?;
-    store::servers::get(&state.pool, &server).await?;
-    match state.upstreams.refresh(server.as_str()).await {
-        Ok(report) => ok(report),
-        Err(err) => {
-            Err(Failure::new(problem(StatusCode::BAD_GATEWAY, "upstream_unavailable", err.to_string())))
-        }
-    }
+async fn refresh_server(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path(server): Path<String>,
+) -> Answer {
+    ok(servers::refresh(&state, &admin.owner()?, &name(&server)?).await?)
 }
 
 /// Connects to a server that is not saved yet: its info and tool count, or what failed.
-async fn test_server(State(state): State<Services>, Body(body): Body<ServerConfig>) -> Answer {
-    match state.upstreams.probe(&body).await? {
+async fn test_server(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Body(body): Body<ServerConfig>,
+) -> Answer {
+    match servers::probe(&state, &admin.owner()?, &body).await? {
         Ok(probe) => {
             ok(json!({"ok": true, "server_info": probe.server_info, "tool_count": probe.tool_count}))
         }
@@ -259,20 +263,12 @@ async fn set_credentials(
     Body(headers): Body<BTreeMap<String, SecretInput>>,
 ) -> Answer {
     let (server, slug) = (name(&server)?, tenant_slug(&slug)?);
-    store::servers::set_credentials(
-        &state.pool,
-        &state.secrets,
-        admin.owner()?.actor(),
-        &server,
-        &slug,
-        &headers,
-    )
-    .await?;
+    servers::set_credentials(&state, &admin.owner()?, &server, &slug, &headers).await?;
     no_content()
 }
 
-async fn tools(State(state): State<Services>) -> Answer {
-    ok(store::sources::tools(&state.pool).await?)
+async fn tools(State(state): State<Services>, Extension(admin): Extension<Admin>) -> Answer {
+    ok(servers::tools(&state, &admin.owner()?).await?)
 }
 
 async fn approve(
@@ -280,7 +276,7 @@ async fn approve(
     Extension(admin): Extension<Admin>,
     Path(id): Path<Uuid>,
 ) -> Answer {
-    store::servers::approve(&state.pool, admin.owner()?.actor(), id).await?;
+    servers::approve(&state, &admin.owner()?, id).await?;
     no_content()
 }
 
@@ -289,12 +285,12 @@ async fn reject(
     Extension(admin): Extension<Admin>,
     Path(id): Path<Uuid>,
 ) -> Answer {
-    store::servers::reject(&state.pool, admin.owner()?.actor(), id).await?;
+    servers::reject(&state, &admin.owner()?, id).await?;
     no_content()
 }
 
-async fn groups(State(state): State<Services>) -> Answer {
-    ok(store::groups::list(&state.pool).await?)
+async fn groups(State(state): State<Services>, Extension(admin): Extension<Admin>) -> Answer {
+    ok(global::groups(&state, &admin.owner()?).await?)
 }
 
 #[derive(Deserialize)]
@@ -317,14 +313,7 @@ async fn put_group(
     Body(body): Body<GroupInput>,
 ) -> Answer {
     let group = name(&group)?;
-    ok(store::groups::put(
-        &state.pool,
-        admin.owner()?.actor(),
-        &group,
-        &body.description,
-        body.active_by_default,
-    )
-    .await?)
+    ok(global::put_group(&state, &admin.owner()?, &group, &body.description, body.active_by_default).await?)
 }
 
 async fn delete_group(
@@ -332,7 +321,7 @@ async fn delete_group(
     Extension(admin): Extension<Admin>,
     Path(group): Path<String>,
 ) -> Answer {
-    store::groups::delete(&state.pool, admin.owner()?.actor(), &name(&group)?).await?;
+    global::delete_group(&state, &admin.owner()?, &name(&group)?).await?;
     no_content()
 }
 
@@ -348,10 +337,14 @@ async fn set_members(
     Path(group): Path<String>,
     Body(body): Body<Members>,
 ) -> Answer {
-    store::groups::set_members(&state.pool, admin.owner()?.actor(), &name(&group)?, &body.tools).await?;
+    global::set_members(&state, &admin.owner()?, &name(&group)?, &body.tools).await?;
     no_content()
 }
 
-async fn audit(State(state): State<Services>, Query(filter): Query<AuditFilter>) -> Answer {
-    ok(store::audit::list(&state.pool, &filter).await?)
+async fn audit(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Query(filter): Query<AuditFilter>,
+) -> Answer {
+    ok(global::audit(&state, &admin.owner()?, &filter).await?)
 }

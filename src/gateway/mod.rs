@@ -158,6 +158,7 @@ impl From<engine::Error> for Failure {
                 response.headers_mut().insert(header::RETRY_AFTER, busy.retry_after.as_secs().into());
                 response
             }
+            Error::Upstream(err) => problem(StatusCode::BAD_GATEWAY, "upstream_unavailable", err.to_string()),
             err @ Error::Unavailable(_) => {
                 tracing::warn!(error = ?err, "request while the database is unreachable");
                 problem(StatusCode::SERVICE_UNAVAILABLE, "database_unavailable", err.to_string())

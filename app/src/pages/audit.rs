@@ -23,10 +23,10 @@ pub struct AuditRow {
 
 #[server]
 pub async fn audit_log(entity_kind: String, actor: String) -> Result<Vec<AuditRow>, PanelError> {
-    use engine::store::audit::{AuditFilter, list};
+    use engine::store::audit::AuditFilter;
 
     use crate::server::{owner, state};
-    owner().await?;
+    let owner = owner().await?;
     let filled = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
     let filter = AuditFilter {
         entity_kind: filled(entity_kind),
@@ -34,7 +34,7 @@ pub async fn audit_log(entity_kind: String, actor: String) -> Result<Vec<AuditRo
         limit: Some(200),
         ..Default::default()
     };
-    Ok(list(&state().pool, &filter)
+    Ok(engine::service::global::audit(&state(), &owner, &filter)
         .await?
         .into_iter()
         .map(|e| AuditRow {

@@ -37,9 +37,9 @@ pub async fn load_overview() -> Result<Overview, PanelError> {
     use crate::server::{caller, state};
     let caller = caller().await?;
     let state = state();
-    let traffic = engine::store::invocations::traffic(&state.pool, 60).await?;
+    let traffic = engine::service::global::traffic(&state, &caller, 60).await?;
     let mut servers: Vec<(String, usize)> = Vec::new();
-    if *caller.scope() == engine::admin::Scope::Everything {
+    if caller.owner().is_ok() {
         for summary in super::servers::list_servers().await? {
             match servers.iter_mut().find(|(status, _)| *status == summary.status) {
                 Some((_, count)) => *count += 1,
@@ -52,18 +52,13 @@ pub async fn load_overview() -> Result<Overview, PanelError> {
         tenants: traffic
             .tenants
             .into_iter()
-            .filter(|t| caller.scope().allows(&t.tenant))
             .map(|t| TenantCalls { tenant: t.tenant, calls: t.calls, errors: t.errors })
             .collect(),
-        slowest: if *caller.scope() == engine::admin::Scope::Everything {
-            traffic
-                .slowest
-                .into_iter()
-                .map(|t| SlowTool { tool: t.tool, calls: t.calls, p95_ms: t.p95_ms, mean_ms: t.mean_ms })
-                .collect()
-        } else {
-            Vec::new()
-        },
+        slowest: traffic
+            .slowest
+            .into_iter()
+            .map(|t| SlowTool { tool: t.tool, calls: t.calls, p95_ms: t.p95_ms, mean_ms: t.mean_ms })
+            .collect(),
     })
 }
 

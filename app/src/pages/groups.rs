@@ -27,10 +27,10 @@ pub struct GroupsView {
 #[server]
 pub async fn load_groups() -> Result<GroupsView, PanelError> {
     use crate::server::{owner, state};
-    owner().await?;
+    let owner = owner().await?;
     let state = state();
-    let tools = engine::store::sources::tools(&state.pool).await?;
-    let groups = engine::store::groups::list(&state.pool).await?;
+    let tools = engine::service::servers::tools(&state, &owner).await?;
+    let groups = engine::service::global::groups(&state, &owner).await?;
     Ok(GroupsView {
         groups: groups
             .into_iter()
@@ -58,7 +58,8 @@ pub async fn save_group(
     tools: String,
 ) -> Result<(), PanelError> {
     use crate::server::{comma_list, owner, state};
-    let caller = owner().await?;
+    use engine::service::global;
+    let owner = owner().await?;
     let state = state();
     let name = engine::model::Name::parse(name.trim()).map_err(engine::Error::from)?;
     let members = comma_list(&tools)
@@ -66,19 +67,16 @@ pub async fn save_group(
         .map(|id| id.parse::<uuid::Uuid>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| PanelError::invalid("a member is not a tool id"))?;
-    engine::store::groups::put(&state.pool, caller.actor(), &name, description.trim(), active_by_default)
-        .await?;
-    engine::store::groups::set_members(&state.pool, caller.actor(), &name, &members)
-        .await
-        .map_err(PanelError::from)
+    global::put_group(&state, &owner, &name, description.trim(), active_by_default).await?;
+    Ok(global::set_members(&state, &owner, &name, &members).await?)
 }
 
 #[server]
 pub async fn delete_group(name: String) -> Result<(), PanelError> {
     use crate::server::{owner, state};
-    let caller = owner().await?;
+    let owner = owner().await?;
     let name = engine::model::Name::parse(&name).map_err(engine::Error::from)?;
-    engine::store::groups::delete(&state().pool, caller.actor(), &name).await.map_err(PanelError::from)
+    Ok(engine::service::global::delete_group(&state(), &owner, &name).await?)
 }
 
 #[component]

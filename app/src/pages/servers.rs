@@ -64,6 +64,7 @@ mod ssr {
     use engine::store::SecretInput;
     use engine::store::servers::{OnDefinitionChange, ServerConfig, Transport};
 
+    use engine::service::Owner;
     use engine::service::servers::ServerEntry;
     use engine::store::sources::ToolRecord;
     use engine::store::tenants::Tenant;
@@ -74,10 +75,10 @@ mod ssr {
     use crate::server::state;
 
     /// Every server as the list shows it, given every tool (which callers need too).
-    pub async fn summaries(tools: &[ToolRecord]) -> Result<Vec<ServerSummary>, PanelError> {
+    pub async fn summaries(owner: &Owner, tools: &[ToolRecord]) -> Result<Vec<ServerSummary>, PanelError> {
         let state = state();
-        let tenants = engine::store::tenants::list(&state.pool).await?;
-        let servers = engine::service::servers::list(&state).await?;
+        let tenants = engine::service::tenants::all(&state, owner).await?;
+        let servers = engine::service::servers::list(&state, owner).await?;
         Ok(servers.iter().map(|entry| summary(entry, &tenants, tools)).collect())
     }
 
@@ -169,27 +170,26 @@ mod ssr {
 #[server]
 pub async fn list_servers() -> Result<Vec<ServerSummary>, PanelError> {
     use crate::server::{owner, state};
-    owner().await?;
-    let tools = engine::store::sources::tools(&state().pool).await?;
-    ssr::summaries(&tools).await
+    let owner = owner().await?;
+    let tools = engine::service::servers::tools(&state(), &owner).await?;
+    ssr::summaries(&owner, &tools).await
 }
 
 #[server]
 pub async fn register_server(form: ServerForm) -> Result<String, PanelError> {
     use crate::server::{owner, state};
-    let caller = owner().await?;
+    let owner = owner().await?;
     let config = ssr::config(&form)?;
-    let state = state();
-    engine::store::servers::create(&state.pool, &state.secrets, caller.actor(), &config).await?;
+    engine::service::servers::create(&state(), &owner, &config).await?;
     Ok(config.name.to_string())
 }
 
 #[server]
 pub async fn test_server(form: ServerForm) -> Result<TestOutcome, PanelError> {
     use crate::server::{owner, state};
-    owner().await?;
+    let owner = owner().await?;
     let config = ssr::config(&form)?;
-    Ok(match state().upstreams.probe(&config).await? {
+    Ok(match engine::service::servers::probe(&state(), &owner, &config).await? {
         Ok(probe) => {
             let name = probe.server_name().unwrap_or("the server");
             TestOutcome { ok: true, message: format!("Connected to {name}: {} tools.", probe.tool_count) }
@@ -227,11 +227,11 @@ pub struct PendingDefinition {
 #[server]
 pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
     use crate::server::{owner, state};
-    owner().await?;
+    let owner = owner().await?;
     let state = state();
     let server = engine::model::Name::parse(&name).map_err(engine::Error::from)?;
-    let detail = engine::service::servers::detail(&state, &server).await?;
-    let tenants = engine::store::tenants::list(&state.pool).await?;
+    let detail = engine::service::servers::detail(&state, &owner, &server).await?;
+    let tenants = engine::service::tenants::all(&state, &owner).await?;
     let summary = ssr::summary(&detail.entry, &tenants, &detail.tools);
     let tools = detail
         .tools
@@ -280,10 +280,10 @@ pub async fn server_command(
     tool_id: Option<String>,
 ) -> Result<String, PanelError> {
     use axum::http::StatusCode;
-    use engine::store;
+    use engine::service::servers;
 
     use crate::server::{owner, state};
-    let caller = owner().await?;
+    let owner = owner().await?;
     let state = state();
     let server = engine::model::Name::parse(&name).map_err(engine::Error::from)?;
     let tool = || {
@@ -295,19 +295,15 @@ pub async fn server_command(
     let done = match command {
         ServerOp::Enable | ServerOp::Disable => {
             let enable = command == ServerOp::Enable;
-            store::sources::set_enabled(&state.pool, caller.actor(), &server, enable).await?;
+            servers::set_enabled(&state, &owner, &server, enable).await?;
             format!("{name} {}", if enable { "enabled" } else { "disabled" })
         }
         ServerOp::Delete => {
-            store::sources::delete(&state.pool, caller.actor(), &server).await?;
+            servers::delete(&state, &owner, &server).await?;
             format!("{name} deleted")
         }
         ServerOp::Refresh => {
-            let report = state
-                .upstreams
-                .refresh(&name)
-                .await
-                .map_err(|err| PanelError::rejected(StatusCode::BAD_GATEWAY, err))?;
+            let report = servers::refresh(&state, &owner, &server).await?;
             format!(
                 "Discovered: {} added, {} changed, {} removed, {} unchanged",
                 report.added.len(),
@@ -317,11 +313,11 @@ pub async fn server_command(
             )
         }
         ServerOp::Approve => {
-            store::servers::approve(&state.pool, caller.actor(), tool()?).await?;
+            servers::approve(&state, &owner, tool()?).await?;
             "Approved".into()
         }
         ServerOp::Reject => {
-            store::servers::reject(&state.pool, caller.actor(), tool()?).await?;
+            servers::reject(&state, &owner, tool()?).await?;
             "Rejected: the tool stays held".into()
         }
     };

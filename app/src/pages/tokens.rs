@@ -26,9 +26,9 @@ pub struct TokenRow {
 #[server]
 pub async fn list_admin_tokens() -> Result<Vec<TokenRow>, PanelError> {
     use crate::server::{minute, owner, state};
-    owner().await?;
+    let owner = owner().await?;
     let now = time::OffsetDateTime::now_utc();
-    let tokens = engine::store::tokens::list(&state().pool).await?;
+    let tokens = engine::service::global::tokens(&state(), &owner).await?;
     Ok(tokens
         .into_iter()
         .map(|token| TokenRow {
@@ -56,7 +56,7 @@ pub async fn create_admin_token(
     use engine::store::tokens::NewToken;
 
     use crate::server::{expiry_in_days, owner, state};
-    let caller = owner().await?;
+    let owner = owner().await?;
     let tenant = match tenant.trim() {
         "" => None,
         slug => Some(TenantSlug::parse(slug).map_err(|err| PanelError::invalid(err.0))?),
@@ -67,16 +67,17 @@ pub async fn create_admin_token(
         read_only,
         tenant,
     };
-    let (_, token) = engine::store::tokens::create(&state().pool, caller.actor(), &new).await?;
+    let (_, token) = engine::service::global::create_token(&state(), &owner, &new).await?;
     Ok(token)
 }
 
 #[server]
 pub async fn revoke_admin_token(id: String) -> Result<(), PanelError> {
     use crate::server::{owner, state};
-    let caller = owner().await?;
+    let owner = owner().await?;
     let id = id.parse().map_err(|_| PanelError::invalid("which token?"))?;
-    engine::store::tokens::revoke(&state().pool, caller.actor(), id).await.map_err(PanelError::from).map(drop)
+    engine::service::global::revoke_token(&state(), &owner, id).await?;
+    Ok(())
 }
 
 #[component]

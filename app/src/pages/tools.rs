@@ -25,8 +25,8 @@ pub struct ToolRow {
 #[server]
 pub async fn list_tools() -> Result<Vec<ToolRow>, PanelError> {
     use crate::server::{owner, state};
-    owner().await?;
-    let tools = engine::store::sources::tools(&state().pool).await?;
+    let owner = owner().await?;
+    let tools = engine::service::servers::tools(&state(), &owner).await?;
     Ok(tools
         .into_iter()
         .map(|t| ToolRow {

@@ -38,9 +38,9 @@ impl Admin {
     }
 
     /// The owner's rights: the global configuration, every tenant, ceilings.
-    pub fn owner(&self) -> Result<Owner<'_>> {
+    pub fn owner(&self) -> Result<Owner> {
         match self.scope {
-            Scope::Everything => Ok(Owner { admin: self }),
+            Scope::Everything => Ok(Owner { actor: self.actor.clone() }),
             Scope::Tenants(_) => Err(Error::Forbidden("only owners may do this".into())),
         }
     }
@@ -58,14 +58,14 @@ impl Admin {
 }
 
 /// Proof that the caller is an owner.
-#[derive(Debug, Clone, Copy)]
-pub struct Owner<'a> {
-    admin: &'a Admin,
+#[derive(Debug, Clone)]
+pub struct Owner {
+    actor: Actor,
 }
 
-impl Owner<'_> {
+impl Owner {
     pub fn actor(&self) -> &Actor {
-        &self.admin.actor
+        &self.actor
     }
 }
 
@@ -91,7 +91,7 @@ impl ManagedTenant<'_> {
     }
 
     /// The owner's rights over the tenant (its ceiling, deleting it), or why not.
-    pub fn owner(&self) -> Result<Owner<'_>> {
+    pub fn owner(&self) -> Result<Owner> {
         self.admin.owner()
     }
 }

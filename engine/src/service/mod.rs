@@ -4,6 +4,7 @@
 //! in its own way.
 
 mod access;
+pub mod global;
 pub mod servers;
 pub mod tenants;
 

@@ -1,14 +1,18 @@
-//! Upstream MCP servers as an administrator sees them: what is stored, and how their
-//! connections are doing.
+//! Upstream MCP servers, the owners': what is stored, how their connections are doing, and
+//! what an owner does with them (register, change, test, refresh, approve definitions).
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
+use uuid::Uuid;
 
-use super::Services;
-use crate::model::Name;
-use crate::store::servers::{PendingChange, Server};
+use super::{Owner, Services};
+use crate::Result;
+use crate::model::{Name, TenantSlug};
+use crate::store::servers::{DiscoveryReport, PendingChange, Server, ServerConfig};
 use crate::store::sources::ToolRecord;
-use crate::store::{self, Result};
-use crate::upstream::Health;
+use crate::store::{self, SecretInput};
+use crate::upstream::{Health, ServerProbe, UpstreamError};
 
 /// A server with the health of its connections (one, or one per tenant with credentials of
 /// its own).
@@ -28,14 +32,14 @@ pub struct ServerDetail {
 }
 
 /// Every server, with its connections.
-pub async fn list(services: &Services) -> Result<Vec<ServerEntry>> {
+pub async fn list(services: &Services, _: &Owner) -> Result<Vec<ServerEntry>> {
     let health = services.upstreams.health();
     let servers = store::servers::list(&services.pool).await?;
     Ok(servers.into_iter().map(|server| with_connections(server, &health)).collect())
 }
 
 /// The server `name` in full.
-pub async fn detail(services: &Services, name: &Name) -> Result<ServerDetail> {
+pub async fn detail(services: &Services, _: &Owner, name: &Name) -> Result<ServerDetail> {
     let server = store::servers::get(&services.pool, name).await?;
     let pending = store::servers::pending_changes(&services.pool, name).await?;
     let mut tools = store::sources::tools(&services.pool).await?;
@@ -46,4 +50,66 @@ pub async fn detail(services: &Services, name: &Name) -> Result<ServerDetail> {
 fn with_connections(server: Server, health: &[Health]) -> ServerEntry {
     let connections = health.iter().filter(|h| h.server == server.source.name).cloned().collect();
     ServerEntry { server, connections }
+}
+
+pub async fn create(services: &Services, owner: &Owner, config: &ServerConfig) -> Result<Server> {
+    store::servers::create(&services.pool, &services.secrets, owner.actor(), config).await
+}
+
+/// Replaces a server's settings; secrets given as `{set: true}` keep their stored values.
+pub async fn update(services: &Services, owner: &Owner, config: &ServerConfig) -> Result<Server> {
+    store::servers::update(&services.pool, &services.secrets, owner.actor(), config).await
+}
+
+/// Removes a server with its tools (and every tenant's choices about them).
+pub async fn delete(services: &Services, owner: &Owner, name: &Name) -> Result<()> {
+    store::sources::delete(&services.pool, owner.actor(), name).await
+}
+
+/// A disabled server's tools are served to nobody, and it is not connected.
+pub async fn set_enabled(services: &Services, owner: &Owner, name: &Name, enabled: bool) -> Result<()> {
+    store::sources::set_enabled(&services.pool, owner.actor(), name, enabled).await
+}
+
+/// The headers `tenant` connects to the server with instead of the server's own.
+pub async fn set_credentials(
+    services: &Services,
+    owner: &Owner,
+    server: &Name,
+    tenant: &TenantSlug,
+    headers: &BTreeMap<String, SecretInput>,
+) -> Result<()> {
+    store::servers::set_credentials(&services.pool, &services.secrets, owner.actor(), server, tenant, headers)
+        .await
+}
+
+/// Connects to a server that is not saved: what it is and how many tools it has, or what
+/// failed (an answer, not an error: it is what the owner asked to know).
+pub async fn probe(
+    services: &Services,
+    _: &Owner,
+    config: &ServerConfig,
+) -> Result<Result<ServerProbe, UpstreamError>> {
+    services.upstreams.probe(config).await
+}
+
+/// Discovers the server's tools now.
+pub async fn refresh(services: &Services, _: &Owner, name: &Name) -> Result<DiscoveryReport> {
+    store::servers::get(&services.pool, name).await?;
+    Ok(services.upstreams.refresh(name.as_str()).await?)
+}
+
+/// Serves the tool's pending definition from now on.
+pub async fn approve(services: &Services, owner: &Owner, tool_id: Uuid) -> Result<()> {
+    store::servers::approve(&services.pool, owner.actor(), tool_id).await
+}
+
+/// Keeps the tool's pinned definition (or keeps a new tool held).
+pub async fn reject(services: &Services, owner: &Owner, tool_id: Uuid) -> Result<()> {
+    store::servers::reject(&services.pool, owner.actor(), tool_id).await
+}
+
+/// Every tool of every source.
+pub async fn tools(services: &Services, _: &Owner) -> Result<Vec<ToolRecord>> {
+    store::sources::tools(&services.pool).await
 }

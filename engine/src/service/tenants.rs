@@ -54,6 +54,11 @@ pub async fn list(services: &Services, admin: &Admin) -> Result<Vec<Tenant>> {
     Ok(tenants)
 }
 
+/// Every tenant, for an owner.
+pub async fn all(services: &Services, _: &Owner) -> Result<Vec<Tenant>> {
+    store::tenants::list(&services.pool).await
+}
+
 /// A tenant in a list: how many tools its LLM applications see, how many keys it has.
 #[derive(Debug, Clone, Serialize)]
 pub struct TenantSummary {
@@ -77,7 +82,7 @@ pub async fn summaries(services: &Services, admin: &Admin) -> Result<Vec<TenantS
         .collect())
 }
 
-pub async fn create(services: &Services, owner: Owner<'_>, slug: &TenantSlug, name: &str) -> Result<Tenant> {
+pub async fn create(services: &Services, owner: &Owner, slug: &TenantSlug, name: &str) -> Result<Tenant> {
     store::tenants::create(&services.pool, owner.actor(), slug, name).await
 }
 

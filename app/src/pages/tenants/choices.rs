@@ -52,8 +52,9 @@ pub async fn save_ceiling(slug: String, form: CeilingForm) -> Result<(), PanelEr
     use engine::catalog::visibility::Ceiling;
     use engine::store::tenants::TenantUpdate;
 
-    use crate::server::{comma_list, owner, state};
-    let caller = owner().await?;
+    use crate::server::{caller, comma_list, state};
+    // Only owners set a ceiling: the update asks the tenant's proof for the owner's rights.
+    let caller = caller().await?;
     let tenant = caller.tenant(&slug)?;
     let limit = |on: bool, list: &str| on.then(|| comma_list(list));
     let ceiling = Ceiling {

@@ -42,9 +42,9 @@ pub async fn list_tenants() -> Result<Vec<TenantRow>, PanelError> {
 #[server]
 pub async fn create_tenant(slug: String, name: String) -> Result<String, PanelError> {
     use crate::server::{owner, state};
-    let caller = owner().await?;
+    let owner = owner().await?;
     let slug = engine::model::TenantSlug::parse(slug.trim()).map_err(engine::Error::from)?;
-    engine::service::tenants::create(&state(), caller.owner()?, &slug, name.trim()).await?;
+    engine::service::tenants::create(&state(), &owner, &slug, name.trim()).await?;
     Ok(slug.to_string())
 }
 

@@ -1,0 +1,100 @@
+//! The owners' global configuration and oversight: the configuration document, settings, tool
+//! groups, admin tokens, the audit log and recent traffic.
+
+use uuid::Uuid;
+
+use super::{Admin, Owner, Services};
+use crate::Result;
+use crate::config::{self, Document};
+use crate::model::{Name, Tag};
+use crate::store;
+use crate::store::audit::{AuditEvent, AuditFilter};
+use crate::store::groups::Group;
+use crate::store::invocations::Traffic;
+use crate::store::settings::Settings;
+use crate::store::tokens::{AdminToken, NewToken};
+
+/// The whole configuration, secrets as `{set: true}`.
+pub async fn export_config(services: &Services, _: &Owner) -> Result<Document> {
+    config::export(&services.pool).await
+}
+
+/// Applies `document` as the whole configuration in one transaction, or with `dry_run` only
+/// says what would change.
+pub async fn apply_config(
+    services: &Services,
+    owner: &Owner,
+    document: &Document,
+    dry_run: bool,
+) -> Result<Vec<config::Change>> {
+    config::apply(&services.pool, &services.secrets, owner.actor(), document, dry_run).await
+}
+
+pub async fn settings(services: &Services, _: &Owner) -> Result<Settings> {
+    store::settings::get(&services.pool).await
+}
+
+pub async fn update_settings(
+    services: &Services,
+    owner: &Owner,
+    tools_enabled: bool,
+    default_tags: &[Tag],
+) -> Result<Settings> {
+    store::settings::update(&services.pool, owner.actor(), tools_enabled, default_tags).await
+}
+
+pub async fn groups(services: &Services, _: &Owner) -> Result<Vec<Group>> {
+    store::groups::list(&services.pool).await
+}
+
+/// Creates the group, or updates its description and default.
+pub async fn put_group(
+    services: &Services,
+    owner: &Owner,
+    name: &Name,
+    description: &str,
+    active_by_default: bool,
+) -> Result<Group> {
+    store::groups::put(&services.pool, owner.actor(), name, description, active_by_default).await
+}
+
+pub async fn delete_group(services: &Services, owner: &Owner, name: &Name) -> Result<()> {
+    store::groups::delete(&services.pool, owner.actor(), name).await
+}
+
+/// Makes the group's members exactly `tools`.
+pub async fn set_members(services: &Services, owner: &Owner, name: &Name, tools: &[Uuid]) -> Result<()> {
+    store::groups::set_members(&services.pool, owner.actor(), name, tools).await
+}
+
+pub async fn tokens(services: &Services, _: &Owner) -> Result<Vec<AdminToken>> {
+    store::tokens::list(&services.pool).await
+}
+
+/// A new admin token, and the token itself: the only time it is shown.
+pub async fn create_token(
+    services: &Services,
+    owner: &Owner,
+    new: &NewToken,
+) -> Result<(AdminToken, String)> {
+    store::tokens::create(&services.pool, owner.actor(), new).await
+}
+
+pub async fn revoke_token(services: &Services, owner: &Owner, id: Uuid) -> Result<AdminToken> {
+    store::tokens::revoke(&services.pool, owner.actor(), id).await
+}
+
+pub async fn audit(services: &Services, _: &Owner, filter: &AuditFilter) -> Result<Vec<AuditEvent>> {
+    store::audit::list(&services.pool, filter).await
+}
+
+/// Calls and errors per tenant `admin` manages over the last `minutes`, and for owners the
+/// slowest tools (a tenant administrator sees only their tenants' traffic).
+pub async fn traffic(services: &Services, admin: &Admin, minutes: i32) -> Result<Traffic> {
+    let mut traffic = store::invocations::traffic(&services.pool, minutes).await?;
+    traffic.tenants.retain(|t| admin.scope().allows(&t.tenant));
+    if admin.owner().is_err() {
+        traffic.slowest.clear();
+    }
+    Ok(traffic)
+}
