@@ -61,6 +61,10 @@ pub fn service(
     let gateway = Gateway { catalog, executor, rendered, rounds, session: Arc::default() };
     let mut config = StreamableHttpServerConfig::default();
     config.allowed_hosts.extend(public_hosts);
+    // A request on 2026-07-28 whose handler answers at once (no progress, no question to the
+    // client first) gets one JSON body instead of an SSE stream; rmcp falls back to the stream
+    // as soon as anything comes before the answer.
+    config.json_response = true;
     // Each session gets its own handler state.
     StreamableHttpService::new(
         move || Ok(Gateway { session: Arc::default(), ..gateway.clone() }),
