@@ -84,7 +84,7 @@ pub mod ssr {
             return Ok(None);
         };
         let stamp = session.get::<String>(PASSWORD_STAMP).await.map_err(|e| PanelError::internal(&e))?;
-        let admin = engine::admin::find(pool, id).await.map_err(|e| PanelError::internal(&e))?;
+        let admin = engine::admin::find(pool, id).await?;
         let admin = admin.filter(|admin| stamp.as_deref() == Some(admin.password_stamp.as_str()));
         if admin.is_none() {
             session.flush().await.map_err(|e| PanelError::internal(&e))?;

@@ -62,11 +62,6 @@ impl Error {
     pub fn not_found(what: impl Into<String>) -> Self {
         Error::NotFound(Missing::Other(what.into()))
     }
-
-    /// A fault of Toolgate's that callers see only as [`Error::Internal`].
-    pub fn internal(err: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        Error::Internal(err.into())
-    }
 }
 
 impl From<Invalid> for Error {
