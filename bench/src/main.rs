@@ -18,9 +18,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, Tool};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::model::{CallToolRequestParams, ProtocolVersion, Tool};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -77,11 +76,20 @@ fn cpu_seconds(pid: u32) -> f64 {
 }
 
 async fn client(url: &str, key: Option<&str>) -> Result<RunningService<RoleClient, ()>> {
+    client_in(url, key, ClientLifecycleMode::Initialize).await
+}
+
+/// An rmcp client in the protocol era `lifecycle` chooses.
+async fn client_in(
+    url: &str,
+    key: Option<&str>,
+    lifecycle: ClientLifecycleMode,
+) -> Result<RunningService<RoleClient, ()>> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
     if let Some(key) = key {
         config = config.auth_header(key.to_string());
     }
-    Ok(().serve(StreamableHttpClientTransport::from_config(config)).await?)
+    Ok(().serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), lifecycle).await?)
 }
 
 /// One kind of call to measure: where, as whom, which tool, and whose CPU to count.
@@ -95,13 +103,15 @@ struct Scenario<'a> {
 }
 
 /// Every scenario runs with each driver.
-const DRIVERS: [Driver; 2] = [Driver::Rmcp, Driver::Raw];
+const DRIVERS: [Driver; 3] = [Driver::Rmcp, Driver::RmcpStateless, Driver::Raw];
 
 /// How a scenario's clients talk to the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Driver {
-    /// rmcp's client (reqwest; sets `TCP_NODELAY`).
+    /// rmcp's client (reqwest; sets `TCP_NODELAY`), handshake era: one session.
     Rmcp,
+    /// rmcp's client on revision 2026-07-28: no session, every request stands alone.
+    RmcpStateless,
     /// One plain HTTP/1.1 keep-alive connection per client, Nagle left on (like wrk, curl and
     /// most HTTP libraries).
     Raw,
@@ -111,6 +121,7 @@ impl Driver {
     fn as_str(self) -> &'static str {
         match self {
             Driver::Rmcp => "rmcp",
+            Driver::RmcpStateless => "rmcp, 2026-07-28",
             Driver::Raw => "raw keep-alive",
         }
     }
@@ -126,6 +137,11 @@ impl Client {
     async fn open(driver: Driver, url: &str, key: Option<&str>) -> Result<Self> {
         Ok(match driver {
             Driver::Rmcp => Client::Rmcp(client(url, key).await?),
+            Driver::RmcpStateless => {
+                let modern =
+                    ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+                Client::Rmcp(client_in(url, key, modern).await?)
+            }
             Driver::Raw => Client::Raw(RawMcp::connect(url, key).await?),
         })
     }
