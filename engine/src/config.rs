@@ -394,10 +394,6 @@ fn plan(current: &Current, desired: &Document) -> Result<Vec<Change>> {
 struct ToolIndex(Vec<SourceTool>);
 
 impl ToolIndex {
-    async fn load(tx: &mut Transaction<'_, Postgres>) -> Result<Self> {
-        Ok(ToolIndex(sources::with_tools(&mut **tx).await?))
-    }
-
     /// The (source, upstream name) `key` names, among the sources `tenant` sees (all of them
     /// for a group).
     fn resolve(&self, key: &str, tenant: Option<Uuid>) -> Result<(Uuid, String)> {
@@ -499,7 +495,7 @@ pub async fn apply(
     for change in changes.iter().filter(|c| c.action == Action::Delete && c.kind == "group") {
         groups::remove(&mut *tx, &change.name).await?;
     }
-    let index = ToolIndex::load(&mut tx).await?;
+    let index = ToolIndex(sources::with_tools(&mut *tx).await?);
     for group in desired.groups.iter().filter(|g| changed_any("group", g.name.as_str())) {
         let place = format!("groups.{}", group.name);
         let id = groups::upsert(&mut *tx, &group.name, &group.description, group.active_by_default).await?.id;

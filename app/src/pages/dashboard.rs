@@ -39,11 +39,13 @@ pub async fn load_overview() -> Result<Overview, PanelError> {
     let state = state();
     let traffic = engine::service::global::traffic(&state, &caller, 60).await?;
     let mut servers: Vec<(String, usize)> = Vec::new();
-    if caller.owner().is_ok() {
-        for summary in super::servers::list_servers().await? {
-            match servers.iter_mut().find(|(status, _)| *status == summary.status) {
+    // Only the statuses are counted: the server list itself, not its tools and tenants.
+    if let Ok(owner) = caller.owner() {
+        for entry in engine::service::servers::list(&state, &owner).await? {
+            let status = super::servers::ssr::status(&entry);
+            match servers.iter_mut().find(|(known, _)| *known == status) {
                 Some((_, count)) => *count += 1,
-                None => servers.push((summary.status, 1)),
+                None => servers.push((status, 1)),
             }
         }
     }

@@ -56,7 +56,7 @@ pub struct TestOutcome {
 }
 
 #[cfg(feature = "ssr")]
-mod ssr {
+pub(super) mod ssr {
     use std::collections::BTreeMap;
 
     use axum::http::StatusCode;
@@ -104,16 +104,22 @@ mod ssr {
                 .and_then(|id| tenants.iter().find(|t| t.id == id).map(|t| t.slug.clone()))
                 .unwrap_or_else(|| "shared".into()),
             enabled: server.source.enabled,
-            status: match (server.source.enabled, connection) {
-                (false, _) => "disabled".into(),
-                (true, Some(c)) => c.status.as_str().into(),
-                (true, None) => "connecting".into(),
-            },
+            status: status(entry),
             last_error: connection.and_then(|c| c.last_error.clone()),
             protocol: connection.and_then(|c| c.protocol.clone()),
             tool_count: own_tools.len(),
             awaiting: own_tools.iter().filter(|t| t.held || t.pending).count(),
             name,
+        }
+    }
+
+    /// How a server is doing: disabled, or its shared connection's status.
+    pub fn status(entry: &ServerEntry) -> String {
+        let connection = entry.connections.iter().find(|h| h.tenant_id.is_none());
+        match (entry.server.source.enabled, connection) {
+            (false, _) => "disabled".into(),
+            (true, Some(c)) => c.status.as_str().into(),
+            (true, None) => "connecting".into(),
         }
     }
 
