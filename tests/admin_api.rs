@@ -85,6 +85,23 @@ async fn keys_are_created_once_and_revoked(pool: PgPool) {
     let created = audit.as_array().unwrap().iter().find(|e| e["action"] == "create_key").expect("audited");
     rfc3339(&created["at"]);
     rfc3339(&created["after"]["created_at"]);
+
+    // The log is filtered by part of the actor's name, in any case, and by time.
+    let audit = |query: String| {
+        let url = app.url(&format!("/api/admin/v1/audit?{query}"));
+        let request = client().get(url).bearer_auth(&token);
+        async move {
+            json_of(request).await.as_array().unwrap().iter().map(|e| e["action"].clone()).collect::<Vec<_>>()
+        }
+    };
+    let hour = |hours: i64| {
+        let at = time::OffsetDateTime::now_utc() + time::Duration::hours(hours);
+        at.format(&time::format_description::well_known::Rfc3339).unwrap().replace('+', "%2B")
+    };
+    assert_eq!(audit("actor_contains=TESTS&entity_kind=tenant".into()).await, ["revoke_key", "create_key"]);
+    assert_eq!(audit("actor=TESTS".into()).await, Vec::<Value>::new(), "`actor` stays an exact match");
+    assert_eq!(audit(format!("actor=token:tests&since={}", hour(-1))).await.len(), 2);
+    assert!(audit(format!("actor=token:tests&until={}", hour(-1))).await.is_empty());
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

@@ -41,6 +41,33 @@ pub struct Document {
     pub tenants: Vec<TenantConfig>,
 }
 
+/// The two spellings of the configuration document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Yaml,
+}
+
+impl Format {
+    /// The document in `text`, or what is wrong with it (where, and why).
+    pub fn parse(self, text: &[u8]) -> std::result::Result<Document, String> {
+        match self {
+            Format::Json => serde_json::from_slice(text).map_err(|err| err.to_string()),
+            Format::Yaml => {
+                let text = std::str::from_utf8(text).map_err(|_| "the document is not UTF-8".to_string())?;
+                serde_saphyr::from_str(text).map_err(|err| err.to_string())
+            }
+        }
+    }
+
+    pub fn write(self, document: &Document) -> std::result::Result<String, String> {
+        match self {
+            Format::Json => serde_json::to_string_pretty(document).map_err(|err| err.to_string()),
+            Format::Yaml => serde_saphyr::to_string(document).map_err(|err| err.to_string()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GroupConfig {

@@ -324,6 +324,77 @@ async fn every_write_is_audited_with_before_and_after(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_audit_log_names_tools_shows_revocations_and_skips_writes_that_changed_nothing(pool: PgPool) {
+    tenant(&pool, "t", None).await;
+    let ids = source(&pool, "s", &[], &[tool("x", &[])]).await;
+    let secrets = SecretBox::from_key(&[1; 32]).unwrap();
+    let rename = TenantUpdate { name: Some("Renamed".into()), ..Default::default() };
+    store::tenants::update(&pool, &actor(), &slug("t"), rename.clone()).await.unwrap();
+    store::tenants::update(&pool, &actor(), &slug("t"), rename).await.unwrap();
+    let hide = OverrideInput { enabled: Some(false), ..Default::default() };
+    store::overrides::set(&pool, &secrets, &actor(), &slug("t"), ids[0], &hide).await.unwrap();
+    store::overrides::clear(&pool, &actor(), &slug("t"), ids[0]).await.unwrap();
+    let (key, _) = store::keys::create(&pool, &actor(), &slug("t"), "ci", None).await.unwrap();
+    store::keys::revoke(&pool, &actor(), &slug("t"), key.id).await.unwrap();
+
+    type Event = (String, Option<serde_json::Value>, Option<serde_json::Value>);
+    let events: Vec<Event> = sqlx::query_as(
+        "select action, before, after from audit_event where entity_kind = 'tenant' order by id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let actions: Vec<&str> = events.iter().map(|(action, ..)| action.as_str()).collect();
+    assert_eq!(
+        actions,
+        ["create", "update", "set_override", "clear_override", "create_key", "revoke_key"],
+        "the second, identical rename changed nothing and is not in the log"
+    );
+    let (_, _, set) = &events[2];
+    assert_eq!(set.as_ref().unwrap()["tool"], "s_x", "an override names its tool, not only its id");
+    let (_, cleared, _) = &events[3];
+    assert_eq!(cleared.as_ref().unwrap()["tool"], "s_x");
+    let (_, before, after) = &events[5];
+    let (before, after) = (before.as_ref().expect("a revocation has a before"), after.as_ref().unwrap());
+    assert_eq!((before["name"].as_str(), before["revoked_at"].is_null()), (Some("ci"), true));
+    assert!(after["revoked_at"].is_string(), "{after}");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn presets_must_be_parameters_of_the_tool_and_fit_their_schema(pool: PgPool) {
+    tenant(&pool, "t", None).await;
+    let ids = source(&pool, "s", &[], &[tool("x", &[])]).await;
+    let secrets = SecretBox::from_key(&[1; 32]).unwrap();
+    let presets = |value: serde_json::Value| OverrideInput {
+        presets: value.as_object().cloned().unwrap(),
+        ..Default::default()
+    };
+    let tool_id = ids[0];
+    let refusal = |input: OverrideInput| {
+        let (pool, secrets) = (pool.clone(), secrets.clone());
+        async move {
+            match store::overrides::set(&pool, &secrets, &actor(), &slug("t"), tool_id, &input).await {
+                Err(store::Error::Invalid(message)) => message,
+                other => panic!("accepted or failed otherwise: {other:?}"),
+            }
+        }
+    };
+    let unknown = refusal(presets(json!({"nope": 1, "q": "x"}))).await;
+    assert_eq!(unknown, "preset `nope`: the tool has no parameter of that name (its parameters: q)");
+    let wrong_type = refusal(presets(json!({"q": 42}))).await;
+    assert_eq!(wrong_type, "presets do not fit the tool's schema: /q: expected string, got integer");
+    let secret = OverrideInput {
+        secret_presets: [("token".to_string(), SecretInput::Value("v".into()))].into(),
+        ..Default::default()
+    };
+    assert!(refusal(secret).await.starts_with("preset `token`: the tool has no parameter"));
+    // A required parameter fixed in advance is the point of a preset; the rest come per call.
+    store::overrides::set(&pool, &secrets, &actor(), &slug("t"), tool_id, &presets(json!({"q": "fixed"})))
+        .await
+        .unwrap();
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn bad_input_is_rejected_with_what_was_wrong(pool: PgPool) {
     tenant(&pool, "t", None).await;
     let again = store::tenants::create(&pool, &actor(), &slug("t"), "again").await;

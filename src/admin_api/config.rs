@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
-use engine::config::Document;
+use engine::config::{Document, Format};
 use engine::service::Services;
 use serde::Deserialize;
 use serde_json::json;
@@ -20,38 +20,19 @@ pub(super) fn router() -> Router<Services> {
 }
 use crate::gateway::{internal, problem};
 
-/// The two spellings of the configuration document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
-    Json,
-    Yaml,
+/// YAML when the named header (`Accept`, `Content-Type`) asks for it, else JSON.
+fn format_of(headers: &HeaderMap, name: header::HeaderName) -> Format {
+    let value = headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if value.contains("yaml") { Format::Yaml } else { Format::Json }
 }
 
-impl Format {
-    /// YAML when the named header (`Accept`, `Content-Type`) asks for it, else JSON.
-    fn from_header(headers: &HeaderMap, name: header::HeaderName) -> Self {
-        let value = headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default();
-        if value.contains("yaml") { Format::Yaml } else { Format::Json }
-    }
-
-    fn parse(self, body: &[u8]) -> Result<Document, String> {
-        match self {
-            Format::Json => serde_json::from_slice(body).map_err(|err| err.to_string()),
-            Format::Yaml => {
-                let text = std::str::from_utf8(body).map_err(|_| "the document is not UTF-8".to_string())?;
-                serde_saphyr::from_str(text).map_err(|err| err.to_string())
-            }
-        }
-    }
-
-    fn respond(self, document: &Document) -> Response {
-        match self {
-            Format::Json => Json(document).into_response(),
-            Format::Yaml => match serde_saphyr::to_string(document) {
-                Ok(text) => ([(header::CONTENT_TYPE, "application/yaml")], text).into_response(),
-                Err(err) => internal(&err),
-            },
-        }
+fn respond(format: Format, document: &Document) -> Response {
+    match format {
+        Format::Json => Json(document).into_response(),
+        Format::Yaml => match format.write(document) {
+            Ok(text) => ([(header::CONTENT_TYPE, "application/yaml")], text).into_response(),
+            Err(err) => internal(&err),
+        },
     }
 }
 
@@ -78,9 +59,9 @@ async fn export(
             let detail = format!("format `{other}` is not json or yaml");
             return Err(Failure::new(problem(StatusCode::BAD_REQUEST, "unknown_format", detail)));
         }
-        None => Format::from_header(&headers, header::ACCEPT),
+        None => format_of(&headers, header::ACCEPT),
     };
-    Ok(format.respond(&global::export_config(&state, &admin.owner()?).await?))
+    Ok(respond(format, &global::export_config(&state, &admin.owner()?).await?))
 }
 
 /// `PUT /api/admin/v1/config[?dry_run=true]` with a JSON or YAML document (by
@@ -92,7 +73,7 @@ async fn apply(
     headers: HeaderMap,
     body: Bytes,
 ) -> Answer {
-    let document = Format::from_header(&headers, header::CONTENT_TYPE)
+    let document = format_of(&headers, header::CONTENT_TYPE)
         .parse(&body)
         .map_err(|message| Failure::new(problem(StatusCode::BAD_REQUEST, "invalid_body", message)))?;
     let changes = global::apply_config(&state, &admin.owner()?, &document, query.dry_run).await?;

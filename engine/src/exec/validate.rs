@@ -21,12 +21,30 @@ impl ArgumentValidator {
 
     /// `Ok` when `arguments` fit; else every violation, one per line.
     pub fn check(&self, arguments: &Value) -> Result<(), String> {
+        self.violations(arguments, |_| true).map_err(|problems| format!("invalid arguments: {problems}"))
+    }
+
+    /// Like [`check`](Self::check) for some of the arguments (fixed in advance, the rest
+    /// come with each call): a missing required argument is not a violation.
+    pub fn check_some(&self, arguments: &Value) -> Result<(), String> {
+        self.violations(arguments, |e| {
+            !matches!(e.kind(), ValidationErrorKind::Required { .. })
+                || !e.instance_path().to_string().is_empty()
+        })
+    }
+
+    fn violations(
+        &self,
+        arguments: &Value,
+        counts: impl Fn(&ValidationError<'_>) -> bool,
+    ) -> Result<(), String> {
         let validator = self
             .0
             .as_ref()
             .map_err(|err| format!("the tool's input schema is invalid, so it cannot be called: {err}"))?;
-        let problems: Vec<String> = validator.iter_errors(arguments).take(10).map(|e| describe(&e)).collect();
-        if problems.is_empty() { Ok(()) } else { Err(format!("invalid arguments: {}", problems.join("; "))) }
+        let problems: Vec<String> =
+            validator.iter_errors(arguments).filter(|e| counts(e)).take(10).map(|e| describe(&e)).collect();
+        if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
     }
 }
 
@@ -76,6 +94,15 @@ mod tests {
     fn missing_required_field_is_named() {
         let err = validator().check(&json!({"limit": 3})).unwrap_err();
         assert!(err.contains("/: \"query\" is a required property"), "{err}");
+    }
+
+    #[test]
+    fn some_arguments_need_not_include_the_required_ones() {
+        assert!(validator().check_some(&json!({"limit": 3})).is_ok());
+        assert_eq!(
+            validator().check_some(&json!({"limit": "ten"})).unwrap_err(),
+            "/limit: expected integer, got string"
+        );
     }
 
     #[test]

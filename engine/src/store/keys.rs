@@ -104,7 +104,9 @@ pub async fn revoke(pool: &PgPool, actor: &Actor, tenant: &TenantSlug, id: Uuid)
     .fetch_optional(&mut *tx)
     .await?
     .ok_or_else(|| Error::not_found(format!("active key {id} of `{tenant}`")))?;
-    commit(tx, actor, Change::new("revoke_key", "tenant", tenant).after(&revoked)).await
+    // Only an active key is revoked: before, it was the same key without a revocation time.
+    let before = ApiKey { revoked_at: None, ..revoked.clone() };
+    commit(tx, actor, Change::new("revoke_key", "tenant", tenant).before(&before).after(&revoked)).await
 }
 
 /// Records that a key was used; at most once a minute per key, so the hot path rarely writes.

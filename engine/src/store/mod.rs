@@ -91,12 +91,16 @@ pub(crate) async fn commit(
     notify_and_commit(tx, change.entity_kind).await
 }
 
-/// Adds `change` to the audit log inside the caller's transaction.
+/// Adds `change` to the audit log inside the caller's transaction; a write that changed
+/// nothing (the same before and after) is not a change and is not recorded.
 pub(crate) async fn record(
     tx: &mut Transaction<'_, Postgres>,
     actor: &Actor,
     change: &Change<'_>,
 ) -> Result<()> {
+    if change.before.is_some() && change.before == change.after {
+        return Ok(());
+    }
     sqlx::query!(
         "insert into audit_event (actor, action, entity_kind, entity_id, before, after)
          values ($1, $2, $3, $4, $5, $6)",

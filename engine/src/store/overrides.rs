@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::{Actor, Change, Error, Result, SecretInput, commit};
 use crate::catalog::naming;
+use crate::exec::validate::ArgumentValidator;
 use crate::model::TenantSlug;
 use crate::secret::SecretBox;
 
@@ -127,6 +128,22 @@ fn check(input: &OverrideInput) -> Result<()> {
     Ok(())
 }
 
+/// Presets must be parameters of the tool, and plain ones must fit the parameter's schema.
+fn check_presets(schema: &Value, input: &OverrideInput) -> Result<()> {
+    let parameters = schema.get("properties").and_then(Value::as_object);
+    let names = input.presets.keys().chain(input.secret_presets.keys());
+    if let Some(unknown) = names.clone().find(|n| !parameters.is_some_and(|p| p.contains_key(*n))) {
+        let known: Vec<&str> = parameters.into_iter().flatten().map(|(k, _)| k.as_str()).collect();
+        let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+        return Err(Error::Invalid(format!(
+            "preset `{unknown}`: the tool has no parameter of that name (its parameters: {known})"
+        )));
+    }
+    ArgumentValidator::new(schema)
+        .check_some(&Value::Object(input.presets.clone()))
+        .map_err(|problems| Error::Invalid(format!("presets do not fit the tool's schema: {problems}")))
+}
+
 /// Writes a tenant's override of the tool `upstream_name` of source `source_id` inside the
 /// caller's transaction. Secret presets are encrypted here; `{set: true}` keeps a stored value,
 /// and a secret left out is removed.
@@ -139,6 +156,17 @@ pub(crate) async fn write(
     input: &OverrideInput,
 ) -> Result<()> {
     check(input)?;
+    let schema = sqlx::query_scalar!(
+        "select input_schema from tool where source_id = $1 and upstream_name = $2",
+        source_id,
+        upstream_name
+    )
+    .fetch_optional(&mut **tx)
+    .await?;
+    // A tool not discovered yet (a configuration document may name one) is checked once it is.
+    if let Some(schema) = schema {
+        check_presets(&schema, input)?;
+    }
     let stored = sqlx::query_scalar!(
         "select secret_presets from tool_override
          where tenant_id = $1 and source_id = $2 and upstream_name = $3",
@@ -177,6 +205,38 @@ pub(crate) async fn write(
     Ok(())
 }
 
+/// The tool an override is about, with the name admins know it by.
+struct NamedTool {
+    source_id: Uuid,
+    upstream_name: String,
+    /// Its name before any tenant renames it.
+    name: String,
+}
+
+impl NamedTool {
+    /// `value` as the audit log keeps it: with the tool's name, not only its id.
+    fn audited(&self, value: &Override) -> Value {
+        let mut audited = serde_json::to_value(value).unwrap_or_default();
+        if let Some(object) = audited.as_object_mut() {
+            object.insert("tool".into(), Value::String(self.name.clone()));
+        }
+        audited
+    }
+}
+
+async fn named(tx: &mut Transaction<'_, Postgres>, tool_id: Uuid) -> Result<NamedTool> {
+    let row = sqlx::query!(
+        "select t.source_id, t.upstream_name, s.prefix from tool t join source s on s.id = t.source_id
+         where t.id = $1",
+        tool_id
+    )
+    .fetch_optional(&mut **tx)
+    .await?
+    .ok_or_else(|| Error::not_found(format!("tool {tool_id}")))?;
+    let name = naming::exposed_name(&row.prefix, &row.upstream_name);
+    Ok(NamedTool { source_id: row.source_id, upstream_name: row.upstream_name, name })
+}
+
 /// Sets the tenant's override of a tool (see [`write`] for secret presets).
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %slug, %tool_id))]
 pub async fn set(
@@ -189,19 +249,16 @@ pub async fn set(
 ) -> Result<Override> {
     let mut tx = pool.begin().await?;
     let tenant = super::tenants::get(&mut *tx, slug).await?;
-    let tool = sqlx::query!("select source_id, upstream_name from tool where id = $1", tool_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or_else(|| Error::not_found(format!("tool {tool_id}")))?;
+    let tool = named(&mut tx, tool_id).await?;
     let before = fetch(&mut *tx, tenant.id, tool_id).await?;
     write(&mut tx, secrets, tenant.id, tool.source_id, &tool.upstream_name, input).await?;
     let after = fetch(&mut *tx, tenant.id, tool_id).await?.expect("just written").into_override();
     let change = Change::new("set_override", "tenant", slug);
     let change = match before {
-        Some(before) => change.before(&before.into_override()),
+        Some(before) => change.before(&tool.audited(&before.into_override())),
         None => change,
     };
-    commit(tx, actor, change.after(&after)).await?;
+    commit(tx, actor, change.after(&tool.audited(&after))).await?;
     Ok(after)
 }
 
@@ -209,6 +266,7 @@ pub async fn set(
 pub async fn clear(pool: &PgPool, actor: &Actor, slug: &TenantSlug, tool_id: Uuid) -> Result<()> {
     let mut tx = pool.begin().await?;
     let tenant = super::tenants::get(&mut *tx, slug).await?;
+    let tool = named(&mut tx, tool_id).await?;
     let before = fetch(&mut *tx, tenant.id, tool_id)
         .await?
         .ok_or_else(|| Error::not_found(format!("override of tool {tool_id} for `{slug}`")))?;
@@ -220,7 +278,8 @@ pub async fn clear(pool: &PgPool, actor: &Actor, slug: &TenantSlug, tool_id: Uui
     )
     .execute(&mut *tx)
     .await?;
-    commit(tx, actor, Change::new("clear_override", "tenant", slug).before(&before.into_override())).await
+    let change = Change::new("clear_override", "tenant", slug).before(&tool.audited(&before.into_override()));
+    commit(tx, actor, change).await
 }
 
 /// An override as stored, named by its source and upstream name (the tool may not be
