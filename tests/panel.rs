@@ -50,7 +50,7 @@ async fn login_sets_a_strict_http_only_cookie_and_opens_the_dashboard(pool: PgPo
     assert_eq!(dashboard.status(), StatusCode::OK);
     let me = app.client.post(app.url("/api/me")).send().await.unwrap();
     assert_eq!(me.status(), StatusCode::OK);
-    assert_eq!(me.text().await.unwrap(), r#"{"username":"admin","role":"owner"}"#);
+    assert_eq!(me.text().await.unwrap(), r#"{"username":"admin","role":"owner","owner":true}"#);
     // Signed in, the login page leads to the dashboard.
     let login_page = app.get("/login").await;
     assert_eq!(location(&login_page), "/");

@@ -14,6 +14,8 @@ use crate::error::PanelError;
 pub struct Me {
     pub username: String,
     pub role: String,
+    /// Owners see every page; a tenant administrator only those of her tenants.
+    pub owner: bool,
 }
 
 #[server(endpoint = "login")]
@@ -55,7 +57,8 @@ pub async fn logout() -> Result<(), PanelError> {
 #[server(endpoint = "me")]
 pub async fn current_admin() -> Result<Me, PanelError> {
     let admin = ssr::require_admin().await?;
-    Ok(Me { username: admin.username, role: admin.role.to_string() })
+    let owner = admin.role == engine::admin::Role::Owner;
+    Ok(Me { username: admin.username, role: admin.role.to_string(), owner })
 }
 
 #[cfg(feature = "ssr")]

@@ -2,6 +2,8 @@
 //!
 //! Server functions are thin shims into `engine`; they and everything server-only sit behind
 //! the `ssr` feature, so the wasm client never pulls `engine`, sqlx or tokio.
+// The hydration futures of the larger pages nest deeper than rustc's default allows.
+#![recursion_limit = "256"]
 
 pub mod auth;
 pub mod error;
@@ -17,8 +19,8 @@ use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::path;
 
 use pages::{
-    AuditPage, Dashboard, GroupsPage, LoginPage, NotFound, PlaygroundPage, ServerPage, ServersPage, Shell,
-    TenantPage, TenantsPage, TokensPage, ToolPage, ToolsPage,
+    AuditPage, ConfigPage, Dashboard, GroupsPage, LoginPage, NotFound, PlaygroundPage, ServerPage,
+    ServersPage, Shell, TenantPage, TenantsPage, TokensPage, ToolPage, ToolsPage,
 };
 
 /// The HTML document around the app, rendered on the server. Its Content-Security-Policy
@@ -85,6 +87,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("groups") view=GroupsPage />
                     <Route path=path!("playground") view=PlaygroundPage />
                     <Route path=path!("audit") view=AuditPage />
+                    <Route path=path!("config") view=ConfigPage />
                     <Route path=path!("tokens") view=TokensPage />
                 </ParentRoute>
             </Routes>

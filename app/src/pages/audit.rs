@@ -1,5 +1,5 @@
-//! The audit log: who changed what and when, with before and after, filtered by entity and
-//! actor.
+//! The audit log: who changed what and when, each change as the fields it changed (before →
+//! after), filtered by entity, actor and date, a page at a time.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -9,6 +9,22 @@ use serde_json::Value;
 use super::ui::{JsonBlock, loaded};
 use crate::error::PanelError;
 
+/// A changed field as the page shows it; a value that was not there is `None`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShownChange {
+    pub path: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+#[cfg(feature = "ssr")]
+impl From<engine::store::audit::FieldChange> for ShownChange {
+    fn from(change: engine::store::audit::FieldChange) -> Self {
+        let shown = |value: Option<Value>| value.map(|v| v.to_string());
+        ShownChange { path: change.path, before: shown(change.before), after: shown(change.after) }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditRow {
     pub id: i64,
@@ -17,27 +33,69 @@ pub struct AuditRow {
     pub action: String,
     pub entity_kind: String,
     pub entity_id: String,
+    pub changes: Vec<ShownChange>,
     pub before: Option<Value>,
     pub after: Option<Value>,
 }
 
+/// One page of events, newest first, and whether older ones match too.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditPage {
+    pub rows: Vec<AuditRow>,
+    pub more: bool,
+}
+
+/// What the filters ask for; the dates are days (`YYYY-MM-DD`, UTC), both included.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AuditQuery {
+    pub entity_kind: String,
+    pub actor: String,
+    pub from: String,
+    pub to: String,
+    /// Events older than this id: the next page.
+    pub before_id: Option<i64>,
+}
+
 #[server]
-pub async fn audit_log(entity_kind: String, actor: String) -> Result<Vec<AuditRow>, PanelError> {
+pub async fn audit_log(query: AuditQuery) -> Result<AuditPage, PanelError> {
+    use axum::http::StatusCode;
     use engine::store::audit::AuditFilter;
+    use time::{Date, Duration, macros::format_description};
 
     use crate::server::{owner, state};
+    /// Events on one page.
+    const PAGE: i64 = 50;
     let owner = owner().await?;
-    let filled = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
+    let filled = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
+    let day = |field: &str, text: &str| -> Result<Option<Date>, PanelError> {
+        filled(text)
+            .map(|text| {
+                Date::parse(&text, format_description!("[year]-[month]-[day]")).map_err(|_| {
+                    PanelError::rejected(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        format!("{field}: `{text}` is not a date"),
+                    )
+                })
+            })
+            .transpose()
+    };
+    let (from, to) = (day("from", &query.from)?, day("to", &query.to)?);
     let filter = AuditFilter {
-        entity_kind: filled(entity_kind),
-        actor: filled(actor),
-        limit: Some(200),
+        entity_kind: filled(&query.entity_kind),
+        actor_contains: filled(&query.actor),
+        since: from.map(|d| d.midnight().assume_utc()),
+        until: to.map(|d| (d + Duration::days(1)).midnight().assume_utc()),
+        before_id: query.before_id,
+        limit: Some(PAGE + 1),
         ..Default::default()
     };
-    Ok(engine::service::global::audit(&state(), &owner, &filter)
-        .await?
+    let mut events = engine::service::global::audit(&state(), &owner, &filter).await?;
+    let more = events.len() as i64 > PAGE;
+    events.truncate(PAGE as usize);
+    let rows = events
         .into_iter()
         .map(|e| AuditRow {
+            changes: e.changes().into_iter().map(ShownChange::from).collect(),
             id: e.id,
             at: format!("{} {:02}:{:02}:{:02} UTC", e.at.date(), e.at.hour(), e.at.minute(), e.at.second()),
             actor: e.actor,
@@ -47,76 +105,162 @@ pub async fn audit_log(entity_kind: String, actor: String) -> Result<Vec<AuditRo
             before: e.before,
             after: e.after,
         })
-        .collect())
+        .collect();
+    Ok(AuditPage { rows, more })
+}
+
+/// Changed fields, before → after.
+pub(super) fn fields_table(changes: Vec<ShownChange>) -> AnyView {
+    let value = |v: Option<String>| match v {
+        Some(v) => view! { <code>{v}</code> }.into_any(),
+        None => view! { <span class="muted">"—"</span> }.into_any(),
+    };
+    view! {
+        <table class="grid changes">
+            <thead>
+                <tr><th>"Field"</th><th>"Before"</th><th>"After"</th></tr>
+            </thead>
+            <tbody>
+                {changes
+                    .into_iter()
+                    .map(|c| {
+                        let path = if c.path.is_empty() { "(the value)".to_string() } else { c.path };
+                        view! {
+                            <tr>
+                                <td><code>{path}</code></td>
+                                <td class="before">{value(c.before)}</td>
+                                <td class="after">{value(c.after)}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+    .into_any()
+}
+
+/// Before and after in full, folded away.
+fn whole(before: Option<Value>, after: Option<Value>) -> AnyView {
+    view! {
+        <details>
+            <summary>"Before and after, whole"</summary>
+            <div class="side-by-side">
+                <JsonBlock label="Before" value=before.unwrap_or(Value::Null) />
+                <JsonBlock label="After" value=after.unwrap_or(Value::Null) />
+            </div>
+        </details>
+    }
+    .into_any()
+}
+
+/// One event's row, and below it, when it is the open one, what it changed.
+fn entry(e: AuditRow, open: RwSignal<Option<i64>>) -> AnyView {
+    let id = e.id;
+    let label = match e.changes.len() {
+        1 => "1 change".to_string(),
+        n => format!("{n} changes"),
+    };
+    let AuditRow { changes, before, after, .. } = e.clone();
+    let detail = move || {
+        (open.get() == Some(id)).then(|| {
+            view! {
+                <tr class="detail">
+                    <td colspan="5">
+                        {fields_table(changes.clone())}
+                        {whole(before.clone(), after.clone())}
+                    </td>
+                </tr>
+            }
+            .into_any()
+        })
+    };
+    view! {
+        <tr>
+            <td class="small">{e.at}</td>
+            <td>{e.actor}</td>
+            <td>{e.action}</td>
+            <td>{e.entity_kind} " " <code>{e.entity_id}</code></td>
+            <td>
+                <button type="button" class="link" on:click=move |_| open.update(|o| *o = if *o == Some(id) { None } else { Some(id) })>
+                    {move || if open.get() == Some(id) { "Hide".to_string() } else { label.clone() }}
+                </button>
+            </td>
+        </tr>
+        {detail}
+    }
+    .into_any()
 }
 
 #[component]
 pub fn AuditPage() -> impl IntoView {
-    let kind = RwSignal::new(String::new());
-    let actor = RwSignal::new(String::new());
-    let events = Resource::new(move || (kind.get(), actor.get()), |(kind, actor)| audit_log(kind, actor));
+    let query = RwSignal::new(AuditQuery::default());
+    // Ids where each page shown so far started (the first is the newest), to go back.
+    let pages = RwSignal::new(Vec::<Option<i64>>::new());
+    let events = Resource::new(move || query.get(), audit_log);
     let open = RwSignal::new(None::<i64>);
+    // A filter change starts again from the newest events.
+    let filter = move |change: fn(&mut AuditQuery, String)| {
+        move |ev| {
+            pages.set(Vec::new());
+            query.update(|q| {
+                change(q, event_target_value(&ev));
+                q.before_id = None;
+            });
+        }
+    };
     view! {
         <Title text="Audit" />
         <h1>"Audit log"</h1>
         <div class="filters">
-            <select on:change=move |ev| kind.set(event_target_value(&ev))>
+            <select name="entity" on:change=filter(|q, v| q.entity_kind = v)>
                 <option value="">"Every entity"</option>
-                {["tenant", "server", "source", "group", "settings", "tool"]
+                {["tenant", "server", "source", "group", "settings", "tool", "admin_token"]
                     .map(|k| view! { <option value=k>{k}</option> })
                     .collect_view()}
             </select>
-            <input type="search" placeholder="Actor, e.g. admin:alice" on:change=move |ev| actor.set(event_target_value(&ev)) />
+            <input type="search" name="actor" placeholder="Actor contains, e.g. alice" on:change=filter(|q, v| q.actor = v) />
+            <label>"From " <input type="date" name="from" on:change=filter(|q, v| q.from = v) /></label>
+            <label>"To " <input type="date" name="to" on:change=filter(|q, v| q.to = v) /></label>
         </div>
         {loaded(
             events,
-            move |events| {
-                if events.is_empty() {
-                    return view! { <p class="muted">"No change recorded matches."</p> }.into_any();
+            move |page| {
+                if page.rows.is_empty() {
+                    return view! { <p class="muted">"No change recorded matches these filters."</p> }.into_any();
                 }
+                let oldest = page.rows.last().map(|r| r.id);
                 view! {
-                    <table class="grid audit">
-                        <thead>
-                            <tr>
-                                <th>"When"</th>
-                                <th>"Who"</th>
-                                <th>"What"</th>
-                                <th>"Entity"</th>
-                                <th></th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            {events
-                                .into_iter()
-                                .map(|e| {
-                                    let id = e.id;
-                                    view! {
-                                        <tr>
-                                            <td class="small">{e.at}</td>
-                                            <td>{e.actor}</td>
-                                            <td>{e.action}</td>
-                                            <td>{e.entity_kind} " " <code>{e.entity_id}</code></td>
-                                            <td>
-                                                <button type="button" class="link" on:click=move |_| open.update(|o| *o = if *o == Some(id) { None } else { Some(id) })>
-                                                    {move || if open.get() == Some(id) { "Hide" } else { "Before / after" }}
-                                                </button>
-                                            </td>
-                                        </tr>
-                                        <Show when=move || open.get() == Some(id)>
-                                            <tr class="detail">
-                                                <td colspan="5">
-                                                    <div class="side-by-side">
-                                                        <JsonBlock label="Before" value=e.before.clone().unwrap_or(Value::Null) />
-                                                        <JsonBlock label="After" value=e.after.clone().unwrap_or(Value::Null) />
-                                                    </div>
-                                                </td>
-                                            </tr>
-                                        </Show>
-                                    }
-                                })
-                                .collect_view()}
-                        </tbody>
-                    </table>
+                    <div class="scroll">
+                        <table class="grid audit">
+                            <thead>
+                                <tr>
+                                    <th>"When"</th>
+                                    <th>"Who"</th>
+                                    <th>"What"</th>
+                                    <th>"Entity"</th>
+                                    <th></th>
+                                </tr>
+                            </thead>
+                            <tbody>
+                                {page.rows.into_iter().map(|e| entry(e, open)).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                    <div class="actions">
+                        <Show when=move || !pages.read().is_empty()>
+                            <button type="button" on:click=move |_| {
+                                let back = pages.try_update(|p| p.pop().flatten()).flatten();
+                                query.update(|q| q.before_id = back);
+                            }>"Newer"</button>
+                        </Show>
+                        {page.more.then(|| view! {
+                            <button type="button" on:click=move |_| {
+                                pages.update(|p| p.push(query.get_untracked().before_id));
+                                query.update(|q| q.before_id = oldest);
+                            }>"Older"</button>
+                        })}
+                    </div>
                 }
                     .into_any()
             },

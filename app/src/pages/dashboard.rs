@@ -11,8 +11,8 @@ use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Overview {
-    /// (status, number of servers)
-    pub servers: Vec<(String, usize)>,
+    /// (status, number of servers); `None` for a tenant administrator, who has none.
+    pub servers: Option<Vec<(String, usize)>>,
     pub tenants: Vec<TenantCalls>,
     pub slowest: Vec<SlowTool>,
 }
@@ -38,17 +38,21 @@ pub async fn load_overview() -> Result<Overview, PanelError> {
     let caller = caller().await?;
     let state = state();
     let traffic = engine::service::global::traffic(&state, &caller, 60).await?;
-    let mut servers: Vec<(String, usize)> = Vec::new();
     // Only the statuses are counted: the server list itself, not its tools and tenants.
-    if let Ok(owner) = caller.owner() {
-        for entry in engine::service::servers::list(&state, &owner).await? {
-            let status = super::servers::ssr::status(&entry);
-            match servers.iter_mut().find(|(known, _)| *known == status) {
-                Some((_, count)) => *count += 1,
-                None => servers.push((status, 1)),
+    let servers = match caller.owner() {
+        Ok(owner) => {
+            let mut servers: Vec<(String, usize)> = Vec::new();
+            for entry in engine::service::servers::list(&state, &owner).await? {
+                let status = super::servers::ssr::status(&entry);
+                match servers.iter_mut().find(|(known, _)| *known == status) {
+                    Some((_, count)) => *count += 1,
+                    None => servers.push((status, 1)),
+                }
             }
+            Some(servers)
         }
-    }
+        Err(_) => None,
+    };
     Ok(Overview {
         servers,
         tenants: traffic
@@ -89,14 +93,15 @@ pub fn Dashboard() -> impl IntoView {
             |o| {
                 view! {
                     <div class="cards">
+                        {o.servers.map(|servers| view! {
                         <section class="card">
                             <h2>"Servers"</h2>
-                            {if o.servers.is_empty() {
+                            {if servers.is_empty() {
                                 view! { <p class="muted">"No server registered. " <a href="/servers">"Register one"</a></p> }.into_any()
                             } else {
                                 view! {
                                     <ul class="plain">
-                                        {o.servers
+                                        {servers
                                             .into_iter()
                                             .map(|(status, count)| view! { <li><StatusBadge status /> " " {count}</li> })
                                             .collect_view()}
@@ -105,6 +110,7 @@ pub fn Dashboard() -> impl IntoView {
                                     .into_any()
                             }}
                         </section>
+                        })}
                         <section class="card">
                             <h2>"Calls in the last hour"</h2>
                             {if o.tenants.is_empty() {

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
-use super::ui::{ErrorNote, action_error, loaded, succeeded};
+use super::ui::{Confirm, ErrorNote, action_error, loaded, succeeded};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,6 +90,16 @@ pub fn GroupsPage() -> impl IntoView {
     let description = RwSignal::new(String::new());
     let active = RwSignal::new(true);
     let members = RwSignal::new(Vec::<String>::new());
+    let tool_filter = RwSignal::new(String::new());
+    // A saved group leaves an empty form for the next one.
+    Effect::new(move |_| {
+        if saved.get() > 0 {
+            name.set(String::new());
+            description.set(String::new());
+            active.set(true);
+            members.set(Vec::new());
+        }
+    });
     let edit = move |g: GroupRow| {
         name.set(g.name);
         description.set(g.description);
@@ -115,6 +125,11 @@ pub fn GroupsPage() -> impl IntoView {
                                 <tbody>
                                     {view_data.groups.into_iter().map(|g| {
                                         let (chosen, gone) = (g.clone(), g.name.clone());
+                                        let members = match g.tools.len() {
+                                            1 => "its 1 tool becomes".to_string(),
+                                            n => format!("its {n} tools become"),
+                                        };
+                                        let warning = format!("Delete `{}`: {members} visible to every tenant", g.name);
                                         view! {
                                             <tr>
                                                 <td><strong>{g.name.clone()}</strong><div class="muted small">{g.description.clone()}</div></td>
@@ -122,7 +137,12 @@ pub fn GroupsPage() -> impl IntoView {
                                                 <td>{g.tools.iter().map(name_of).collect::<Vec<_>>().join(", ")}</td>
                                                 <td>
                                                     <button type="button" class="link" on:click=move |_| edit(chosen.clone())>"Edit"</button>
-                                                    <button type="button" class="link" on:click=move |_| { remove.dispatch(DeleteGroup { name: gone.clone() }); }>"Delete"</button>
+                                                    <Confirm
+                                                        ask="Delete…"
+                                                        confirm=warning
+                                                        keep="Keep it"
+                                                        on_confirm=Callback::new(move |_| { remove.dispatch(DeleteGroup { name: gone.clone() }); })
+                                                    />
                                                 </td>
                                             </tr>
                                         }
@@ -142,11 +162,20 @@ pub fn GroupsPage() -> impl IntoView {
                             </label>
                         </div>
                         <h3>"Tools"</h3>
+                        <input
+                            type="search"
+                            name="tool-filter"
+                            placeholder="Find a tool"
+                            prop:value=move || tool_filter.get()
+                            on:input=move |ev| tool_filter.set(event_target_value(&ev))
+                        />
                         <div class="switches">
                             {view_data.tools.into_iter().map(|(id, tool)| {
                                 let (checked_id, toggled_id) = (id.clone(), id.clone());
+                                let lowered = tool.to_lowercase();
+                                let hidden = move || !lowered.contains(&tool_filter.read().trim().to_lowercase());
                                 view! {
-                                    <label class="switch">
+                                    <label class="switch" class:hidden=hidden>
                                         <input
                                             type="checkbox"
                                             prop:checked=move || members.read().contains(&checked_id)

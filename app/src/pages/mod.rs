@@ -1,6 +1,7 @@
 //! The panel's pages, one module each.
 
 mod audit;
+mod config;
 mod dashboard;
 mod groups;
 mod login;
@@ -13,6 +14,7 @@ mod tools;
 pub(crate) mod ui;
 
 pub use audit::AuditPage;
+pub use config::ConfigPage;
 pub use dashboard::Dashboard;
 pub use groups::GroupsPage;
 pub use login::LoginPage;

@@ -342,20 +342,62 @@ fn field(path: Vec<Step>, label: String, schema: Value, required: bool, root: Rw
     }
 }
 
+/// One block of a tool's result, where it comes in the result: text (JSON pretty-printed),
+/// an image shown at a size one can see, or what any other block is, named.
+fn content_block(block: &Value) -> AnyView {
+    let text = |key: &str| block[key].as_str().map(str::to_string);
+    match block["type"].as_str() {
+        Some("text") => {
+            let text = text("text").unwrap_or_default();
+            let pretty = serde_json::from_str::<Value>(&text)
+                .ok()
+                .filter(|v| v.is_object() || v.is_array())
+                .and_then(|v| serde_json::to_string_pretty(&v).ok())
+                .unwrap_or(text);
+            view! { <pre class="output">{pretty}</pre> }.into_any()
+        }
+        Some("image") => match (text("mimeType"), text("data")) {
+            (Some(mime), Some(data)) => {
+                view! { <img class="output" src=format!("data:{mime};base64,{data}") alt="an image the tool returned" /> }
+                    .into_any()
+            }
+            _ => view! { <p class="muted">"An image block without data."</p> }.into_any(),
+        },
+        other => {
+            let kind = other.unwrap_or("unknown").to_string();
+            let what = text("uri").or(text("mimeType")).unwrap_or_default();
+            view! { <p class="muted output-other">{format!("A {kind} block")} " " <code>{what}</code> " (in the full result below)."</p> }
+                .into_any()
+        }
+    }
+}
+
 /// A past run, to look at again or replay.
 #[derive(Debug, Clone, PartialEq)]
 struct Run {
     tenant: String,
-    tool: String,
+    tool: PlayTool,
     arguments: Value,
     status: String,
     latency_ms: f64,
 }
 
+impl Run {
+    /// Whether this run was made with exactly these choices.
+    fn made_with(&self, tenant: &str, tool: Option<&PlayTool>, arguments: &Value) -> bool {
+        self.tenant == tenant
+            && tool.is_some_and(|t| t.name == self.tool.name)
+            && &self.arguments == arguments
+    }
+}
+
 #[component]
 pub fn PlaygroundPage() -> impl IntoView {
     let tenants = Resource::new(|| (), |_| playground_tenants());
-    let tenant = RwSignal::new(String::new());
+    // `?tenant=…&tool=…` (the tool page's "Try it") opens on that tool.
+    let query = leptos_router::hooks::use_query_map();
+    let tenant = RwSignal::new(query.read_untracked().get("tenant").unwrap_or_default());
+    let wanted = StoredValue::new(query.read_untracked().get("tool"));
     let tools = Resource::new(move || tenant.get(), playground_tools);
     let tool = RwSignal::new(None::<PlayTool>);
     let arguments = RwSignal::new(json!({}));
@@ -364,33 +406,65 @@ pub fn PlaygroundPage() -> impl IntoView {
     let run = ServerAction::<RunTool>::new();
     let history = RwSignal::new(Vec::<Run>::new());
     let pending_run = StoredValue::new(None::<Run>);
+    let shown = RwSignal::new(None::<Run>);
 
+    Effect::new(move |_| {
+        let Some(Ok(list)) = tools.get() else { return };
+        if let Some(found) = wanted.get_value().and_then(|name| list.into_iter().find(|t| t.name == name)) {
+            arguments.set(initial(&found.schema));
+            tool.set(Some(found));
+        }
+        wanted.set_value(None);
+    });
+    // Runs the chosen tool of the chosen tenant with the current arguments.
     let start = move || {
         let Some(chosen) = tool.get() else { return };
-        let run_args = arguments.get();
-        pending_run.set_value(Some(Run {
+        let entry = Run {
             tenant: tenant.get(),
-            tool: chosen.name.clone(),
-            arguments: run_args.clone(),
+            tool: chosen,
+            arguments: arguments.get(),
             status: String::new(),
             latency_ms: 0.0,
-        }));
-        run.dispatch(RunTool { tenant: tenant.get(), tool: chosen.name, arguments: run_args.to_string() });
+        };
+        run.dispatch(RunTool {
+            tenant: entry.tenant.clone(),
+            tool: entry.tool.name.clone(),
+            arguments: entry.arguments.to_string(),
+        });
+        pending_run.set_value(Some(entry));
     };
-    // Each finished run goes to the history, newest first.
+    // Each finished run goes to the history, newest first, and is what the result shows.
     Effect::new(move |_| {
-        if let Some(Ok(outcome)) = run.value().get()
-            && let Some(mut entry) = pending_run.get_value()
-        {
+        let Some(result) = run.value().get() else { return };
+        let Some(mut entry) = pending_run.get_value() else { return };
+        pending_run.set_value(None);
+        if let Ok(outcome) = result {
             entry.status = outcome.status;
             entry.latency_ms = outcome.latency_ms;
             history.update(|h| {
-                h.insert(0, entry);
+                h.insert(0, entry.clone());
                 h.truncate(20);
             });
-            pending_run.set_value(None);
         }
+        shown.set(Some(entry));
     });
+    // The result on screen is stale once the tenant, the tool or the arguments differ from
+    // the run that produced it.
+    let stale = move || {
+        shown.with(|run| {
+            run.as_ref().is_some_and(|run| {
+                tool.with(|t| arguments.with(|a| !run.made_with(&tenant.read(), t.as_ref(), a)))
+            })
+        })
+    };
+    // A replay puts back the tenant, the tool and the arguments together, then runs them.
+    let replay = move |entry: Run| {
+        raw_error.set(None);
+        tenant.set(entry.tenant);
+        tool.set(Some(entry.tool));
+        arguments.set(entry.arguments);
+        start();
+    };
     // Raw JSON replaces the arguments once it parses; until then the form keeps its values.
     let parse_raw = move |text: String| match serde_json::from_str::<Value>(&text) {
         Ok(value) => {
@@ -419,7 +493,10 @@ pub fn PlaygroundPage() -> impl IntoView {
                     <Transition fallback=|| ()>
                         {move || {
                             tenants.get().and_then(Result::ok).unwrap_or_default().into_iter()
-                                .map(|t| view! { <option value=t.clone()>{t.clone()}</option> })
+                                .map(|t| {
+                                    let (value, this) = (t.clone(), t.clone());
+                                    view! { <option value=value selected=move || tenant.read() == this>{t}</option> }
+                                })
                                 .collect_view()
                         }}
                     </Transition>
@@ -432,7 +509,11 @@ pub fn PlaygroundPage() -> impl IntoView {
                     <Transition fallback=|| ()>
                         {move || {
                             tools.get().and_then(Result::ok).unwrap_or_default().into_iter()
-                                .map(|t| view! { <option value=t.name.clone()>{t.name.clone()}</option> })
+                                .map(|t| {
+                                    let (value, this) = (t.name.clone(), t.name.clone());
+                                    let chosen = move || tool.read().as_ref().is_some_and(|c| c.name == this);
+                                    view! { <option value=value selected=chosen>{t.name}</option> }
+                                })
                                 .collect_view()
                         }}
                     </Transition>
@@ -460,7 +541,8 @@ pub fn PlaygroundPage() -> impl IntoView {
                                     prop:value=move || serde_json::to_string_pretty(&arguments.get()).unwrap_or_default()
                                     on:change=move |ev| parse_raw(event_target_value(&ev))
                                 ></textarea>
-                                <ErrorNote error=move || raw_error.get() />
+                                // Always there, so that the error going away does not move the button.
+                                <p class="field-error error" role="alert">{move || raw_error.get()}</p>
                             </Show>
                             <div class="actions">
                                 <button type="button" class="primary" disabled=move || run.pending().get() on:click=move |_| start()>
@@ -469,58 +551,65 @@ pub fn PlaygroundPage() -> impl IntoView {
                             </div>
                         </section>
                     }
+                    .into_any()
                 })
         }}
         <ErrorNote error=action_error(run) />
         {move || {
             run.value().get().and_then(Result::ok).map(|outcome| {
-                let texts: Vec<String> = outcome.output["content"].as_array().into_iter().flatten()
-                    .filter_map(|c| c["text"].as_str().map(str::to_string)).collect();
-                let images: Vec<String> = outcome.output["content"].as_array().into_iter().flatten()
-                    .filter(|c| c["type"] == "image")
-                    .filter_map(|c| Some(format!("data:{};base64,{}", c["mimeType"].as_str()?, c["data"].as_str()?)))
-                    .collect();
+                let blocks = outcome.output["content"].as_array().cloned().unwrap_or_default();
                 view! {
-                    <section class="card result">
-                        <h2>"Result " <StatusBadge status=outcome.status.clone() /> <span class="muted small">{format!(" {:.1} ms", outcome.latency_ms)}</span></h2>
+                    <section class="card result" class:stale=stale>
+                        <h2>
+                            "Result " <StatusBadge status=outcome.status.clone() />
+                            <span class="muted small">{format!(" {:.1} ms", outcome.latency_ms)}</span>
+                        </h2>
+                        <Show when=stale>
+                            <p class="notice stale-note">"Stale: the tenant, the tool or the arguments changed since this run. Run again to see their result."</p>
+                        </Show>
                         {outcome.correlation_id.map(|id| view! { <p class="error">"Failed; correlation id " <code>{id}</code> " (details in the server log)."</p> })}
-                        {texts.into_iter().map(|t| {
-                            let pretty = serde_json::from_str::<Value>(&t).ok().and_then(|v| serde_json::to_string_pretty(&v).ok()).unwrap_or(t);
-                            view! { <pre class="output">{pretty}</pre> }
-                        }).collect_view()}
-                        {images.into_iter().map(|src| view! { <img class="output" src=src alt="tool output" /> }).collect_view()}
+                        {blocks.iter().map(content_block).collect_view()}
                         <JsonBlock label="Full result" value=outcome.output />
                     </section>
                 }
+                .into_any()
             })
         }}
+        <History history replay />
+    }
+}
+
+/// The runs made on this page, newest first, each to replay.
+#[component]
+fn History(
+    history: RwSignal<Vec<Run>>,
+    replay: impl Fn(Run) + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    view! {
         <Show when=move || !history.read().is_empty()>
             <section class="card">
                 <h2>"Recent runs"</h2>
+                <div class="scroll">
                 <table class="grid">
                     <tbody>
                         {move || history.get().into_iter().map(|entry| {
-                            let replay = entry.clone();
+                            let again = entry.clone();
                             view! {
                                 <tr>
                                     <td>{entry.tenant.clone()}</td>
-                                    <td><code>{entry.tool.clone()}</code></td>
+                                    <td><code>{entry.tool.name.clone()}</code></td>
                                     <td class="small"><code>{entry.arguments.to_string()}</code></td>
                                     <td><StatusBadge status=entry.status.clone() /></td>
                                     <td>{format!("{:.1} ms", entry.latency_ms)}</td>
                                     <td>
-                                        <button type="button" class="link" on:click=move |_| {
-                                            tenant.set(replay.tenant.clone());
-                                            pending_run.set_value(Some(replay.clone()));
-                                            arguments.set(replay.arguments.clone());
-                                            run.dispatch(RunTool { tenant: replay.tenant.clone(), tool: replay.tool.clone(), arguments: replay.arguments.to_string() });
-                                        }>"Replay"</button>
+                                        <button type="button" class="link" on:click=move |_| replay(again.clone())>"Replay"</button>
                                     </td>
                                 </tr>
                             }
                         }).collect_view()}
                     </tbody>
                 </table>
+                </div>
             </section>
         </Show>
     }

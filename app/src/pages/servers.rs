@@ -43,6 +43,8 @@ pub struct ServerForm {
     pub args: String,
     /// `Name: value` per line; stored encrypted.
     pub headers: String,
+    /// `NAME=value` per line, for a stdio server; stored encrypted.
+    pub env: String,
     pub tags: String,
     pub tenant: String,
     pub on_definition_change: String,
@@ -62,7 +64,7 @@ pub(super) mod ssr {
     use axum::http::StatusCode;
     use engine::model::{Name, Tag, TenantSlug};
     use engine::store::SecretInput;
-    use engine::store::servers::{OnDefinitionChange, ServerConfig, Transport};
+    use engine::store::servers::{EnvValue, OnDefinitionChange, ServerConfig, Transport};
 
     use engine::service::Owner;
     use engine::service::servers::ServerEntry;
@@ -143,6 +145,13 @@ pub(super) mod ssr {
                 .ok_or_else(|| invalid(format!("header line `{line}` is not `Name: value`")))?;
             headers.insert(key.trim().to_string(), SecretInput::Value(value.trim().to_string()));
         }
+        let mut env = BTreeMap::new();
+        for line in form.env.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (key, value) = line
+                .split_once('=')
+                .ok_or_else(|| invalid(format!("environment line `{line}` is not `NAME=value`")))?;
+            env.insert(key.trim().to_string(), EnvValue::Secret(SecretInput::Value(value.to_string())));
+        }
         let tags = comma_list(&form.tags)
             .iter()
             .map(|t| Tag::parse(t))
@@ -159,6 +168,7 @@ pub(super) mod ssr {
             url: if transport == Transport::Stdio { None } else { text(&form.url) },
             command: if transport == Transport::Stdio { text(&form.command) } else { None },
             args: form.args.lines().map(str::trim).filter(|a| !a.is_empty()).map(str::to_string).collect(),
+            env: if transport == Transport::Stdio { env } else { BTreeMap::new() },
             headers,
             tags,
             tenant,
@@ -349,6 +359,7 @@ fn ServerTable(servers: Vec<ServerSummary>) -> impl IntoView {
         return view! { <p class="muted">"No MCP server is registered yet."</p> }.into_any();
     }
     view! {
+        <div class="scroll">
         <table class="grid">
             <thead>
                 <tr>
@@ -393,6 +404,7 @@ fn ServerTable(servers: Vec<ServerSummary>) -> impl IntoView {
                     .collect_view()}
             </tbody>
         </table>
+        </div>
     }
     .into_any()
 }
@@ -428,7 +440,8 @@ fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
         RwSignal::new(String::new()),
         RwSignal::new(String::new()),
     );
-    let (args, headers, tags, tenant) = (
+    let (args, headers, tags, tenant, env) = (
+        RwSignal::new(String::new()),
         RwSignal::new(String::new()),
         RwSignal::new(String::new()),
         RwSignal::new(String::new()),
@@ -445,6 +458,7 @@ fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
         command: command.get(),
         args: args.get(),
         headers: headers.get(),
+        env: env.get(),
         tags: tags.get(),
         tenant: tenant.get(),
         on_definition_change: on_change.get(),
@@ -455,7 +469,7 @@ fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
     // A registered server clears the form; a refused one keeps what was typed.
     Effect::new(move |_| {
         if let Some(Ok(_)) = register.value().get() {
-            for field in [name, prefix, url, command, args, headers, tags, tenant] {
+            for field in [name, prefix, url, command, args, headers, env, tags, tenant] {
                 field.set(String::new());
             }
         }
@@ -494,10 +508,20 @@ fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
                             on:input=move |ev| args.set(event_target_value(&ev))
                         ></textarea>
                     </label>
+                    <label>
+                        "Environment (NAME=value per line; stored encrypted, never shown again)"
+                        <textarea
+                            name="env"
+                            rows="2"
+                            placeholder="API_KEY=..."
+                            prop:value=move || env.get()
+                            on:input=move |ev| env.set(event_target_value(&ev))
+                        ></textarea>
+                    </label>
                     <p class="muted form-note">
                         "The process starts with a cleared environment: PATH, HOME and LANG of Toolgate's, \
-                         plus the server's own variables (config document or admin API); nothing else of \
-                         Toolgate's, so never its secret key or database URL."
+                         plus the variables above; nothing else of Toolgate's, so never its secret key or \
+                         database URL."
                     </p>
                 </Show>
                 <label>
@@ -625,6 +649,7 @@ pub fn ServerPage() -> impl IntoView {
                     {d.summary.last_error.clone().map(|e| view! { <p class="error">"Last error: " {e}</p> })}
                     <PendingChanges pending=d.pending.clone() run />
                     <h2>"Tools"</h2>
+                    <div class="scroll">
                     <table class="grid">
                         <thead>
                             <tr>
@@ -671,6 +696,7 @@ pub fn ServerPage() -> impl IntoView {
                                 .collect_view()}
                         </tbody>
                     </table>
+                    </div>
                 }
             },
         )}

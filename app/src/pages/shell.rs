@@ -34,13 +34,20 @@ pub fn Shell() -> impl IntoView {
                     <A href="/" exact=true>
                         "Dashboard"
                     </A>
-                    <A href="/servers">"Servers"</A>
-                    <A href="/tools">"Tools"</A>
+                    <OwnersOnly>
+                        <A href="/servers">"Servers"</A>
+                        <A href="/tools">"Tools"</A>
+                    </OwnersOnly>
                     <A href="/tenants">"Tenants"</A>
-                    <A href="/groups">"Groups"</A>
+                    <OwnersOnly>
+                        <A href="/groups">"Groups"</A>
+                    </OwnersOnly>
                     <A href="/playground">"Playground"</A>
-                    <A href="/audit">"Audit"</A>
-                    <A href="/tokens">"Tokens"</A>
+                    <OwnersOnly>
+                        <A href="/config">"Configuration"</A>
+                        <A href="/audit">"Audit"</A>
+                        <A href="/tokens">"Tokens"</A>
+                    </OwnersOnly>
                 </nav>
             </aside>
             <div class="workspace">
@@ -70,6 +77,18 @@ pub fn Shell() -> impl IntoView {
                 </main>
             </div>
         </div>
+    }
+}
+
+/// What only owners may use (a tenant administrator is not offered it).
+#[component]
+pub fn OwnersOnly(children: ChildrenFn) -> impl IntoView {
+    let me = expect_context::<MeResource>();
+    let owner = move || me.get().and_then(Result::ok).is_some_and(|me| me.owner);
+    view! {
+        <Transition fallback=|| ()>
+            <Show when=owner>{children()}</Show>
+        </Transition>
     }
 }
 

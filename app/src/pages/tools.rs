@@ -60,6 +60,20 @@ pub struct InspectorView {
     /// The inspection for `tenant` and `provider`: tool, raw, llm_schema, normalised,
     /// rendering, findings.
     pub inspection: Option<Value>,
+    /// The tool as `tenant` sees it.
+    pub facts: Option<ToolFacts>,
+}
+
+/// What the tool page says of the tool besides its schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolFacts {
+    /// The name the tenant calls it by.
+    pub name: String,
+    pub source: String,
+    /// Its source is an MCP server (with a page of its own).
+    pub from_server: bool,
+    pub tags: Vec<String>,
+    pub approx_tokens: usize,
 }
 
 #[server]
@@ -83,7 +97,15 @@ pub async fn inspect_tool(
         .collect();
     seen_by.sort_by(|a, b| a.slug.cmp(&b.slug));
     let chosen = seen_by.iter().find(|v| v.slug == tenant).or(seen_by.first());
-    let inspection = match chosen.and_then(|view| view.tools().iter().find(|t| t.tool_id == id)) {
+    let tool = chosen.and_then(|view| view.tools().iter().find(|t| t.tool_id == id));
+    let facts = tool.map(|t| ToolFacts {
+        name: t.exposed_name.clone(),
+        source: t.source_name.clone(),
+        from_server: t.source_kind == engine::model::SourceKind::Mcp,
+        tags: t.tags.clone(),
+        approx_tokens: t.approx_tokens(),
+    });
+    let inspection = match tool {
         Some(tool) => Some(
             serde_json::to_value(
                 tool.inspect(provider)
@@ -99,17 +121,38 @@ pub async fn inspect_tool(
         tenant: chosen.map(|v| v.slug.clone()),
         provider: provider.as_str().into(),
         inspection,
+        facts,
     })
 }
+
+/// The catalog's filters, as they are named in its address.
+const FILTERS: [&str; 5] = ["q", "source", "tag", "group", "status"];
 
 #[component]
 pub fn ToolsPage() -> impl IntoView {
     let tools = Resource::new(|| (), |_| list_tools());
-    let search = RwSignal::new(String::new());
-    let source = RwSignal::new(String::new());
-    let tag = RwSignal::new(String::new());
-    let group = RwSignal::new(String::new());
-    let state = RwSignal::new(String::new());
+    // The filters live in the address (`?q=…&source=…`), so a filtered list can be reloaded,
+    // bookmarked and shared.
+    let query = use_query_map();
+    let from_query = |key: &str| RwSignal::new(query.read_untracked().get(key).unwrap_or_default());
+    let filters @ [search, source, tag, group, state] = FILTERS.map(from_query);
+    let navigate = leptos_router::hooks::use_navigate();
+    Effect::new(move |first: Option<()>| {
+        let address: leptos_router::params::ParamsMap = FILTERS
+            .into_iter()
+            .zip(filters)
+            .map(|(key, value)| (key, value.get()))
+            .filter(|(_, value)| !value.is_empty())
+            .collect();
+        // The first run only subscribes: the address is already what the filters say.
+        if first.is_some() {
+            let to = format!("/tools{}", address.to_query_string());
+            navigate(
+                &to,
+                leptos_router::NavigateOptions { replace: true, scroll: false, ..Default::default() },
+            );
+        }
+    });
     view! {
         <Title text="Tools" />
         <h1>"Tools"</h1>
@@ -146,20 +189,20 @@ pub fn ToolsPage() -> impl IntoView {
                 };
                 view! {
                     <div class="filters">
-                        <input type="search" placeholder="Search names and descriptions" on:input=move |ev| search.set(event_target_value(&ev)) />
-                        <select on:change=move |ev| source.set(event_target_value(&ev))>
+                        <input type="search" placeholder="Search names and descriptions" prop:value=move || search.get() on:input=move |ev| search.set(event_target_value(&ev)) />
+                        <select name="source" prop:value=move || source.get() on:change=move |ev| source.set(event_target_value(&ev))>
                             <option value="">"Every source"</option>
                             {sources}
                         </select>
-                        <select on:change=move |ev| tag.set(event_target_value(&ev))>
+                        <select name="tag" prop:value=move || tag.get() on:change=move |ev| tag.set(event_target_value(&ev))>
                             <option value="">"Every tag"</option>
                             {tags}
                         </select>
-                        <select on:change=move |ev| group.set(event_target_value(&ev))>
+                        <select name="group" prop:value=move || group.get() on:change=move |ev| group.set(event_target_value(&ev))>
                             <option value="">"Every group"</option>
                             {groups}
                         </select>
-                        <select on:change=move |ev| state.set(event_target_value(&ev))>
+                        <select name="status" prop:value=move || state.get() on:change=move |ev| state.set(event_target_value(&ev))>
                             <option value="">"Any status"</option>
                             <option value="served">"Served"</option>
                             <option value="held">"Held"</option>
@@ -168,6 +211,8 @@ pub fn ToolsPage() -> impl IntoView {
                         </select>
                     </div>
                     <p class="muted small">{move || format!("{} tools", shown().len())}</p>
+                    <Show when=move || !shown().is_empty() fallback=|| view! { <p class="muted">"No tool matches these filters."</p> }>
+                    <div class="scroll">
                     <table class="grid">
                         <thead>
                             <tr>
@@ -196,6 +241,8 @@ pub fn ToolsPage() -> impl IntoView {
                             </For>
                         </tbody>
                     </table>
+                    </div>
+                    </Show>
                 }
             },
         )}
@@ -232,8 +279,25 @@ pub fn ToolPage() -> impl IntoView {
                         .into_any();
                 };
                 let findings = inspection["findings"].as_array().cloned().unwrap_or_default();
+                let facts = view_data.facts.clone().zip(view_data.tenant.clone()).map(|(facts, tenant)| {
+                    let source = if facts.from_server {
+                        view! { <a href=format!("/servers/{}", facts.source)>{facts.source.clone()}</a> }.into_any()
+                    } else {
+                        view! { <span>{format!("{} (built in)", facts.source)}</span> }.into_any()
+                    };
+                    let tags = if facts.tags.is_empty() { "none".to_string() } else { facts.tags.join(", ") };
+                    let try_it = format!("/playground?tenant={tenant}&tool={}", facts.name);
+                    view! {
+                        <p class="tool-facts">
+                            "From " {source} " · tags: " {tags} " · " <StatusBadge status="served" />
+                            {format!(" to {tenant} · ≈ {} tokens · ", facts.approx_tokens)}
+                            <a href=try_it>"Try it in the playground"</a>
+                        </p>
+                    }
+                });
                 view! {
                     <h1>{inspection["tool"].as_str().unwrap_or_default().to_string()}</h1>
+                    {facts}
                     <div class="filters">
                         <label>
                             "As tenant "

@@ -29,7 +29,7 @@ pub fn JsonBlock(value: Value, #[prop(optional, into)] label: Option<String>) ->
 }
 
 /// A table of `rows` under `headers` (an empty heading for an actions column), or `empty`
-/// when there are none.
+/// when there are none; a table wider than the screen scrolls inside its own box.
 pub fn grid<T>(
     rows: Vec<T>,
     empty: &'static str,
@@ -40,12 +40,14 @@ pub fn grid<T>(
         return view! { <p class="muted">{empty}</p> }.into_any();
     }
     view! {
-        <table class="grid">
-            <thead>
-                <tr>{headers.iter().map(|header| view! { <th>{*header}</th> }).collect_view()}</tr>
-            </thead>
-            <tbody>{rows.into_iter().map(row).collect_view()}</tbody>
-        </table>
+        <div class="scroll">
+            <table class="grid">
+                <thead>
+                    <tr>{headers.iter().map(|header| view! { <th>{*header}</th> }).collect_view()}</tr>
+                </thead>
+                <tbody>{rows.into_iter().map(row).collect_view()}</tbody>
+            </table>
+        </div>
     }
     .into_any()
 }
@@ -186,6 +188,21 @@ where
         let ok = action.value().with(|result| matches!(result, Some(Ok(_))));
         if ok { version } else { before.copied().unwrap_or(0) }
     })
+}
+
+/// Says `what` once the last run of `action` succeeded (a save the page shows no other way).
+#[component]
+pub fn Saved<I, O>(action: ServerAction<I>, what: &'static str) -> impl IntoView
+where
+    I: leptos::server_fn::ServerFn<Output = O, Error = PanelError> + Clone + Send + Sync + 'static,
+    O: Clone + Send + Sync + 'static,
+{
+    let ok = move || !action.pending().get() && action.value().with(|v| matches!(v, Some(Ok(_))));
+    view! {
+        <Show when=ok>
+            <p class="notice ok" role="status">{what}</p>
+        </Show>
+    }
 }
 
 /// Shows `error()` as an alert when there is one.

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::page::TenantView;
 use crate::error::PanelError;
-use crate::pages::ui::{ErrorNote, SaveButton, action_error};
+use crate::pages::ui::{ErrorNote, SaveButton, Saved, action_error};
 
 /// Which tags a tenant's tools must carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,30 +113,33 @@ impl GroupChoice {
     }
 }
 
-/// Sets a group for the tenant.
+/// Saves the tenant's group choices that changed (group name, choice) and, when given, the
+/// meta tool switch.
 #[server]
-pub async fn set_group(slug: String, group: String, choice: GroupChoice) -> Result<(), PanelError> {
-    use crate::server::caller;
-    let caller = caller().await?;
-    let tenant = caller.tenant(&slug)?;
-    let group = engine::model::Name::parse(&group).map_err(engine::Error::from)?;
-    let active = match choice {
-        GroupChoice::On => Some(true),
-        GroupChoice::Off => Some(false),
-        GroupChoice::Default => None,
-    };
-    Ok(engine::service::tenants::set_group(&crate::server::state(), &tenant, &group, active).await?)
-}
-
-#[server]
-pub async fn set_meta_tool(slug: String, on: bool) -> Result<(), PanelError> {
+pub async fn save_groups(
+    slug: String,
+    changed: Vec<(String, GroupChoice)>,
+    meta_tool: Option<bool>,
+) -> Result<(), PanelError> {
     use engine::store::tenants::TenantUpdate;
 
     use crate::server::{caller, state};
     let caller = caller().await?;
     let tenant = caller.tenant(&slug)?;
-    let update = TenantUpdate { meta_tool: Some(on), ..Default::default() };
-    engine::service::tenants::update(&state(), &tenant, update).await?;
+    let state = state();
+    for (group, choice) in changed {
+        let group = engine::model::Name::parse(&group).map_err(engine::Error::from)?;
+        let active = match choice {
+            GroupChoice::On => Some(true),
+            GroupChoice::Off => Some(false),
+            GroupChoice::Default => None,
+        };
+        engine::service::tenants::set_group(&state, &tenant, &group, active).await?;
+    }
+    if let Some(on) = meta_tool {
+        let update = TenantUpdate { meta_tool: Some(on), ..Default::default() };
+        engine::service::tenants::update(&state, &tenant, update).await?;
+    }
     Ok(())
 }
 
@@ -238,7 +241,7 @@ pub(super) fn TagToggles(tenant: TenantView, action: ServerAction<SaveTags>) -> 
             <div class="radio-row">
                 <label class="check">
                     <input type="radio" name="tag-mode" prop:checked=move || mode.get() == TagMode::Default on:change=move |_| mode.set(TagMode::Default) />
-                    "Use the default tags (" {defaults} ")"
+                    "Follow the default tags (now: " {defaults} ")"
                 </label>
                 <label class="check">
                     <input type="radio" name="tag-mode" prop:checked=move || mode.get() == TagMode::All on:change=move |_| mode.set(TagMode::All) />
@@ -285,19 +288,30 @@ pub(super) fn TagToggles(tenant: TenantView, action: ServerAction<SaveTags>) -> 
                     action.dispatch(SaveTags { slug: slug.clone(), mode: mode.get(), tags: chosen.get().join(",") });
                 })
             />
+            <Saved action=action what="Tags saved." />
             <ErrorNote error=action_error(action) />
         </section>
     }
 }
 
 #[component]
-pub(super) fn GroupToggles(
-    tenant: TenantView,
-    action: ServerAction<SetGroup>,
-    meta: ServerAction<SetMetaTool>,
-) -> impl IntoView {
-    let (slug, meta_slug) = (tenant.slug.clone(), tenant.slug.clone());
-    let meta_on = tenant.meta_tool;
+pub(super) fn GroupToggles(tenant: TenantView, action: ServerAction<SaveGroups>) -> impl IntoView {
+    let slug = tenant.slug.clone();
+    // As saved, and as chosen on the page: Save sends what differs.
+    let saved: Vec<(String, GroupChoice)> =
+        tenant.groups.iter().map(|g| (g.name.clone(), GroupChoice::of(g.active))).collect();
+    let chosen = RwSignal::new(saved.clone());
+    let saved = StoredValue::new(saved);
+    let meta_on = RwSignal::new(tenant.meta_tool);
+    let save = move |()| {
+        let changed: Vec<(String, GroupChoice)> = chosen
+            .get()
+            .into_iter()
+            .filter(|choice| saved.with_value(|saved| !saved.contains(choice)))
+            .collect();
+        let meta_tool = (meta_on.get() != tenant.meta_tool).then(|| meta_on.get());
+        action.dispatch(SaveGroups { slug: slug.clone(), changed, meta_tool });
+    };
     view! {
         <section class="card">
             <h2>"Groups"</h2>
@@ -313,7 +327,7 @@ pub(super) fn GroupToggles(
                                 .groups
                                 .into_iter()
                                 .map(|g| {
-                                    let (slug, group) = (slug.clone(), g.name.clone());
+                                    let group = g.name.clone();
                                     let current = GroupChoice::of(g.active).value();
                                     let default = if g.active_by_default { "active" } else { "inactive" };
                                     view! {
@@ -328,7 +342,11 @@ pub(super) fn GroupToggles(
                                                     prop:value=current
                                                     on:change=move |ev| {
                                                         let choice = GroupChoice::from_value(&event_target_value(&ev));
-                                                        action.dispatch(SetGroup { slug: slug.clone(), group: group.clone(), choice });
+                                                        chosen.update(|c| {
+                                                            if let Some(entry) = c.iter_mut().find(|(name, _)| *name == group) {
+                                                                entry.1 = choice;
+                                                            }
+                                                        });
                                                     }
                                                 >
                                                     <option value=GroupChoice::Default.value()>{format!("Default ({default})")}</option>
@@ -346,17 +364,12 @@ pub(super) fn GroupToggles(
                     .into_any()
             }}
             <label class="check">
-                <input
-                    type="checkbox"
-                    prop:checked=meta_on
-                    on:change=move |ev| {
-                        meta.dispatch(SetMetaTool { slug: meta_slug.clone(), on: event_target_checked(&ev) });
-                    }
-                />
+                <input type="checkbox" prop:checked=move || meta_on.get() on:change=move |ev| meta_on.set(event_target_checked(&ev)) />
                 "Offer the meta tool " <code>"reset_equipped_tools"</code> " (an agent switches its own groups per session)"
             </label>
+            <SaveButton label="Save groups" pending=action.pending() on_click=Callback::new(save) />
+            <Saved action=action what="Groups saved." />
             <ErrorNote error=action_error(action) />
-            <ErrorNote error=action_error(meta) />
         </section>
     }
 }

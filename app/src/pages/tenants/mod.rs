@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub use page::TenantPage;
 
+use super::shell::OwnersOnly;
 use super::ui::{ErrorNote, action_error, grid, loaded, succeeded};
 use crate::error::PanelError;
 
@@ -74,6 +75,7 @@ pub fn TenantsPage() -> impl IntoView {
                 })
             },
         )}
+        <OwnersOnly>
         <section class="card form-card">
             <h2>"New tenant"</h2>
             <ActionForm action=create attr:class="inline-form">
@@ -91,5 +93,6 @@ pub fn TenantsPage() -> impl IntoView {
             </ActionForm>
             <ErrorNote error=action_error(create) />
         </section>
+        </OwnersOnly>
     }
 }

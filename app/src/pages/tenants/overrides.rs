@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::page::TenantView;
 use crate::error::PanelError;
-use crate::pages::ui::{ErrorNote, action_error};
+use crate::pages::ui::{Confirm, ErrorNote, action_error};
 
 /// The override editor's fields, as typed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -84,6 +84,14 @@ pub(super) fn Overrides(
 ) -> impl IntoView {
     let form = RwSignal::new(OverrideForm { enabled: true, ..Default::default() });
     let overrides = StoredValue::new(tenant.overrides.clone());
+    let catalog = StoredValue::new(tenant.catalog.clone());
+    // What the tool is called and says when the override leaves them as they are.
+    let current = move |pick: fn(&super::page::CatalogEntry) -> String| {
+        move || {
+            let id = form.read().tool_id.clone();
+            catalog.with_value(|c| c.iter().find(|t| t.id == id).map(pick)).unwrap_or_default()
+        }
+    };
     // Choosing a tool loads its override, if it has one, into the editor.
     let choose = move |tool_id: String| {
         let existing = overrides.with_value(|o| o.iter().find(|o| o.tool_id == tool_id).cloned());
@@ -132,15 +140,14 @@ pub(super) fn Overrides(
                                         <li>
                                             <code>{o.tool.clone()}</code> ": " {summary} " "
                                             <button type="button" class="link" on:click=move |_| choose(id.clone())>"Edit"</button>
-                                            <button
-                                                type="button"
-                                                class="link"
-                                                on:click=move |_| {
+                                            <Confirm
+                                                ask="Remove…"
+                                                confirm=format!("Remove the override of `{}`", o.tool)
+                                                keep="Keep it"
+                                                on_confirm=Callback::new(move |_| {
                                                     clear.dispatch(ClearOverride { slug: slug.get_value(), tool_id: clear_id.clone() });
-                                                }
-                                            >
-                                                "Remove"
-                                            </button>
+                                                })
+                                            />
                                         </li>
                                     }
                                 })
@@ -151,7 +158,7 @@ pub(super) fn Overrides(
             <div class="form-grid">
                 <label>
                     "Tool"
-                    <select prop:value=move || form.read().tool_id.clone() on:change=move |ev| choose(event_target_value(&ev))>
+                    <select name="override-tool" prop:value=move || form.read().tool_id.clone() on:change=move |ev| choose(event_target_value(&ev))>
                         <option value="">"Choose a tool…"</option>
                         {tenant
                             .catalog
@@ -170,7 +177,13 @@ pub(super) fn Overrides(
                 </label>
                 <label>
                     "Exposed name (empty = the default)"
-                    <input type="text" prop:value=move || form.read().name.clone() on:input=edit(|f, v| f.name = v) />
+                    <input
+                        type="text"
+                        name="override-name"
+                        placeholder=current(|t| t.name.clone())
+                        prop:value=move || form.read().name.clone()
+                        on:input=edit(|f, v| f.name = v)
+                    />
                 </label>
                 <label>
                     "Timeout in ms (empty = the tool's)"
@@ -178,11 +191,23 @@ pub(super) fn Overrides(
                 </label>
                 <label class="wide">
                     "Description (empty = the tool's)"
-                    <textarea rows="2" prop:value=move || form.read().description.clone() on:input=edit(|f, v| f.description = v)></textarea>
+                    <textarea
+                        rows="2"
+                        name="override-description"
+                        placeholder=current(|t| t.description.clone())
+                        prop:value=move || form.read().description.clone()
+                        on:input=edit(|f, v| f.description = v)
+                    ></textarea>
                 </label>
                 <label>
                     "Presets (a JSON object; removed from the schema, injected at execution)"
-                    <textarea rows="2" placeholder="{\"region\": \"eu\"}" prop:value=move || form.read().presets.clone() on:input=edit(|f, v| f.presets = v)></textarea>
+                    <textarea
+                        rows="2"
+                        name="override-presets"
+                        placeholder="{\"region\": \"eu\"}"
+                        prop:value=move || form.read().presets.clone()
+                        on:input=edit(|f, v| f.presets = v)
+                    ></textarea>
                 </label>
                 <label>
                     "New secret presets (name=value per line; encrypted, never shown again)"

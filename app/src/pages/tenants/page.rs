@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
 
-use super::choices::{CeilingCard, GroupToggles, SaveCeiling, SaveTags, SetGroup, SetMetaTool, TagToggles};
+use super::choices::{CeilingCard, GroupToggles, SaveCeiling, SaveGroups, SaveTags, TagToggles};
 use super::keys::{CreateKey, Keys, RevokeKey};
 use super::overrides::{ClearOverride, Overrides, SaveOverride};
 use crate::error::PanelError;
@@ -87,6 +87,7 @@ pub struct CatalogEntry {
     pub id: String,
     pub name: String,
     pub source: String,
+    pub description: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -185,6 +186,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
                 id: t.id.to_string(),
                 name: t.exposed_name.clone(),
                 source: t.source.clone(),
+                description: t.description.clone(),
             })
             .collect(),
         known_tags,
@@ -208,8 +210,7 @@ pub fn TenantPage() -> impl IntoView {
     let params = use_params_map();
     let slug = move || params.read().get("slug").unwrap_or_default();
     let save_tags = ServerAction::<SaveTags>::new();
-    let set_group = ServerAction::<SetGroup>::new();
-    let set_meta = ServerAction::<SetMetaTool>::new();
+    let save_groups = ServerAction::<SaveGroups>::new();
     let save_override = ServerAction::<SaveOverride>::new();
     let clear_override = ServerAction::<ClearOverride>::new();
     let create_key = ServerAction::<CreateKey>::new();
@@ -218,8 +219,7 @@ pub fn TenantPage() -> impl IntoView {
     let changes = [
         succeeded(save_ceiling),
         succeeded(save_tags),
-        succeeded(set_group),
-        succeeded(set_meta),
+        succeeded(save_groups),
         succeeded(save_override),
         succeeded(clear_override),
         succeeded(create_key),
@@ -239,7 +239,7 @@ pub fn TenantPage() -> impl IntoView {
                     <h1>{t.name.clone()} " " <span class="muted small">{t.slug.clone()}</span></h1>
                     <CeilingCard tenant=t.clone() action=save_ceiling />
                     <TagToggles tenant=t.clone() action=save_tags />
-                    <GroupToggles tenant=t.clone() action=set_group meta=set_meta />
+                    <GroupToggles tenant=t.clone() action=save_groups />
                     <EffectiveTools tenant=t.clone() />
                     <Overrides tenant=t.clone() save=save_override clear=clear_override />
                     <Keys tenant=t create=create_key revoke=revoke_key />
@@ -270,6 +270,7 @@ fn EffectiveTools(tenant: TenantView) -> impl IntoView {
                     }
                 })
                 .collect_view()}
+            <div class="scroll">
             <table class="grid effective-tools">
                 <thead>
                     <tr>
@@ -298,6 +299,7 @@ fn EffectiveTools(tenant: TenantView) -> impl IntoView {
                         .collect_view()}
                 </tbody>
             </table>
+            </div>
         </section>
     }
 }

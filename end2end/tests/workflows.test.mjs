@@ -1,0 +1,311 @@
+// What a new administrator tripped over in the panel, each walked through in Chromium against
+// a real `toolgate serve` with the public MCP reference server (server-everything, stdio).
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { launchChromium, open, screenshots, signIn, startToolgate } from '../support/toolgate.mjs';
+
+const everything = new URL('../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url).pathname;
+
+let toolgate;
+let browser;
+let page;
+
+before(async () => {
+  toolgate = await startToolgate();
+  browser = await launchChromium();
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await signIn(page, toolgate);
+
+  await open(page, toolgate, '/servers');
+  await page.locator('input[name=name]').fill('everything');
+  await page.locator('select[name=transport]').selectOption('stdio');
+  await page.locator('input[name=command]').fill('node');
+  await page.locator('textarea[name=args]').fill(`${everything}\nstdio`);
+  await page.locator('textarea[name=env]').fill('GREETING=hello from the panel');
+  await page.getByRole('button', { name: 'Register' }).click();
+  await page.getByText('Registered everything.').waitFor();
+
+  await open(page, toolgate, '/tenants');
+  await page.locator('input[name=slug]').fill('acme');
+  await page.locator('input[name=name]').fill('Acme');
+  await page.getByRole('button', { name: 'Create' }).click();
+  await page.getByRole('link', { name: 'acme' }).waitFor();
+});
+
+after(async () => {
+  await browser?.close();
+  await toolgate?.stop();
+});
+
+/** Opens the playground on `tool` of acme, once the server's tools have been discovered. */
+async function choose(tool) {
+  await open(page, toolgate, '/playground');
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    await page.locator('select[name=tenant]').selectOption('acme');
+    try {
+      await page.locator(`select[name=tool] option[value="${tool}"]`).waitFor({ state: 'attached', timeout: 1000 });
+      break;
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`${tool} never appeared: ${err.message}`);
+      await page.reload();
+      await page.waitForSelector('html[data-hydrated="true"]');
+    }
+  }
+  await page.locator('select[name=tool]').selectOption(tool);
+}
+
+/** Types `json` as the raw arguments, leaving the field (which is when it is read). */
+async function rawArguments(json) {
+  await page.getByRole('tab', { name: 'Raw JSON' }).click();
+  await page.locator('textarea.raw-json').fill(json);
+}
+
+const output = () => page.locator('section.result pre.output').allInnerTexts();
+
+test('a replay puts back the tenant, the tool and the arguments together', async () => {
+  await choose('everything_get-sum');
+  await rawArguments('{"a": 3, "b": 4}');
+  await page.getByRole('button', { name: 'Run' }).click();
+  await page.locator('section.result pre.output', { hasText: '7' }).waitFor();
+
+  await page.locator('select[name=tool]').selectOption('everything_echo');
+  await rawArguments('{"message": "hi"}');
+  await page.getByRole('button', { name: 'Run' }).click();
+  await page.locator('section.result pre.output', { hasText: 'Echo: hi' }).waitFor();
+
+  // The sum's row is the older one; replaying it must not run echo with {"a":3,"b":4}.
+  const sum = page.getByRole('row', { name: /everything_get-sum/ });
+  await sum.getByRole('button', { name: 'Replay' }).click();
+  await page.locator('section.result pre.output', { hasText: '7' }).waitFor();
+  assert.equal(await page.locator('select[name=tool]').inputValue(), 'everything_get-sum');
+  assert.deepEqual(JSON.parse(await page.locator('textarea.raw-json').inputValue()), { a: 3, b: 4 });
+  // And the next Run is the sum again, with the same arguments.
+  await page.getByRole('button', { name: 'Run' }).click();
+  await page.locator('table.grid tr').nth(3).waitFor();
+  assert.equal(await page.getByRole('row', { name: /everything_get-sum/ }).count(), 3, 'the fourth run was the sum');
+  assert.match((await output()).join('\n'), /7/);
+  await page.screenshot({ path: `${screenshots}/playground-replay.png`, fullPage: true });
+});
+
+test('the first Run after fixing a JSON error runs, and a result made with other arguments says it is stale', async () => {
+  await choose('everything_get-sum');
+  await rawArguments('{"a": 1, "b": 2}');
+  await page.getByRole('button', { name: 'Run' }).click();
+  await page.locator('section.result pre.output', { hasText: '3' }).waitFor();
+
+  await page.locator('textarea.raw-json').fill('{"a": 1, "b":');
+  await page.locator('textarea.raw-json').blur();
+  await page.getByRole('alert').filter({ hasText: 'not valid JSON' }).waitFor();
+  await page.locator('textarea.raw-json').fill('{"a": 20, "b": 22}');
+  // One click: leaving the field clears the error, and the button must still be under the pointer.
+  await page.getByRole('button', { name: 'Run' }).click();
+  await page.locator('section.result pre.output', { hasText: '42' }).waitFor({ timeout: 5000 });
+  assert.equal(await page.locator('.stale-note').count(), 0, 'a fresh result is not stale');
+
+  await page.locator('textarea.raw-json').fill('{"a": 0, "b": 0}');
+  await page.locator('textarea.raw-json').blur();
+  await page.locator('.stale-note').waitFor();
+  assert.match(await page.locator('.stale-note').innerText(), /Stale/);
+});
+
+test('content comes in the order the tool returned it, and an image at a size one can see', async () => {
+  await choose('everything_get-tiny-image');
+  await page.getByRole('button', { name: 'Run' }).click();
+  const image = page.locator('section.result img.output');
+  await image.waitFor();
+  const order = await page.locator('section.result > pre.output, section.result > img.output')
+    .evaluateAll((blocks) => blocks.map((b) => b.tagName.toLowerCase()));
+  assert.deepEqual(order, ['pre', 'img', 'pre']);
+  const box = await image.boundingBox();
+  assert.ok(box.width >= 100, `the 20×20 image is shown ${box.width} px wide`);
+  await page.screenshot({ path: `${screenshots}/playground-image.png`, fullPage: true });
+});
+
+test('a stdio server gets the environment typed into its form, and nothing of Toolgate\'s', async () => {
+  await choose('everything_get-env');
+  await page.getByRole('button', { name: 'Run' }).click();
+  const env = JSON.parse(await page.locator('section.result pre.output').innerText());
+  assert.equal(env.GREETING, 'hello from the panel');
+  assert.equal(env.TOOLGATE_DATA_DIR, undefined, 'Toolgate\'s own settings stay with Toolgate');
+});
+
+test('a group: saved clears the form, and deleting it first says what happens', async () => {
+  await open(page, toolgate, '/groups');
+  await page.locator('input[name="group-name"]').fill('talk');
+  await page.locator('input[name="tool-filter"]').fill('ECHO');
+  assert.equal(await page.locator('label.switch:visible').count(), 1, 'the tool filter finds echo alone');
+  await page.getByLabel('everything_echo').check();
+  await page.getByRole('button', { name: 'Save group' }).click();
+  await page.getByRole('cell', { name: 'everything_echo' }).waitFor();
+  assert.equal(await page.locator('input[name="group-name"]').inputValue(), '', 'a saved group leaves an empty form');
+
+  // The tenant page saves group choices like tags: with a button, and says so.
+  await open(page, toolgate, '/tenants/acme');
+  await page.locator('select[data-group="talk"]').selectOption('off');
+  await page.getByRole('button', { name: 'Save groups' }).click();
+  await page.getByText('Groups saved.').waitFor();
+  await page.reload();
+  await page.waitForSelector('html[data-hydrated="true"]');
+  assert.equal(await page.locator('select[data-group="talk"]').inputValue(), 'off');
+
+  await open(page, toolgate, '/groups');
+  const row = page.getByRole('row', { name: /talk/ });
+  await row.getByRole('button', { name: 'Delete…' }).click();
+  await row.getByRole('button', { name: 'Delete `talk`: its 1 tool becomes visible to every tenant' }).waitFor();
+  await row.getByRole('button', { name: 'Keep it' }).click();
+  await row.getByRole('button', { name: 'Delete…' }).click();
+  await row.getByRole('button', { name: /^Delete `talk`/ }).click();
+  await page.getByText('No group yet.').waitFor();
+});
+
+test('a tenant: presets are checked against the schema, the override form shows what it replaces, saves say so', async () => {
+  await open(page, toolgate, '/tenants/acme');
+  await page.getByRole('button', { name: 'Save tags' }).click();
+  await page.getByText('Tags saved.').waitFor();
+
+  const tool = await page.locator('select[name="override-tool"] option', { hasText: 'everything_echo' }).getAttribute('value');
+  await page.locator('select[name="override-tool"]').selectOption(tool);
+  assert.equal(await page.locator('input[name="override-name"]').getAttribute('placeholder'), 'everything_echo');
+  assert.match(await page.locator('textarea[name="override-description"]').getAttribute('placeholder'), /echo/i);
+
+  const save = () => page.getByRole('button', { name: 'Save override' }).click();
+  await page.locator('textarea[name="override-presets"]').fill('{"nope": 1, "message": 42}');
+  await save();
+  await page.getByRole('alert').filter({ hasText: 'preset `nope`: the tool has no parameter of that name (its parameters: message)' }).waitFor();
+  await page.locator('textarea[name="override-presets"]').fill('{"message": 42}');
+  await save();
+  await page.getByRole('alert').filter({ hasText: '/message: expected string, got integer' }).waitFor();
+  await page.locator('textarea[name="override-presets"]').fill('{"message": "fixed"}');
+  await save();
+  const listed = page.locator('li', { hasText: 'presets {"message":"fixed"}' });
+  await listed.waitFor();
+
+  await listed.getByRole('button', { name: 'Remove…' }).click();
+  await listed.getByRole('button', { name: 'Remove the override of `everything_echo`' }).click();
+  await page.locator('li', { hasText: 'presets {"message":"fixed"}' }).waitFor({ state: 'detached' });
+});
+
+test('the audit log shows each change as fields, filters by part of the actor and by date', async () => {
+  await open(page, toolgate, '/audit');
+  const row = page.getByRole('row', { name: /set_override/ });
+  await row.getByRole('button', { name: /change/ }).click();
+  const changes = page.locator('table.changes');
+  await changes.getByRole('cell', { name: 'presets.message' }).waitFor();
+  await changes.getByRole('cell', { name: '"fixed"' }).waitFor();
+  await changes.getByRole('cell', { name: 'tool', exact: true }).waitFor();
+  assert.equal(await page.locator('table.audit').getByText(/\[\s*20\d\d,/).count(), 0, 'no time is an array');
+  await page.screenshot({ path: `${screenshots}/audit-changes.png`, fullPage: true });
+
+  const actor = page.locator('input[name=actor]');
+  await actor.fill('ADM');
+  await actor.press('Enter');
+  await page.getByRole('row', { name: /admin:admin/ }).first().waitFor();
+  await actor.fill('nobody-at-all');
+  await actor.press('Enter');
+  await page.getByText('No change recorded matches these filters.').waitFor();
+  await actor.fill('');
+  await actor.press('Enter');
+  await page.locator('input[name=to]').fill('2000-01-01');
+  await page.getByText('No change recorded matches these filters.').waitFor();
+});
+
+test('the catalog keeps its filters in the address and says when nothing matches', async () => {
+  await open(page, toolgate, '/tools');
+  await page.getByPlaceholder('Search names and descriptions').fill('get-sum');
+  await page.waitForURL(/[?&]q=get-sum/);
+  await page.reload();
+  await page.waitForSelector('html[data-hydrated="true"]');
+  assert.equal(await page.getByPlaceholder('Search names and descriptions').inputValue(), 'get-sum');
+  await page.getByRole('link', { name: 'everything_get-sum' }).waitFor();
+  assert.equal(await page.getByRole('link', { name: 'everything_echo' }).count(), 0);
+
+  await page.getByPlaceholder('Search names and descriptions').fill('no-such-tool-anywhere');
+  await page.getByText('No tool matches these filters.').waitFor();
+  assert.equal(await page.locator('table.grid').count(), 0, 'no bare table header');
+});
+
+test('a tool\'s page links its server and the playground, and says what the tenant sees', async () => {
+  await open(page, toolgate, '/tools?q=get-sum');
+  await page.getByRole('link', { name: 'everything_get-sum' }).click();
+  await page.getByRole('heading', { name: 'everything_get-sum' }).waitFor();
+  const facts = page.locator('p.tool-facts');
+  assert.match(await facts.innerText(), /From everything · tags: none · served to acme · ≈ \d+ tokens/);
+  await facts.getByRole('link', { name: 'Try it in the playground' }).click();
+  await page.waitForURL(/\/playground\?tenant=acme&tool=everything_get-sum/);
+  await page.waitForSelector('html[data-hydrated="true"]');
+  assert.equal(await page.locator('select[name=tool]').inputValue(), 'everything_get-sum');
+  await page.locator('select[name=tenant]', { hasText: 'acme' }).waitFor();
+  assert.equal(await page.locator('select[name=tenant]').inputValue(), 'acme');
+  await open(page, toolgate, '/tools?q=get-sum');
+  await page.getByRole('link', { name: 'everything_get-sum' }).click();
+  await page.locator('p.tool-facts').getByRole('link', { name: 'everything' }).click();
+  await page.waitForURL(/\/servers\/everything$/);
+});
+
+test('configuration as code: export, edit, preview the changes, apply exactly what was previewed', async () => {
+  await open(page, toolgate, '/config');
+  await page.getByRole('button', { name: 'Load the current configuration' }).click();
+  const editor = page.locator('textarea[name=document]');
+  await page.waitForFunction(() => document.querySelector('textarea[name=document]').value.includes('slug: acme'));
+  const exported = await editor.inputValue();
+  assert.match(exported, /GREETING:\s*\n?\s*set: true/, `a secret reads {set: true}: ${exported}`);
+  assert.ok(!exported.includes('hello from the panel'), 'no secret value leaves the server');
+
+  await editor.fill(exported.replace('name: Acme', 'name: Acme Renamed'));
+  await page.getByRole('button', { name: 'Preview the changes' }).click();
+  await page.getByText('Preview: 1 change, nothing written yet.').waitFor();
+  const plan = page.locator('table.plan-changes');
+  await plan.getByRole('cell', { name: 'tenant acme' }).waitFor();
+  await plan.locator('td.after', { hasText: '"Acme Renamed"' }).waitFor();
+  await page.screenshot({ path: `${screenshots}/config-preview.png`, fullPage: true });
+
+  // An edit after the preview must be previewed before it can be applied.
+  await editor.fill(exported.replace('name: Acme', 'name: Acme Other'));
+  await page.getByText('The document changed since this preview').waitFor();
+  assert.ok(await page.getByRole('button', { name: 'Apply these changes' }).isDisabled());
+  await editor.fill(exported.replace('name: Acme', 'name: Acme Renamed'));
+  await page.getByRole('button', { name: 'Apply these changes' }).click();
+  await page.getByText('Applied 1 change.').waitFor();
+  await open(page, toolgate, '/tenants');
+  await page.getByRole('cell', { name: 'Acme Renamed' }).waitFor();
+
+  await open(page, toolgate, '/config');
+  await page.locator('textarea[name=document]').fill('tenants:\n  - slug: acme\n    colour: red\n');
+  await page.getByRole('button', { name: 'Preview the changes' }).click();
+  await page.getByRole('alert').filter({ hasText: /the document: .*colour/ }).waitFor();
+});
+
+test('a tenant administrator is offered only what she may use', async () => {
+  toolgate.cli(['admin', 'create', 'jane', '--role', 'tenant-admin', '--tenant', 'acme', '--password-stdin'], 'jane-s-long-password');
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const jane = await context.newPage();
+  await signIn(jane, toolgate, 'jane', 'jane-s-long-password');
+  const menu = await jane.locator('.sidebar nav a').allInnerTexts();
+  assert.deepEqual(menu, ['Dashboard', 'Tenants', 'Playground']);
+  assert.equal(await jane.getByRole('heading', { name: 'Servers' }).count(), 0, 'her dashboard has no server card');
+  assert.equal(await jane.getByText('No server registered').count(), 0);
+  await open(jane, toolgate, '/tenants');
+  await jane.getByRole('link', { name: 'acme' }).waitFor();
+  assert.equal(await jane.getByRole('heading', { name: 'New tenant' }).count(), 0, 'she cannot create tenants');
+  await jane.screenshot({ path: `${screenshots}/tenant-admin-tenants.png`, fullPage: true });
+  await context.close();
+});
+
+test('every page fits a phone: wide tables scroll inside their box, columns stay readable', async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await open(page, toolgate, '/tools');
+  const toolPage = await page.getByRole('link', { name: 'everything_echo' }).getAttribute('href');
+  const pages = ['/', '/servers', '/servers/everything', '/tools', toolPage, '/tenants', '/tenants/acme', '/groups', '/playground', '/config', '/audit', '/tokens'];
+  for (const path of pages) {
+    await open(page, toolgate, path);
+    await page.getByRole('heading', { level: 1 }).first().waitFor();
+    await page.screenshot({ path: `${screenshots}/phone${path === '/' ? '-dashboard' : path.replaceAll('/', '-')}.png`, fullPage: true });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `${path}: the page scrolls sideways by ${overflow}px`);
+  }
+  await open(page, toolgate, '/tenants/acme');
+  const description = await page.locator('table.effective-tools td.description').first().boundingBox();
+  assert.ok(description.width >= 150, `the description column is ${description.width} px wide`);
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
