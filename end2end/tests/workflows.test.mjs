@@ -276,6 +276,42 @@ test('configuration as code: export, edit, preview the changes, apply exactly wh
   await page.getByRole('alert').filter({ hasText: /the document: .*colour/ }).waitFor();
 });
 
+test('the dashboard draws the calls of the hour, day or week, and lists latency and failures with links', async () => {
+  await choose('everything_get-sum');
+  await rawArguments('{"a": "not a number", "b": 1}');
+  await page.getByRole('button', { name: 'Run' }).click();
+  await page.locator('section.result .status', { hasText: 'tool_error' }).waitFor();
+
+  // Calls are recorded in batches, off the call path: the tool error shows within moments.
+  const chart = page.locator('svg.chart');
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    await open(page, toolgate, '/');
+    await page.getByRole('heading', { name: 'Calls in the last hour' }).waitFor();
+    const [, calls, errors] = (await chart.getAttribute('aria-label')).match(/^(\d+) calls and (\d+) errors in the last hour$/);
+    if (Number(calls) >= 9 && Number(errors) >= 1) break;
+    assert.ok(Date.now() < deadline, `${calls} calls, ${errors} errors`);
+    await page.waitForTimeout(300);
+  }
+  assert.ok(await chart.locator('g.bar').count() === 60, 'a bar a minute');
+  await page.getByRole('link', { name: 'acme' }).first().waitFor();
+  assert.equal(await page.getByRole('link', { name: 'everything', exact: true }).first().getAttribute('href'), '/servers/everything');
+  const failing = page.locator('section.card', { has: page.getByRole('heading', { name: /Most failing tools/ }) });
+  assert.equal(await failing.getByRole('link', { name: 'everything_get-sum' }).getAttribute('href'), '/tools?q=everything_get-sum');
+  await page.screenshot({ path: `${screenshots}/dashboard-activity.png`, fullPage: true });
+
+  await page.getByRole('tab', { name: 'Last week' }).click();
+  await page.getByRole('heading', { name: 'Calls in the last week' }).waitFor();
+  assert.equal(await chart.locator('g.bar').count(), 56);
+  await page.locator('select[name=dashboard-tenant]').selectOption('acme');
+  await page.waitForFunction(() => /^[1-9]\d* calls/.test(document.querySelector('svg.chart').getAttribute('aria-label')));
+
+  await open(page, toolgate, '/servers/everything');
+  assert.match(await page.locator('.last-seen').innerText(), /ago$/);
+  assert.match(await page.locator('.calls-summary').innerText(), /^Last hour: \d+ calls, \d+ errors, p50 [\d.]+ ms, p95 [\d.]+ ms\.$/);
+  await page.getByText('No call to this server failed or timed out.').waitFor();
+});
+
 test('a tenant administrator is offered only what she may use', async () => {
   toolgate.cli(['admin', 'create', 'jane', '--role', 'tenant-admin', '--tenant', 'acme', '--password-stdin'], 'jane-s-long-password');
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });

@@ -169,3 +169,62 @@ async fn a_transport_this_version_does_not_know_is_an_error_not_another_transpor
     let read = servers::list(&services, &owner()).await;
     assert!(matches!(read, Err(store::Error::Internal(_))), "{read:?}");
 }
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn activity_is_counted_per_bar_tenant_source_and_tool_within_the_callers_scope(pool: PgPool) {
+    use engine::service::global;
+    use engine::store::invocations::{self, Window};
+    let services = services(&pool).await;
+    for slug in ["acme", "globex"] {
+        store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse(slug).unwrap(), slug)
+            .await
+            .unwrap();
+    }
+    // Two calls to `s` five minutes ago (one failed), one built-in call two hours ago.
+    sqlx::query(
+        "insert into invocation (at, tenant_id, tool_name, source, caller, status, latency_us, result_bytes, correlation_id)
+         select now() - c.ago, t.id, c.tool, c.source, 'admin:root', c.status, c.us, 0, c.correlation
+         from (values ('acme', '5 minutes'::interval, 's_x', 's', 'ok', 10000, null),
+                      ('acme', '5 minutes', 's_x', 's', 'failed', 30000, 'c-1'),
+                      ('globex', '2 hours', 'read_file', 'files', 'ok', 5000, null))
+              as c(tenant, ago, tool, source, status, us, correlation)
+         join tenant t on t.slug = c.tenant",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let everyone = Admin::signed_in("root", Scope::Everything);
+
+    let hour = global::activity(&services, &everyone, Window::Hour, None).await.unwrap();
+    assert_eq!(hour.buckets.len(), 60, "a bar a minute, empty ones too");
+    let counted: (i64, i64) = hour.buckets.iter().fold((0, 0), |(c, e), b| (c + b.calls, e + b.errors));
+    assert_eq!(counted, (2, 1));
+    let acme = &hour.tenants[0];
+    assert_eq!((acme.name.as_str(), acme.calls, acme.errors), ("acme", 2, 1));
+    assert_eq!(hour.sources.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["s"]);
+    assert_eq!(
+        (hour.tools[0].name.as_str(), hour.tools[0].p50_ms, hour.tools[0].p95_ms),
+        ("s_x", 20.0, 29.0)
+    );
+
+    let day = global::activity(&services, &everyone, Window::Day, None).await.unwrap();
+    assert_eq!(day.buckets.len(), 48);
+    assert_eq!(day.buckets.iter().map(|b| b.calls).sum::<i64>(), 3);
+
+    // A tenant administrator sees her tenants' calls, and no other tenant even when asked.
+    let jane = Admin::signed_in("jane", Scope::Tenants(vec!["globex".into()]));
+    let hers = global::activity(&services, &jane, Window::Week, None).await.unwrap();
+    assert_eq!(hers.tenants.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["globex"]);
+    assert!(matches!(
+        global::activity(&services, &jane, Window::Week, Some("acme")).await,
+        Err(engine::Error::NotFound(_))
+    ));
+    let one = global::activity(&services, &everyone, Window::Day, Some("globex")).await.unwrap();
+    assert_eq!(one.buckets.iter().map(|b| b.calls).sum::<i64>(), 1);
+
+    let (server, failures) = servers::calls(&services, &owner(), &Name::parse("s").unwrap()).await.unwrap();
+    assert_eq!(server.buckets.iter().map(|b| b.calls).sum::<i64>(), 2);
+    assert_eq!(failures.len(), 1);
+    assert_eq!((failures[0].status.as_str(), failures[0].correlation_id.as_deref()), ("failed", Some("c-1")));
+    assert!(invocations::failures(&pool, "files", 5).await.unwrap().is_empty());
+}

@@ -1,5 +1,7 @@
-//! The landing page: servers by status, the last hour's calls and error rate per tenant, and
-//! the slowest tools.
+//! The landing page: calls and errors over the last hour, day or week as a chart (for every
+//! tenant or one), latency per server and per tool, the slowest and most failing tools, and
+//! the servers by status. Everything is aggregated in the database from the invocation
+//! records; the chart is SVG drawn on the server, no script of its own.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -9,69 +11,216 @@ use super::shell::MeResource;
 use super::ui::{StatusBadge, loaded};
 use crate::error::PanelError;
 
+/// Calls, errors and latency of one tenant, server or tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Overview {
-    /// (status, number of servers); `None` for a tenant administrator, who has none.
-    pub servers: Option<Vec<(String, usize)>>,
-    pub tenants: Vec<TenantCalls>,
-    pub slowest: Vec<SlowTool>,
+pub struct Usage {
+    pub name: String,
+    pub calls: i64,
+    pub errors: i64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
 }
 
+/// One bar: when it starts (`HH:MM` or `Mon DD HH:MM`), calls, errors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TenantCalls {
-    pub tenant: String,
+pub struct Bar {
+    pub start: String,
     pub calls: i64,
     pub errors: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SlowTool {
-    pub tool: String,
-    pub calls: i64,
-    pub p95_ms: f64,
-    pub mean_ms: f64,
+pub struct Overview {
+    /// (name, status) of every server; `None` for a tenant administrator, who has none.
+    pub servers: Option<Vec<(String, String)>>,
+    /// The tenants the caller may look at alone.
+    pub choices: Vec<String>,
+    /// The span these figures cover, as [`WINDOWS`] names it.
+    pub window: String,
+    pub bars: Vec<Bar>,
+    pub tenants: Vec<Usage>,
+    pub sources: Vec<Usage>,
+    pub tools: Vec<Usage>,
 }
 
+/// The spans the dashboard looks back over: (value, label, heading).
+const WINDOWS: [(&str, &str, &str); 3] = [
+    ("hour", "Last hour", "the last hour"),
+    ("day", "Last day", "the last day"),
+    ("week", "Last week", "the last week"),
+];
+
 #[server]
-pub async fn load_overview() -> Result<Overview, PanelError> {
+pub async fn load_overview(window: String, tenant: String) -> Result<Overview, PanelError> {
+    use engine::store::invocations::{Latency, Window};
+    use time::macros::format_description;
+
     use crate::server::{caller, state};
     let caller = caller().await?;
     let state = state();
-    let traffic = engine::service::global::traffic(&state, &caller, 60).await?;
-    // Only the statuses are counted: the server list itself, not its tools and tenants.
+    let (span, window) = match window.as_str() {
+        "day" => (Window::Day, "day"),
+        "week" => (Window::Week, "week"),
+        _ => (Window::Hour, "hour"),
+    };
+    let tenant = Some(tenant.trim()).filter(|t| !t.is_empty());
+    let activity = engine::service::global::activity(&state, &caller, span, tenant).await?;
     let servers = match caller.owner() {
-        Ok(owner) => {
-            let mut servers: Vec<(String, usize)> = Vec::new();
-            for entry in engine::service::servers::list(&state, &owner).await? {
-                let status = super::servers::ssr::status(&entry);
-                match servers.iter_mut().find(|(known, _)| *known == status) {
-                    Some((_, count)) => *count += 1,
-                    None => servers.push((status, 1)),
-                }
-            }
-            Some(servers)
-        }
+        Ok(owner) => Some(
+            engine::service::servers::list(&state, &owner)
+                .await?
+                .iter()
+                .map(|entry| (entry.server.source.name.to_string(), super::servers::ssr::status(entry)))
+                .collect(),
+        ),
         Err(_) => None,
+    };
+    let choices =
+        engine::service::tenants::list(&state, &caller).await?.into_iter().map(|t| t.slug).collect();
+    let label = match span {
+        Window::Hour | Window::Day => format_description!("[hour]:[minute]"),
+        Window::Week => format_description!("[month repr:short] [day] [hour]:[minute]"),
+    };
+    let usage = |rows: Vec<Latency>| {
+        rows.into_iter()
+            .map(|r| Usage {
+                name: r.name,
+                calls: r.calls,
+                errors: r.errors,
+                p50_ms: r.p50_ms,
+                p95_ms: r.p95_ms,
+            })
+            .collect()
     };
     Ok(Overview {
         servers,
-        tenants: traffic
-            .tenants
+        choices,
+        window: window.into(),
+        bars: activity
+            .buckets
             .into_iter()
-            .map(|t| TenantCalls { tenant: t.tenant, calls: t.calls, errors: t.errors })
+            .map(|b| Bar {
+                start: b.start.format(label).unwrap_or_default(),
+                calls: b.calls,
+                errors: b.errors,
+            })
             .collect(),
-        slowest: traffic
-            .slowest
-            .into_iter()
-            .map(|t| SlowTool { tool: t.tool, calls: t.calls, p95_ms: t.p95_ms, mean_ms: t.mean_ms })
-            .collect(),
+        tenants: usage(activity.tenants),
+        sources: usage(activity.sources),
+        tools: usage(activity.tools),
     })
+}
+
+/// Calls per bar (errors in red on top of the rest), with the busiest bar's count and the
+/// first, middle and last start times along the bottom.
+fn chart(bars: &[Bar], heading: &str) -> AnyView {
+    const WIDTH: f64 = 720.0;
+    const HEIGHT: f64 = 160.0;
+    // Room for the time labels.
+    const BOTTOM: f64 = 18.0;
+    let most = bars.iter().map(|b| b.calls).max().unwrap_or(0).max(1) as f64;
+    let step = WIDTH / bars.len().max(1) as f64;
+    let scale = |n: i64| n as f64 / most * (HEIGHT - BOTTOM - 12.0);
+    let columns = bars
+        .iter()
+        .enumerate()
+        .map(|(i, bar)| {
+            let x = i as f64 * step;
+            let (all, failed) = (scale(bar.calls), scale(bar.errors));
+            let base = HEIGHT - BOTTOM;
+            let tip = format!("{}: {} calls, {} errors", bar.start, bar.calls, bar.errors);
+            view! {
+                <g class="bar">
+                    <title>{tip}</title>
+                    <rect class="calls" x=x y=base - all width=step * 0.8 height=all />
+                    <rect class="errors" x=x y=base - failed width=step * 0.8 height=failed />
+                </g>
+            }
+        })
+        .collect_view();
+    let last = bars.len().saturating_sub(1);
+    let ticks = [(0, "start"), (bars.len() / 2, "middle"), (last, "end")]
+        .into_iter()
+        .filter_map(|(i, anchor)| bars.get(i).map(|b| (i, anchor, b.start.clone())))
+        .map(|(i, anchor, start)| {
+            // The last label ends at the right edge, the middle one is centred on its bar.
+            let x = if i == last { WIDTH } else { i as f64 * step + step * 0.4 };
+            view! { <text class="tick" x=x y=HEIGHT - 4.0 text-anchor=anchor>{start}</text> }
+        })
+        .collect_view();
+    let total: i64 = bars.iter().map(|b| b.calls).sum();
+    let errors: i64 = bars.iter().map(|b| b.errors).sum();
+    view! {
+        <svg
+            class="chart"
+            viewBox=format!("0 0 {WIDTH} {HEIGHT}")
+            role="img"
+            aria-label=format!("{total} calls and {errors} errors in {heading}")
+        >
+            <text class="tick" x="0" y="10">{format!("{} calls at most per bar", most as i64)}</text>
+            {columns}
+            {ticks}
+        </svg>
+        <p class="muted small">{format!("{total} calls, {errors} errors (tool errors, failures and timeouts) in {heading}.")}</p>
+    }
+    .into_any()
+}
+
+/// A table of usage rows; `link` makes a name a link where it has a page.
+fn usage_table(rows: Vec<Usage>, what: &'static str, link: impl Fn(&str) -> Option<String>) -> AnyView {
+    if rows.is_empty() {
+        return view! { <p class="muted">"No calls."</p> }.into_any();
+    }
+    let slowest = rows.iter().map(|r| r.p95_ms).fold(0.0, f64::max).max(0.001);
+    view! {
+        <div class="scroll">
+            <table class="grid usage">
+                <thead>
+                    <tr><th>{what}</th><th>"Calls"</th><th>"Errors"</th><th>"p50"</th><th>"p95"</th></tr>
+                </thead>
+                <tbody>
+                    {rows
+                        .into_iter()
+                        .map(|r| {
+                            let share = 100.0 * r.p95_ms / slowest;
+                            let failing = r.errors > 0;
+                            view! {
+                                <tr>
+                                    <td>
+                                        {match link(&r.name) {
+                                            Some(href) => view! { <a href=href>{r.name.clone()}</a> }.into_any(),
+                                            None => r.name.clone().into_any(),
+                                        }}
+                                    </td>
+                                    <td>{r.calls}</td>
+                                    <td class:failing=failing>{r.errors}</td>
+                                    <td>{format!("{:.1} ms", r.p50_ms)}</td>
+                                    <td>
+                                        {format!("{:.1} ms", r.p95_ms)}
+                                        // Drawn, not styled: the page's policy admits no inline style.
+                                        <svg class="meter" viewBox="0 0 100 4" preserveAspectRatio="none" aria-hidden="true">
+                                            <rect width=share height="4" />
+                                        </svg>
+                                    </td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+    .into_any()
 }
 
 #[component]
 pub fn Dashboard() -> impl IntoView {
-    let overview = Resource::new(|| (), |_| load_overview());
+    let window = RwSignal::new("hour".to_string());
+    let tenant = RwSignal::new(String::new());
+    let overview = Resource::new(move || (window.get(), tenant.get()), |(w, t)| load_overview(w, t));
     let me = expect_context::<MeResource>();
+    let heading =
+        move || WINDOWS.iter().find(|(w, ..)| *w == window.read().as_str()).map_or("the last hour", |w| w.2);
     view! {
         <Title text="Dashboard" />
         <h1>"Dashboard"</h1>
@@ -88,88 +237,108 @@ pub fn Dashboard() -> impl IntoView {
                     })
             }}
         </Transition>
-        {loaded(
-            overview,
-            |o| {
-                view! {
-                    <div class="cards">
-                        {o.servers.map(|servers| view! {
-                        <section class="card">
-                            <h2>"Servers"</h2>
-                            {if servers.is_empty() {
-                                view! { <p class="muted">"No server registered. " <a href="/servers">"Register one"</a></p> }.into_any()
-                            } else {
-                                view! {
-                                    <ul class="plain">
-                                        {servers
-                                            .into_iter()
-                                            .map(|(status, count)| view! { <li><StatusBadge status /> " " {count}</li> })
-                                            .collect_view()}
-                                    </ul>
-                                }
-                                    .into_any()
-                            }}
-                        </section>
-                        })}
-                        <section class="card">
-                            <h2>"Calls in the last hour"</h2>
-                            {if o.tenants.is_empty() {
-                                view! { <p class="muted">"No calls."</p> }.into_any()
-                            } else {
-                                view! {
-                                    <table class="grid">
-                                        <thead><tr><th>"Tenant"</th><th>"Calls"</th><th>"Error rate"</th></tr></thead>
-                                        <tbody>
-                                            {o.tenants
-                                                .into_iter()
-                                                .map(|t| {
-                                                    let rate = 100.0 * t.errors as f64 / t.calls.max(1) as f64;
-                                                    view! {
-                                                        <tr>
-                                                            <td><a href=format!("/tenants/{}", t.tenant)>{t.tenant.clone()}</a></td>
-                                                            <td>{t.calls}</td>
-                                                            <td>{format!("{rate:.1} %")}</td>
-                                                        </tr>
-                                                    }
-                                                })
-                                                .collect_view()}
-                                        </tbody>
-                                    </table>
-                                }
-                                    .into_any()
-                            }}
-                        </section>
+        <div class="filters">
+            <div class="tabs" role="tablist">
+                {WINDOWS
+                    .map(|(value, label, _)| {
+                        view! {
+                            <button
+                                type="button"
+                                role="tab"
+                                class:active=move || window.read().as_str() == value
+                                aria-selected=move || (window.read().as_str() == value).to_string()
+                                on:click=move |_| window.set(value.to_string())
+                            >
+                                {label}
+                            </button>
+                        }
+                    })
+                    .collect_view()}
+            </div>
+        </div>
+        {loaded(overview, move |o| {
+            // From the figures, not the tabs: while the next window loads, these stay labelled.
+            let heading = WINDOWS.iter().find(|(w, ..)| *w == o.window).map_or("the last hour", |w| w.2);
+            let slowest = {
+                let mut tools = o.tools.clone();
+                tools.sort_by(|a, b| b.p95_ms.total_cmp(&a.p95_ms));
+                tools.truncate(10);
+                tools
+            };
+            let failing = {
+                let mut tools: Vec<Usage> = o.tools.iter().filter(|t| t.errors > 0).cloned().collect();
+                tools.sort_by(|a, b| b.errors.cmp(&a.errors).then(a.name.cmp(&b.name)));
+                tools.truncate(10);
+                tools
+            };
+            // Tools and servers have pages for owners; built-in sources have none.
+            let owner = o.servers.is_some();
+            let tool_link = move |name: &str| owner.then(|| format!("/tools?q={name}"));
+            let servers = o.servers.clone().unwrap_or_default();
+            let server_link = move |name: &str| servers.iter().any(|(s, _)| s == name).then(|| format!("/servers/{name}"));
+            view! {
+                <section class="card">
+                    <div class="card-head">
+                        <h2>{format!("Calls in {heading}")}</h2>
+                        <label>
+                            "Tenant "
+                            <select name="dashboard-tenant" prop:value=move || tenant.get() on:change=move |ev| tenant.set(event_target_value(&ev))>
+                                <option value="">"Every tenant"</option>
+                                {o.choices.iter().map(|t| view! { <option value=t.clone()>{t.clone()}</option> }).collect_view()}
+                            </select>
+                        </label>
                     </div>
+                    {chart(&o.bars, heading)}
+                </section>
+                <div class="cards">
+                    {o.servers.map(servers_card)}
                     <section class="card">
-                        <h2>"Slowest tools (last hour)"</h2>
-                        {if o.slowest.is_empty() {
-                            view! { <p class="muted">"No calls."</p> }.into_any()
-                        } else {
-                            view! {
-                                <table class="grid">
-                                    <thead><tr><th>"Tool"</th><th>"Calls"</th><th>"p95"</th><th>"Mean"</th></tr></thead>
-                                    <tbody>
-                                        {o.slowest
-                                            .into_iter()
-                                            .map(|t| {
-                                                view! {
-                                                    <tr>
-                                                        <td>{t.tool}</td>
-                                                        <td>{t.calls}</td>
-                                                        <td>{format!("{:.1} ms", t.p95_ms)}</td>
-                                                        <td>{format!("{:.1} ms", t.mean_ms)}</td>
-                                                    </tr>
-                                                }
-                                            })
-                                            .collect_view()}
-                                    </tbody>
-                                </table>
-                            }
-                                .into_any()
-                        }}
+                        <h2>"Per tenant"</h2>
+                        {usage_table(o.tenants, "Tenant", |name| Some(format!("/tenants/{name}")))}
                     </section>
-                }
-            },
-        )}
+                    <section class="card">
+                        <h2>"Per server and built-in source"</h2>
+                        {usage_table(o.sources, "Source", server_link)}
+                    </section>
+                </div>
+                <div class="cards">
+                    <section class="card">
+                        <h2>{format!("Slowest tools ({heading})")}</h2>
+                        {usage_table(slowest, "Tool", tool_link)}
+                    </section>
+                    <section class="card">
+                        <h2>{format!("Most failing tools ({heading})")}</h2>
+                        {usage_table(failing, "Tool", tool_link)}
+                    </section>
+                </div>
+            }
+            .into_any()
+        })}
     }
+}
+
+/// Every server by name with its status, troubled ones first.
+fn servers_card(mut servers: Vec<(String, String)>) -> AnyView {
+    servers.sort_by_key(|(name, status)| (status == "ready", name.clone()));
+    view! {
+        <section class="card">
+            <h2>"Servers"</h2>
+            {if servers.is_empty() {
+                view! { <p class="muted">"No server registered. " <a href="/servers">"Register one"</a></p> }.into_any()
+            } else {
+                view! {
+                    <ul class="plain">
+                        {servers
+                            .into_iter()
+                            .map(|(name, status)| {
+                                view! { <li><a href=format!("/servers/{name}")>{name.clone()}</a> " " <StatusBadge status /></li> }
+                            })
+                            .collect_view()}
+                    </ul>
+                }
+                    .into_any()
+            }}
+        </section>
+    }
+    .into_any()
 }

@@ -7,7 +7,7 @@ use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ui::{Confirm, ErrorNote, JsonBlock, StatusBadge, action_error, loaded, succeeded};
+use super::ui::{Confirm, ErrorNote, JsonBlock, StatusBadge, action_error, grid, loaded, succeeded};
 use crate::error::PanelError;
 
 /// A server as the list shows it.
@@ -220,6 +220,29 @@ pub struct ServerView {
     pub summary: ServerSummary,
     pub tools: Vec<ServerTool>,
     pub pending: Vec<PendingDefinition>,
+    pub health: ServerHealth,
+}
+
+/// How the server has been answering: its connection, and the last hour of calls to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerHealth {
+    /// Seconds since the last successful contact.
+    pub last_seen_secs: Option<f64>,
+    pub calls: i64,
+    pub errors: i64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    /// The newest calls that failed or timed out.
+    pub failures: Vec<Failure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub at: String,
+    pub tenant: String,
+    pub tool: String,
+    pub status: String,
+    pub correlation_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -270,7 +293,71 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
             pending: serde_json::to_value(p.pending).unwrap_or_default(),
         })
         .collect();
-    Ok(ServerView { summary, tools, pending })
+    let (activity, failures) = engine::service::servers::calls(&state, &owner, &server).await?;
+    let hour = activity.sources.into_iter().next();
+    let health = ServerHealth {
+        last_seen_secs: detail
+            .entry
+            .connections
+            .iter()
+            .find(|h| h.tenant_id.is_none())
+            .and_then(|h| h.last_seen_secs),
+        calls: hour.as_ref().map_or(0, |h| h.calls),
+        errors: hour.as_ref().map_or(0, |h| h.errors),
+        p50_ms: hour.as_ref().map_or(0.0, |h| h.p50_ms),
+        p95_ms: hour.as_ref().map_or(0.0, |h| h.p95_ms),
+        failures: failures
+            .into_iter()
+            .map(|f| Failure {
+                at: crate::server::minute(f.at),
+                tenant: f.tenant,
+                tool: f.tool,
+                status: f.status,
+                correlation_id: f.correlation_id,
+            })
+            .collect(),
+    };
+    Ok(ServerView { summary, tools, pending, health })
+}
+
+/// The health card of a server's page.
+fn health_card(health: ServerHealth, last_error: Option<String>) -> AnyView {
+    let seen = match health.last_seen_secs {
+        Some(secs) if secs < 90.0 => format!("{secs:.0} s ago"),
+        Some(secs) if secs < 5400.0 => format!("{:.0} min ago", secs / 60.0),
+        Some(secs) => format!("{:.1} h ago", secs / 3600.0),
+        None => "never".into(),
+    };
+    let calls = if health.calls == 0 {
+        "No calls in the last hour.".to_string()
+    } else {
+        format!(
+            "Last hour: {} calls, {} errors, p50 {:.1} ms, p95 {:.1} ms.",
+            health.calls, health.errors, health.p50_ms, health.p95_ms
+        )
+    };
+    view! {
+        <section class="card health">
+            <h2>"Health"</h2>
+            <p>"Last successful contact: " <strong class="last-seen">{seen}</strong></p>
+            <p class="calls-summary">{calls}</p>
+            {last_error.map(|e| view! { <p class="error">"Last connection error: " {e}</p> })}
+            <h3>"Recent failures"</h3>
+            {grid(health.failures, "No call to this server failed or timed out.", &["When", "Tenant", "Tool", "Status", "Correlation id"], |f| {
+                view! {
+                    <tr>
+                        <td class="small">{f.at}</td>
+                        <td>{f.tenant}</td>
+                        <td><code>{f.tool}</code></td>
+                        <td><StatusBadge status=f.status /></td>
+                        <td><code>{f.correlation_id.unwrap_or_default()}</code></td>
+                    </tr>
+                }
+                .into_any()
+            })}
+        </section>
+    }
+    .into_any()
 }
 
 /// What an admin does to a server, or (`Approve`, `Reject`) to one of its tools.
@@ -646,7 +733,7 @@ pub fn ServerPage() -> impl IntoView {
                         {d.summary.scope.clone()}
                         {d.summary.protocol.clone().map(|revision| format!(" · MCP {revision}"))}
                     </p>
-                    {d.summary.last_error.clone().map(|e| view! { <p class="error">"Last error: " {e}</p> })}
+                    {health_card(d.health.clone(), d.summary.last_error.clone())}
                     <PendingChanges pending=d.pending.clone() run />
                     <h2>"Tools"</h2>
                     <div class="scroll">

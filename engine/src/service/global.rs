@@ -1,16 +1,17 @@
 //! The owners' global configuration and oversight: the configuration document, settings, tool
-//! groups, admin tokens, the audit log and recent traffic.
+//! groups, admin tokens, the audit log and recent activity.
 
 use uuid::Uuid;
 
 use super::{Admin, Owner, Services};
 use crate::Result;
+use crate::admin::Scope;
 use crate::config::{self, Document};
 use crate::model::{Name, Tag};
 use crate::store;
 use crate::store::audit::{AuditEvent, AuditFilter};
 use crate::store::groups::Group;
-use crate::store::invocations::Traffic;
+use crate::store::invocations::{Activity, Window};
 use crate::store::settings::Settings;
 use crate::store::tokens::{AdminToken, NewToken};
 
@@ -88,13 +89,18 @@ pub async fn audit(services: &Services, _: &Owner, filter: &AuditFilter) -> Resu
     store::audit::list(&services.pool, filter).await
 }
 
-/// Calls and errors per tenant `admin` manages over the last `minutes`, and for owners the
-/// slowest tools (a tenant administrator sees only their tenants' traffic).
-pub async fn traffic(services: &Services, admin: &Admin, minutes: i32) -> Result<Traffic> {
-    let mut traffic = store::invocations::traffic(&services.pool, minutes).await?;
-    traffic.tenants.retain(|t| admin.scope().allows(&t.tenant));
-    if admin.owner().is_err() {
-        traffic.slowest.clear();
-    }
-    Ok(traffic)
+/// The calls of `window` that `admin` may see: of `tenant` alone when given (one of theirs),
+/// else of every tenant in their scope.
+pub async fn activity(
+    services: &Services,
+    admin: &Admin,
+    window: Window,
+    tenant: Option<&str>,
+) -> Result<Activity> {
+    let tenants = match (tenant, admin.scope()) {
+        (Some(slug), _) => Some(vec![admin.tenant(slug)?.slug().to_string()]),
+        (None, Scope::Everything) => None,
+        (None, Scope::Tenants(slugs)) => Some(slugs.clone()),
+    };
+    store::invocations::activity(&services.pool, window, tenants.as_deref(), None).await
 }

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::{Owner, Services};
 use crate::Result;
 use crate::model::{Name, TenantSlug};
+use crate::store::invocations::{self, Activity, FailedCall, Window};
 use crate::store::servers::{DiscoveryReport, PendingChange, Server, ServerConfig};
 use crate::store::sources::ToolRecord;
 use crate::store::{self, SecretInput};
@@ -91,6 +92,12 @@ pub async fn probe(
     config: &ServerConfig,
 ) -> Result<Result<ServerProbe, UpstreamError>> {
     services.upstreams.probe(config).await
+}
+
+/// The last hour of calls to a server, and its newest failures.
+pub async fn calls(services: &Services, _: &Owner, name: &Name) -> Result<(Activity, Vec<FailedCall>)> {
+    let activity = invocations::activity(&services.pool, Window::Hour, None, Some(name.as_str())).await?;
+    Ok((activity, invocations::failures(&services.pool, name.as_str(), 5).await?))
 }
 
 /// Discovers the server's tools now.

@@ -1,63 +1,173 @@
 //! Invocation records: written in batches off the call path, and what they say about recent
-//! traffic (calls and errors per tenant, the slowest tools).
+//! activity (calls, errors and latency over time, per tenant, per source and per tool).
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::Result;
 
+/// A span of recent time the dashboard looks back over, and the width of its chart's bars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Window {
+    Hour,
+    Day,
+    Week,
+}
+
+impl Window {
+    /// How far back, and each bar's width, in minutes: 60 bars an hour, 48 a day, 56 a week.
+    fn minutes(self) -> (i32, i32) {
+        match self {
+            Window::Hour => (60, 1),
+            Window::Day => (24 * 60, 30),
+            Window::Week => (7 * 24 * 60, 180),
+        }
+    }
+}
+
+/// Calls and errors in one bar of the chart.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TenantTraffic {
-    pub tenant: String,
+pub struct Bucket {
+    #[serde(with = "time::serde::rfc3339")]
+    pub start: time::OffsetDateTime,
     pub calls: i64,
-    /// Calls that ended in a tool error, a failure or a timeout.
     pub errors: i64,
 }
 
+/// What [`Activity`] is broken down by.
+#[derive(Clone, Copy)]
+enum Breakdown {
+    Tenant,
+    Source,
+    Tool,
+}
+
+impl Breakdown {
+    fn as_str(self) -> &'static str {
+        match self {
+            Breakdown::Tenant => "tenant",
+            Breakdown::Source => "source",
+            Breakdown::Tool => "tool",
+        }
+    }
+}
+
+/// Calls, errors and latency of one tenant, source or tool.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolLatency {
-    pub tool: String,
+pub struct Latency {
+    pub name: String,
     pub calls: i64,
+    pub errors: i64,
+    pub p50_ms: f64,
     pub p95_ms: f64,
-    pub mean_ms: f64,
 }
 
+/// What the calls of a window were, aggregated in the database.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Traffic {
-    pub tenants: Vec<TenantTraffic>,
-    /// The ten tools with the highest 95th-percentile latency.
-    pub slowest: Vec<ToolLatency>,
+pub struct Activity {
+    /// Every bar of the window, oldest first, empty ones included.
+    pub buckets: Vec<Bucket>,
+    /// Per tenant, busiest first.
+    pub tenants: Vec<Latency>,
+    /// Per source, busiest first.
+    pub sources: Vec<Latency>,
+    /// Per tool (by the name tenants call it), busiest first. Each breakdown has at most 50.
+    pub tools: Vec<Latency>,
 }
 
-/// Traffic of the last `minutes` minutes.
-pub async fn traffic(pool: &PgPool, minutes: i32) -> Result<Traffic> {
-    let tenants = sqlx::query_as!(
-        TenantTraffic,
-        r#"select t.slug as tenant, count(*) as "calls!",
-                  count(*) filter (where i.status in ('tool_error', 'failed', 'timeout')) as "errors!"
-           from invocation i join tenant t on t.id = i.tenant_id
-           where i.at > now() - make_interval(mins => $1)
-           group by t.slug order by 2 desc, 1"#,
-        minutes
+/// The activity of `window`, for the tenants in `tenants` (`None`: every tenant), and of
+/// `source` alone when given.
+pub async fn activity(
+    pool: &PgPool,
+    window: Window,
+    tenants: Option<&[String]>,
+    source: Option<&str>,
+) -> Result<Activity> {
+    let (span, width) = window.minutes();
+    let scope = tenants.map(<[String]>::to_vec);
+    let buckets = sqlx::query_as!(
+        Bucket,
+        r#"with calls as (
+               select date_bin(make_interval(mins => $2), i.at, 'epoch') as start, i.status
+               from invocation i join tenant t on t.id = i.tenant_id
+               where i.at > now() - make_interval(mins => $1)
+                 and ($3::text[] is null or t.slug = any($3)) and ($4::text is null or i.source = $4))
+           select b.start as "start!", count(c.status) as "calls!",
+                  count(c.status) filter (where c.status in ('tool_error', 'failed', 'timeout')) as "errors!"
+           from generate_series(date_bin(make_interval(mins => $2), now() - make_interval(mins => $1), 'epoch')
+                                    + make_interval(mins => $2),
+                                now(), make_interval(mins => $2)) as b(start)
+           left join calls c on c.start = b.start
+           group by b.start order by b.start"#,
+        span,
+        width,
+        scope.as_deref(),
+        source,
     )
     .fetch_all(pool)
     .await?;
-    let slowest = sqlx::query_as!(
-        ToolLatency,
-        r#"select tool_name as tool, count(*) as "calls!",
-                  (percentile_cont(0.95) within group (order by latency_us) / 1000.0) as "p95_ms!",
-                  (avg(latency_us) / 1000.0)::float8 as "mean_ms!"
-           from invocation where at > now() - make_interval(mins => $1)
-           group by tool_name order by 3 desc limit 10"#,
-        minutes
+    let breakdown = |by: Breakdown| {
+        let scope = scope.clone();
+        async move {
+            sqlx::query_as!(
+                Latency,
+                r#"select (case $4 when 'tenant' then t.slug when 'source' then i.source else i.tool_name end)
+                              as "name!",
+                          count(*) as "calls!",
+                          count(*) filter (where i.status in ('tool_error', 'failed', 'timeout')) as "errors!",
+                          (percentile_cont(0.5) within group (order by i.latency_us) / 1000.0) as "p50_ms!",
+                          (percentile_cont(0.95) within group (order by i.latency_us) / 1000.0) as "p95_ms!"
+                   from invocation i join tenant t on t.id = i.tenant_id
+                   where i.at > now() - make_interval(mins => $1)
+                     and ($2::text[] is null or t.slug = any($2)) and ($3::text is null or i.source = $3)
+                     and ($4 <> 'source' or i.source is not null)
+                   group by 1 order by 2 desc, 1 limit 50"#,
+                span,
+                scope.as_deref(),
+                source,
+                by.as_str(),
+            )
+            .fetch_all(pool)
+            .await
+        }
+    };
+    Ok(Activity {
+        buckets,
+        tenants: breakdown(Breakdown::Tenant).await?,
+        sources: breakdown(Breakdown::Source).await?,
+        tools: breakdown(Breakdown::Tool).await?,
+    })
+}
+
+/// A call that failed or timed out.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailedCall {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: time::OffsetDateTime,
+    pub tenant: String,
+    pub tool: String,
+    pub status: String,
+    pub correlation_id: Option<String>,
+}
+
+/// The newest calls to `source` that failed or timed out (not tool errors: the tool answered).
+pub async fn failures(pool: &PgPool, source: &str, limit: i64) -> Result<Vec<FailedCall>> {
+    Ok(sqlx::query_as!(
+        FailedCall,
+        "select i.at, t.slug as tenant, i.tool_name as tool, i.status, i.correlation_id
+         from invocation i join tenant t on t.id = i.tenant_id
+         where i.source = $1 and i.status in ('failed', 'timeout')
+         order by i.at desc limit $2",
+        source,
+        limit
     )
     .fetch_all(pool)
-    .await?;
-    Ok(Traffic { tenants, slowest })
+    .await?)
 }
 
 /// One finished call, as recorded.
@@ -66,6 +176,8 @@ pub(crate) struct Invocation {
     pub tenant_id: Uuid,
     pub tenant: String,
     pub tool_name: String,
+    /// The source the call went to; `None` for a resumed call.
+    pub source: Option<String>,
     pub caller: String,
     pub status: &'static str,
     pub latency: Duration,
@@ -83,11 +195,13 @@ pub(crate) async fn insert(pool: &PgPool, batch: &[Invocation]) -> Result<()> {
     let sizes: Vec<i32> = batch.iter().map(|r| i32::try_from(r.result_bytes).unwrap_or(i32::MAX)).collect();
     let correlation: Vec<Option<String>> = batch.iter().map(|r| r.correlation_id.clone()).collect();
     let arguments: Vec<Value> = batch.iter().map(|r| r.arguments.clone()).collect();
+    let sources: Vec<Option<String>> = batch.iter().map(|r| r.source.clone()).collect();
     sqlx::query!(
         "insert into invocation
-            (tenant_id, tool_name, caller, status, latency_us, result_bytes, correlation_id, arguments)
+            (tenant_id, tool_name, caller, status, latency_us, result_bytes, correlation_id, arguments,
+             source)
          select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int4[],
-                              $7::text[], $8::jsonb[])",
+                              $7::text[], $8::jsonb[], $9::text[])",
         &tenants,
         &column(|r| r.tool_name.clone()),
         &column(|r| r.caller.clone()),
@@ -96,6 +210,7 @@ pub(crate) async fn insert(pool: &PgPool, batch: &[Invocation]) -> Result<()> {
         &sizes,
         &correlation as &[Option<String>],
         &arguments,
+        &sources as &[Option<String>],
     )
     .execute(pool)
     .await?;
