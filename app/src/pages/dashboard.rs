@@ -219,8 +219,6 @@ pub fn Dashboard() -> impl IntoView {
     let tenant = RwSignal::new(String::new());
     let overview = Resource::new(move || (window.get(), tenant.get()), |(w, t)| load_overview(w, t));
     let me = expect_context::<MeResource>();
-    let heading =
-        move || WINDOWS.iter().find(|(w, ..)| *w == window.read().as_str()).map_or("the last hour", |w| w.2);
     view! {
         <Title text="Dashboard" />
         <h1>"Dashboard"</h1>
