@@ -86,6 +86,15 @@ test('a replay puts back the tenant, the tool and the arguments together', async
   assert.equal(await page.getByRole('row', { name: /everything_get-sum/ }).count(), 3, 'the fourth run was the sum');
   assert.match((await output()).join('\n'), /7/);
   await page.screenshot({ path: `${screenshots}/playground-replay.png`, fullPage: true });
+
+  // The history is the tenant's invocation records: it outlives the page, with who ran what.
+  await choose('everything_echo');
+  const recorded = page.getByRole('row', { name: /everything_get-sum.*admin:admin/ });
+  await recorded.first().waitFor();
+  assert.equal(await recorded.count(), 3);
+  await recorded.first().getByRole('button', { name: 'Replay' }).click();
+  await page.locator('section.result pre.output', { hasText: '7' }).waitFor();
+  assert.equal(await page.locator('select[name=tool]').inputValue(), 'everything_get-sum');
 });
 
 test('the first Run after fixing a JSON error runs, and a result made with other arguments says it is stale', async () => {

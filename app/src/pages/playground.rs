@@ -50,6 +50,8 @@ pub async fn playground_tools(tenant: String) -> Result<Vec<PlayTool>, PanelErro
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunOutcome {
+    /// When it ran (UTC, to the minute).
+    pub at: String,
     pub status: String,
     pub output: Value,
     pub latency_ms: f64,
@@ -73,6 +75,7 @@ pub async fn run_tool(tenant: String, tool: String, arguments: String) -> Result
     let request = CallRequest { name: tool, arguments };
     let result = engine::service::tenants::invoke(&state(), &tenant, request).await?;
     Ok(RunOutcome {
+        at: crate::server::minute(time::OffsetDateTime::now_utc()),
         status: serde_json::to_value(result.status)
             .ok()
             .and_then(|s| s.as_str().map(str::to_string))
@@ -81,6 +84,42 @@ pub async fn run_tool(tenant: String, tool: String, arguments: String) -> Result
         latency_ms: result.latency_ms,
         correlation_id: result.correlation_id,
     })
+}
+
+/// A test invocation in the playground's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PastRun {
+    pub at: String,
+    pub tool: String,
+    /// Who ran it (`admin:<name>`).
+    pub by: String,
+    pub arguments: Value,
+    pub status: String,
+    pub latency_ms: f64,
+}
+
+/// The tenant's newest test invocations, from the invocation records (so the history
+/// outlives the page, and shows other administrators' runs too).
+#[server]
+pub async fn playground_history(tenant: String) -> Result<Vec<PastRun>, PanelError> {
+    use crate::server::{caller, minute, state};
+    if tenant.is_empty() {
+        return Ok(Vec::new());
+    }
+    let caller = caller().await?;
+    let tenant = caller.tenant(&tenant)?;
+    Ok(engine::service::tenants::test_runs(&state(), &tenant)
+        .await?
+        .into_iter()
+        .map(|r| PastRun {
+            at: minute(r.at),
+            tool: r.tool,
+            by: r.caller,
+            arguments: r.arguments,
+            status: r.status,
+            latency_ms: r.latency_us as f64 / 1000.0,
+        })
+        .collect())
 }
 
 /// A value a schema proposes before the user types: its default, else an empty shape.
@@ -372,22 +411,18 @@ fn content_block(block: &Value) -> AnyView {
     }
 }
 
-/// A past run, to look at again or replay.
+/// What a run was made with: the result on screen is stale once the choices differ.
 #[derive(Debug, Clone, PartialEq)]
 struct Run {
     tenant: String,
-    tool: PlayTool,
+    tool: String,
     arguments: Value,
-    status: String,
-    latency_ms: f64,
 }
 
 impl Run {
     /// Whether this run was made with exactly these choices.
     fn made_with(&self, tenant: &str, tool: Option<&PlayTool>, arguments: &Value) -> bool {
-        self.tenant == tenant
-            && tool.is_some_and(|t| t.name == self.tool.name)
-            && &self.arguments == arguments
+        self.tenant == tenant && tool.is_some_and(|t| t.name == self.tool) && &self.arguments == arguments
     }
 }
 
@@ -404,7 +439,13 @@ pub fn PlaygroundPage() -> impl IntoView {
     let raw_tab = RwSignal::new(false);
     let raw_error = RwSignal::new(None::<String>);
     let run = ServerAction::<RunTool>::new();
-    let history = RwSignal::new(Vec::<Run>::new());
+    // The tenant's recorded runs as the tenant was chosen, and the runs made here since.
+    let recorded = Resource::new(move || tenant.get(), playground_history);
+    let made_here = RwSignal::new(Vec::<PastRun>::new());
+    Effect::new(move |_| {
+        tenant.track();
+        made_here.set(Vec::new());
+    });
     let pending_run = StoredValue::new(None::<Run>);
     let shown = RwSignal::new(None::<Run>);
 
@@ -419,16 +460,10 @@ pub fn PlaygroundPage() -> impl IntoView {
     // Runs the chosen tool of the chosen tenant with the current arguments.
     let start = move || {
         let Some(chosen) = tool.get() else { return };
-        let entry = Run {
-            tenant: tenant.get(),
-            tool: chosen,
-            arguments: arguments.get(),
-            status: String::new(),
-            latency_ms: 0.0,
-        };
+        let entry = Run { tenant: tenant.get(), tool: chosen.name, arguments: arguments.get() };
         run.dispatch(RunTool {
             tenant: entry.tenant.clone(),
-            tool: entry.tool.name.clone(),
+            tool: entry.tool.clone(),
             arguments: entry.arguments.to_string(),
         });
         pending_run.set_value(Some(entry));
@@ -436,15 +471,18 @@ pub fn PlaygroundPage() -> impl IntoView {
     // Each finished run goes to the history, newest first, and is what the result shows.
     Effect::new(move |_| {
         let Some(result) = run.value().get() else { return };
-        let Some(mut entry) = pending_run.get_value() else { return };
+        let Some(entry) = pending_run.get_value() else { return };
         pending_run.set_value(None);
         if let Ok(outcome) = result {
-            entry.status = outcome.status;
-            entry.latency_ms = outcome.latency_ms;
-            history.update(|h| {
-                h.insert(0, entry.clone());
-                h.truncate(20);
-            });
+            let past = PastRun {
+                at: outcome.at,
+                tool: entry.tool.clone(),
+                by: "you".into(),
+                arguments: entry.arguments.clone(),
+                status: outcome.status,
+                latency_ms: outcome.latency_ms,
+            };
+            made_here.update(|h| h.insert(0, past));
         }
         shown.set(Some(entry));
     });
@@ -457,12 +495,20 @@ pub fn PlaygroundPage() -> impl IntoView {
             })
         })
     };
-    // A replay puts back the tenant, the tool and the arguments together, then runs them.
-    let replay = move |entry: Run| {
+    // A replay puts back the tool and the arguments together (the history is the chosen
+    // tenant's), then runs them.
+    let replay_error = RwSignal::new(None::<String>);
+    let replay = move |past: PastRun| {
+        let offered =
+            tools.get().and_then(Result::ok).and_then(|list| list.into_iter().find(|t| t.name == past.tool));
+        let Some(found) = offered else {
+            replay_error.set(Some(format!("`{}` is no longer offered to this tenant", past.tool)));
+            return;
+        };
+        replay_error.set(None);
         raw_error.set(None);
-        tenant.set(entry.tenant);
-        tool.set(Some(entry.tool));
-        arguments.set(entry.arguments);
+        tool.set(Some(found));
+        arguments.set(past.arguments);
         start();
     };
     // Raw JSON replaces the arguments once it parses; until then the form keeps its values.
@@ -575,42 +621,58 @@ pub fn PlaygroundPage() -> impl IntoView {
                 .into_any()
             })
         }}
-        <History history replay />
+        <ErrorNote error=move || replay_error.get() />
+        <History recorded made_here replay />
     }
 }
 
-/// The runs made on this page, newest first, each to replay.
+/// The tenant's runs, newest first, each to replay.
 #[component]
 fn History(
-    history: RwSignal<Vec<Run>>,
-    replay: impl Fn(Run) + Copy + Send + Sync + 'static,
+    recorded: Resource<Result<Vec<PastRun>, PanelError>>,
+    made_here: RwSignal<Vec<PastRun>>,
+    replay: impl Fn(PastRun) + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
+    let runs = move || {
+        let mut runs = made_here.get();
+        runs.extend(recorded.get().and_then(Result::ok).unwrap_or_default());
+        runs.truncate(20);
+        runs
+    };
     view! {
-        <Show when=move || !history.read().is_empty()>
-            <section class="card">
-                <h2>"Recent runs"</h2>
-                <div class="scroll">
-                <table class="grid">
-                    <tbody>
-                        {move || history.get().into_iter().map(|entry| {
-                            let again = entry.clone();
-                            view! {
-                                <tr>
-                                    <td>{entry.tenant.clone()}</td>
-                                    <td><code>{entry.tool.name.clone()}</code></td>
-                                    <td class="small"><code>{entry.arguments.to_string()}</code></td>
-                                    <td><StatusBadge status=entry.status.clone() /></td>
-                                    <td>{format!("{:.1} ms", entry.latency_ms)}</td>
-                                    <td>
-                                        <button type="button" class="link" on:click=move |_| replay(again.clone())>"Replay"</button>
-                                    </td>
-                                </tr>
-                            }
-                        }).collect_view()}
-                    </tbody>
-                </table>
-                </div>
-            </section>
-        </Show>
+        <Transition fallback=|| ()>
+            <Show when=move || !runs().is_empty()>
+                <section class="card">
+                    <h2>"Recent runs"</h2>
+                    <div class="scroll">
+                        <table class="grid history">
+                            <tbody>
+                                {move || {
+                                    runs()
+                                        .into_iter()
+                                        .map(|past| {
+                                            let again = past.clone();
+                                            view! {
+                                                <tr>
+                                                    <td class="small">{past.at}</td>
+                                                    <td><code>{past.tool}</code></td>
+                                                    <td class="small"><code>{past.arguments.to_string()}</code></td>
+                                                    <td><StatusBadge status=past.status /></td>
+                                                    <td>{format!("{:.1} ms", past.latency_ms)}</td>
+                                                    <td class="small muted">{past.by}</td>
+                                                    <td>
+                                                        <button type="button" class="link" on:click=move |_| replay(again.clone())>"Replay"</button>
+                                                    </td>
+                                                </tr>
+                                            }
+                                        })
+                                        .collect_view()
+                                }}
+                            </tbody>
+                        </table>
+                    </div>
+                </section>
+            </Show>
+        </Transition>
     }
 }

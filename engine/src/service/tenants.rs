@@ -14,6 +14,7 @@ use crate::catalog::Conflict;
 use crate::exec::{CallRequest, CallResult};
 use crate::model::{Name, TenantSlug};
 use crate::store;
+use crate::store::invocations::TestRun;
 use crate::store::keys::ApiKey;
 use crate::store::overrides::{Override, OverrideInput};
 use crate::store::sources::ToolRecord;
@@ -150,6 +151,11 @@ pub async fn invoke(
     request: CallRequest,
 ) -> Result<CallResult> {
     services.executor.call(tenant.slug().as_str(), &tenant.caller(), request, None).await
+}
+
+/// The tenant's newest test invocations (the playground's history), newest first.
+pub async fn test_runs(services: &Services, tenant: &ManagedTenant<'_>) -> Result<Vec<TestRun>> {
+    store::invocations::test_runs(&services.pool, tenant.slug().as_str(), 20).await
 }
 
 /// The tenant in full.

@@ -170,6 +170,35 @@ pub async fn failures(pool: &PgPool, source: &str, limit: i64) -> Result<Vec<Fai
     .await?)
 }
 
+/// A test invocation an administrator ran (panel playground or admin API).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestRun {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: time::OffsetDateTime,
+    pub tool: String,
+    /// `admin:<name>`.
+    pub caller: String,
+    pub status: String,
+    pub latency_us: i64,
+    /// As recorded: presets and secrets left out.
+    pub arguments: Value,
+}
+
+/// The newest test invocations of `tenant`, newest first.
+pub async fn test_runs(pool: &PgPool, tenant: &str, limit: i64) -> Result<Vec<TestRun>> {
+    Ok(sqlx::query_as!(
+        TestRun,
+        "select i.at, i.tool_name as tool, i.caller, i.status, i.latency_us, i.arguments
+         from invocation i join tenant t on t.id = i.tenant_id
+         where t.slug = $1 and i.caller like 'admin:%'
+         order by i.at desc, i.id desc limit $2",
+        tenant,
+        limit
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
 /// One finished call, as recorded.
 #[derive(Debug)]
 pub(crate) struct Invocation {
