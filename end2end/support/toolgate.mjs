@@ -130,6 +130,24 @@ export async function open(page, toolgate, path) {
   await page.waitForSelector('html[data-hydrated="true"]');
 }
 
+/**
+ * Retries `check` until it passes, reloading the page between tries: for what the server does
+ * off the request path (catalog reloads, discovery, batched invocation records).
+ */
+export async function eventually(page, check, what, timeout = 15_000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    try {
+      return await check();
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`${what}: ${err.message}`);
+      await page.waitForTimeout(300);
+      await page.reload();
+      await page.waitForSelector('html[data-hydrated="true"]');
+    }
+  }
+}
+
 /** Collects what the page's Content-Security-Policy refused (Chromium reports each on the console). */
 export function policyRefusals(page) {
   const refused = [];

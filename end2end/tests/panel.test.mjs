@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  launchChromium, open, policyRefusals, screenshots, signIn, startSseServer, startToolgate,
+  eventually, launchChromium, open, policyRefusals, screenshots, signIn, startSseServer, startToolgate,
 } from '../support/toolgate.mjs';
 
 const HOSTILE = 'Says it back. <img src=x onerror="window.__xss = 1"> <script>window.__xss = 2</script>';
@@ -37,21 +37,6 @@ after(async () => {
   await toolgate?.stop();
 });
 
-/** Waits until `check` passes, reloading the page between tries (live state changes). */
-async function eventually(check, what, timeout = 15_000) {
-  const deadline = Date.now() + timeout;
-  for (;;) {
-    try {
-      return await check();
-    } catch (err) {
-      if (Date.now() > deadline) throw new Error(`${what}: ${err.message}`);
-      await page.waitForTimeout(300);
-      await page.reload();
-      await page.waitForSelector('html[data-hydrated="true"]');
-    }
-  }
-}
-
 test('register a server after testing its connection, and see its tools, escaped', async () => {
   await open(page, toolgate, '/servers');
   await page.locator('input[name=name]').fill('untrusted');
@@ -70,7 +55,7 @@ test('register a server after testing its connection, and see its tools, escaped
   assert.equal(await page.locator('input[name=name]').inputValue(), '', 'a registered server clears the form');
   await page.getByRole('link', { name: 'untrusted' }).click();
   await page.waitForURL(/\/servers\/untrusted$/);
-  await eventually(async () => {
+  await eventually(page, async () => {
     await page.getByRole('cell', { name: /Says it back/ }).waitFor({ timeout: 1000 });
   }, 'the tool was never discovered');
   await page.screenshot({ path: `${screenshots}/server.png`, fullPage: true });
@@ -98,7 +83,7 @@ test('a second server on the same command gets its own tools, then is deleted', 
   await page.getByText('Registered twin.').waitFor();
   await page.getByRole('link', { name: 'twin' }).click();
   await page.waitForURL(/\/servers\/twin$/);
-  await eventually(async () => {
+  await eventually(page, async () => {
     await page.getByRole('cell', { name: 'copy_echo' }).waitFor({ timeout: 1000 });
   }, 'the second server on a shared connection never got its tools');
   assert.match(await page.locator('.actions .status').first().innerText(), /ready/i);
@@ -122,7 +107,7 @@ test('a tenant: tag toggles change the effective tool list; keys are shown once 
   await page.getByRole('link', { name: 'acme' }).click();
   await page.waitForURL(/\/tenants\/acme$/);
   const effective = page.locator('table.effective-tools');
-  await eventually(async () => {
+  await eventually(page, async () => {
     await effective.getByRole('link', { name: 'untrusted_echo' }).waitFor({ timeout: 1000 });
   }, 'the upstream tool never reached the tenant');
 
@@ -130,7 +115,7 @@ test('a tenant: tag toggles change the effective tool list; keys are shown once 
   await page.getByLabel('Only these:').check();
   await page.locator('input[data-tag="files"]').check();
   await page.getByRole('button', { name: 'Save tags' }).click();
-  await eventually(async () => {
+  await eventually(page, async () => {
     assert.equal(await effective.getByRole('link', { name: 'untrusted_echo' }).count(), 0);
     await effective.getByRole('link', { name: 'view_text_file' }).waitFor({ timeout: 1000 });
   }, 'the tag change never showed');
@@ -138,7 +123,7 @@ test('a tenant: tag toggles change the effective tool list; keys are shown once 
 
   await page.getByLabel('Every tag', { exact: true }).check();
   await page.getByRole('button', { name: 'Save tags' }).click();
-  await eventually(async () => {
+  await eventually(page, async () => {
     await effective.getByRole('link', { name: 'untrusted_echo' }).waitFor({ timeout: 1000 });
   }, 'the tool never came back');
   assert.match(await page.locator('.token-total').innerText(), /^\d+$/);
@@ -195,7 +180,7 @@ test('a server on the legacy HTTP+SSE transport is tested, registered and called
 
     await open(page, toolgate, '/playground');
     await page.locator('select[name=tenant]').selectOption('acme');
-    await eventually(async () => {
+    await eventually(page, async () => {
       await page.locator('select[name=tenant]').selectOption('acme');
       await page.locator('select[name=tool] option[value="legacy_echo"]').waitFor({ state: 'attached', timeout: 1000 });
     }, 'the tools of the SSE server never appeared');
@@ -219,7 +204,7 @@ test('a changed upstream definition waits for approval, shown side by side', asy
   await page.screenshot({ path: `${screenshots}/pending-change.png`, fullPage: true });
   await page.getByRole('button', { name: 'Approve the new definition' }).click();
   await page.getByText('Approved').waitFor();
-  await eventually(async () => {
+  await eventually(page, async () => {
     assert.equal(await page.getByRole('heading', { name: 'Definition changes awaiting approval' }).count(), 0);
     await page.getByRole('cell', { name: 'Says it back, now politely.' }).waitFor({ timeout: 1000 });
   }, 'the approved definition is not the one shown');

@@ -7,7 +7,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ui::{JsonBlock, StatusBadge, loaded};
+use super::ui::{ErrorNote, JsonBlock, StatusBadge, action_error, loaded, succeeded};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,6 +48,109 @@ pub async fn list_tools() -> Result<Vec<ToolRow>, PanelError> {
             description: t.description,
         })
         .collect())
+}
+
+/// What a bulk action does to the chosen tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bulk {
+    /// For one tenant (an override each, keeping the rest of it).
+    Enable,
+    Disable,
+    AddToGroup,
+}
+
+/// Where bulk actions may go: (tenants, groups).
+#[server]
+pub async fn bulk_targets() -> Result<(Vec<String>, Vec<String>), PanelError> {
+    use crate::server::{caller, owner, state};
+    let owner = owner().await?;
+    let state = state();
+    let tenants = engine::service::tenants::list(&state, &caller().await?).await?;
+    let groups = engine::service::global::groups(&state, &owner).await?;
+    Ok((tenants.into_iter().map(|t| t.slug).collect(), groups.into_iter().map(|g| g.name).collect()))
+}
+
+/// Applies `action` to the tools `ids` for `target` (a tenant, or a group); says what it did.
+#[server]
+pub async fn bulk_tools(action: Bulk, target: String, ids: Vec<String>) -> Result<String, PanelError> {
+    use crate::server::{caller, owner, state};
+    let owner = owner().await?;
+    let state = state();
+    let tools = ids
+        .iter()
+        .map(|id| id.parse::<uuid::Uuid>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| PanelError::invalid("a chosen tool is not a tool id"))?;
+    if tools.is_empty() {
+        return Err(PanelError::invalid("choose at least one tool"));
+    }
+    if target.is_empty() {
+        return Err(PanelError::invalid(match action {
+            Bulk::AddToGroup => "choose a group",
+            Bulk::Enable | Bulk::Disable => "choose a tenant",
+        }));
+    }
+    let count = tools.len();
+    Ok(match action {
+        Bulk::Enable | Bulk::Disable => {
+            let caller = caller().await?;
+            let tenant = caller.tenant(&target)?;
+            let enabled = action == Bulk::Enable;
+            engine::service::tenants::set_enabled(&state, &tenant, &tools, enabled).await?;
+            format!("{count} tools {} for {target}.", if enabled { "enabled" } else { "disabled" })
+        }
+        Bulk::AddToGroup => {
+            let group = engine::model::Name::parse(&target).map_err(engine::Error::from)?;
+            let added = engine::service::global::add_members(&state, &owner, &group, &tools).await?;
+            format!("{added} of {count} tools added to {target} (the others were in it).")
+        }
+    })
+}
+
+/// The bar acting on the chosen tools: enable or disable them for a tenant, or add them to a
+/// group.
+#[component]
+fn BulkBar(chosen: RwSignal<Vec<String>>, action: ServerAction<BulkTools>) -> impl IntoView {
+    let targets = Resource::new(|| (), |_| bulk_targets());
+    let tenant = RwSignal::new(String::new());
+    let group = RwSignal::new(String::new());
+    let run = move |bulk: Bulk| {
+        let target = if bulk == Bulk::AddToGroup { group.get() } else { tenant.get() };
+        action.dispatch(BulkTools { action: bulk, target, ids: chosen.get() });
+    };
+    let busy = move || action.pending().get() || chosen.read().is_empty();
+    let options = |names: Vec<String>| {
+        names
+            .into_iter()
+            .map(|n| {
+                let value = n.clone();
+                view! { <option value=value>{n}</option> }
+            })
+            .collect_view()
+    };
+    view! {
+        <div class="filters bulk">
+            <span class="muted">{move || format!("{} chosen:", chosen.read().len())}</span>
+            <Transition fallback=|| ()>
+                {move || targets.get().and_then(Result::ok).map(|(tenants, groups)| view! {
+                    <select name="bulk-tenant" on:change=move |ev| tenant.set(event_target_value(&ev))>
+                        <option value="">"Tenant…"</option>
+                        {options(tenants)}
+                    </select>
+                    <button type="button" disabled=busy on:click=move |_| run(Bulk::Enable)>"Enable"</button>
+                    <button type="button" disabled=busy on:click=move |_| run(Bulk::Disable)>"Disable"</button>
+                    <select name="bulk-group" on:change=move |ev| group.set(event_target_value(&ev))>
+                        <option value="">"Group…"</option>
+                        {options(groups)}
+                    </select>
+                    <button type="button" disabled=busy on:click=move |_| run(Bulk::AddToGroup)>"Add to group"</button>
+                })}
+            </Transition>
+        </div>
+        {move || action.value().get().and_then(Result::ok).map(|said| view! { <p class="notice ok" role="status">{said}</p> })}
+        <ErrorNote error=action_error(action) />
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,7 +233,10 @@ const FILTERS: [&str; 5] = ["q", "source", "tag", "group", "status"];
 
 #[component]
 pub fn ToolsPage() -> impl IntoView {
-    let tools = Resource::new(|| (), |_| list_tools());
+    let bulk = ServerAction::<BulkTools>::new();
+    let bulk_done = succeeded(bulk);
+    let tools = Resource::new(move || bulk_done.get(), |_| list_tools());
+    let chosen = RwSignal::new(Vec::<String>::new());
     // The filters live in the address (`?q=…&source=…`), so a filtered list can be reloaded,
     // bookmarked and shared.
     let query = use_query_map();
@@ -156,6 +262,7 @@ pub fn ToolsPage() -> impl IntoView {
     view! {
         <Title text="Tools" />
         <h1>"Tools"</h1>
+        <BulkBar chosen action=bulk />
         {loaded(
             tools,
             move |tools| {
@@ -216,6 +323,16 @@ pub fn ToolsPage() -> impl IntoView {
                     <table class="grid">
                         <thead>
                             <tr>
+                                <th>
+                                    <input
+                                        type="checkbox"
+                                        aria-label="Choose every tool shown"
+                                        on:change=move |ev| {
+                                            let all = event_target_checked(&ev);
+                                            chosen.set(if all { shown().into_iter().map(|t| t.id).collect() } else { Vec::new() });
+                                        }
+                                    />
+                                </th>
                                 <th>"Name"</th>
                                 <th>"Source"</th>
                                 <th>"Tags"</th>
@@ -227,6 +344,28 @@ pub fn ToolsPage() -> impl IntoView {
                         <tbody>
                             <For each=shown key=|t| t.id.clone() let:t>
                                 <tr>
+                                    <td>
+                                        <input
+                                            type="checkbox"
+                                            aria-label=format!("Choose {}", t.name)
+                                            prop:checked={
+                                                let id = t.id.clone();
+                                                move || chosen.read().contains(&id)
+                                            }
+                                            on:change={
+                                                let id = t.id.clone();
+                                                move |ev| {
+                                                    let on = event_target_checked(&ev);
+                                                    chosen.update(|c| {
+                                                        c.retain(|x| x != &id);
+                                                        if on {
+                                                            c.push(id.clone());
+                                                        }
+                                                    });
+                                                }
+                                            }
+                                        />
+                                    </td>
                                     <td>
                                         <a href=format!("/tools/{}", t.id)>{t.name.clone()}</a>
                                     </td>

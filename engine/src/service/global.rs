@@ -68,6 +68,11 @@ pub async fn set_members(services: &Services, owner: &Owner, name: &Name, tools:
     store::groups::set_members(&services.pool, owner.actor(), name, tools).await
 }
 
+/// Adds `tools` to the group, keeping its members; how many were new.
+pub async fn add_members(services: &Services, owner: &Owner, name: &Name, tools: &[Uuid]) -> Result<u64> {
+    store::groups::add_members(&services.pool, owner.actor(), name, tools).await
+}
+
 pub async fn tokens(services: &Services, _: &Owner) -> Result<Vec<AdminToken>> {
     store::tokens::list(&services.pool).await
 }

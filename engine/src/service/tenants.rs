@@ -14,6 +14,7 @@ use crate::catalog::Conflict;
 use crate::exec::{CallRequest, CallResult};
 use crate::model::{Name, TenantSlug};
 use crate::store;
+use crate::store::SecretInput;
 use crate::store::invocations::TestRun;
 use crate::store::keys::ApiKey;
 use crate::store::overrides::{Override, OverrideInput};
@@ -119,6 +120,32 @@ pub async fn set_override(
 ) -> Result<Override> {
     store::overrides::set(&services.pool, &services.secrets, tenant.actor(), tenant.slug(), tool_id, input)
         .await
+}
+
+/// Enables or disables `tools` for the tenant, each keeping the rest of its override (name,
+/// description, timeout, presets, stored secret presets).
+pub async fn set_enabled(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+    tools: &[Uuid],
+    enabled: bool,
+) -> Result<()> {
+    for &tool_id in tools {
+        let kept = store::overrides::get(&services.pool, tenant.slug(), tool_id).await?;
+        let input = match kept {
+            Some(o) => OverrideInput {
+                enabled: Some(enabled),
+                name: o.name,
+                description: o.description,
+                timeout_ms: o.timeout_ms,
+                presets: o.presets,
+                secret_presets: o.secret_presets.into_iter().map(|name| (name, SecretInput::SET)).collect(),
+            },
+            None => OverrideInput { enabled: Some(enabled), ..Default::default() },
+        };
+        set_override(services, tenant, tool_id, &input).await?;
+    }
+    Ok(())
 }
 
 pub async fn clear_override(services: &Services, tenant: &ManagedTenant<'_>, tool_id: Uuid) -> Result<()> {

@@ -125,6 +125,35 @@ pub async fn set_members(pool: &PgPool, actor: &Actor, name: &Name, tools: &[Uui
     commit(tx, actor, change).await
 }
 
+/// Adds `tools` to the group (a member already there stays); how many were new.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name))]
+pub async fn add_members(pool: &PgPool, actor: &Actor, name: &Name, tools: &[Uuid]) -> Result<u64> {
+    let mut tx = pool.begin().await?;
+    let group = get(&mut *tx, name).await?;
+    let known = sqlx::query_scalar!("select count(*) as \"n!\" from tool where id = any($1)", tools)
+        .fetch_one(&mut *tx)
+        .await?;
+    let mut distinct = tools.to_vec();
+    distinct.sort();
+    distinct.dedup();
+    if known != distinct.len() as i64 {
+        return Err(Error::not_found("one of the tools"));
+    }
+    let added = sqlx::query!(
+        "insert into tool_group_member (group_id, source_id, upstream_name)
+         select $1, source_id, upstream_name from tool where id = any($2) on conflict do nothing",
+        group.id,
+        &distinct,
+    )
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    if added > 0 {
+        commit(tx, actor, Change::new("add_members", "group", name).after(&distinct)).await?;
+    }
+    Ok(added)
+}
+
 /// Every group membership: (group id, source id, the tool's upstream name). A member is named
 /// by its source and upstream name, so it may be a tool not discovered yet.
 pub(crate) async fn all_members(db: impl PgExecutor<'_>) -> Result<Vec<(Uuid, Uuid, String)>> {
