@@ -518,6 +518,29 @@ fn Field(
     }
 }
 
+/// A text area bound to a signal, one entry per line.
+#[component]
+fn Lines(
+    label: &'static str,
+    value: RwSignal<String>,
+    name: &'static str,
+    #[prop(optional)] placeholder: &'static str,
+    #[prop(default = 2)] rows: u8,
+) -> impl IntoView {
+    view! {
+        <label>
+            {label}
+            <textarea
+                name=name
+                rows=rows
+                placeholder=placeholder
+                prop:value=move || value.get()
+                on:input=move |ev| value.set(event_target_value(&ev))
+            ></textarea>
+        </label>
+    }
+}
+
 #[component]
 fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
     let test = ServerAction::<TestServer>::new();
@@ -586,41 +609,25 @@ fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
                     }
                 >
                     <Field label="Command" value=command placeholder="npx" name="command" />
-                    <label>
-                        "Arguments (one per line)"
-                        <textarea
-                            name="args"
-                            rows="3"
-                            prop:value=move || args.get()
-                            on:input=move |ev| args.set(event_target_value(&ev))
-                        ></textarea>
-                    </label>
-                    <label>
-                        "Environment (NAME=value per line; stored encrypted, never shown again)"
-                        <textarea
-                            name="env"
-                            rows="2"
-                            placeholder="API_KEY=..."
-                            prop:value=move || env.get()
-                            on:input=move |ev| env.set(event_target_value(&ev))
-                        ></textarea>
-                    </label>
+                    <Lines label="Arguments (one per line)" value=args name="args" rows=3 />
+                    <Lines
+                        label="Environment (NAME=value per line; stored encrypted, never shown again)"
+                        value=env
+                        name="env"
+                        placeholder="API_KEY=..."
+                    />
                     <p class="muted form-note">
                         "The process starts with a cleared environment: PATH, HOME and LANG of Toolgate's, \
                          plus the variables above; nothing else of Toolgate's, so never its secret key or \
                          database URL."
                     </p>
                 </Show>
-                <label>
-                    "Headers (Name: value per line; stored encrypted, never shown again)"
-                    <textarea
-                        name="headers"
-                        rows="2"
-                        placeholder="Authorization: Bearer ..."
-                        prop:value=move || headers.get()
-                        on:input=move |ev| headers.set(event_target_value(&ev))
-                    ></textarea>
-                </label>
+                <Lines
+                    label="Headers (Name: value per line; stored encrypted, never shown again)"
+                    value=headers
+                    name="headers"
+                    placeholder="Authorization: Bearer ..."
+                />
                 <Field label="Tags (comma-separated)" value=tags name="tags" />
                 <Field label="Tenant (empty = shared by all tenants)" value=tenant name="tenant" />
                 <label>
