@@ -163,7 +163,8 @@ pub(crate) async fn write(
     )
     .fetch_optional(&mut **tx)
     .await?;
-    // A tool not discovered yet (a configuration document may name one) is checked once it is.
+    // A tool not discovered yet (a configuration document may name one) has no schema to
+    // check against: its presets are taken as written.
     if let Some(schema) = schema {
         check_presets(&schema, input)?;
     }
