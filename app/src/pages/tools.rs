@@ -63,10 +63,12 @@ pub enum Bulk {
 /// Where bulk actions may go: (tenants, groups).
 #[server]
 pub async fn bulk_targets() -> Result<(Vec<String>, Vec<String>), PanelError> {
-    use crate::server::{caller, owner, state};
-    let owner = owner().await?;
+    use crate::server::{caller, state};
+    // Signed in once: the caller's tenants, and as owner the groups.
+    let caller = caller().await?;
+    let owner = caller.owner()?;
     let state = state();
-    let tenants = engine::service::tenants::list(&state, &caller().await?).await?;
+    let tenants = engine::service::tenants::list(&state, &caller).await?;
     let groups = engine::service::global::groups(&state, &owner).await?;
     Ok((tenants.into_iter().map(|t| t.slug).collect(), groups.into_iter().map(|g| g.name).collect()))
 }
@@ -74,8 +76,9 @@ pub async fn bulk_targets() -> Result<(Vec<String>, Vec<String>), PanelError> {
 /// Applies `action` to the tools `ids` for `target` (a tenant, or a group); says what it did.
 #[server]
 pub async fn bulk_tools(action: Bulk, target: String, ids: Vec<String>) -> Result<String, PanelError> {
-    use crate::server::{caller, owner, state};
-    let owner = owner().await?;
+    use crate::server::{caller, state};
+    let caller = caller().await?;
+    let owner = caller.owner()?;
     let state = state();
     let tools = ids
         .iter()
@@ -94,7 +97,6 @@ pub async fn bulk_tools(action: Bulk, target: String, ids: Vec<String>) -> Resul
     let count = tools.len();
     Ok(match action {
         Bulk::Enable | Bulk::Disable => {
-            let caller = caller().await?;
             let tenant = caller.tenant(&target)?;
             let enabled = action == Bulk::Enable;
             engine::service::tenants::set_enabled(&state, &tenant, &tools, enabled).await?;
