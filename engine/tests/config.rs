@@ -231,7 +231,7 @@ async fn a_kept_secret_does_not_follow_its_server_to_a_new_url(pool: PgPool) {
         let message = err.to_string();
         assert!(
             message.contains("servers.everything: secret `Authorization` must be given again")
-                && message.contains("URL or command changed"),
+                && message.contains("URL, command or working directory changed"),
             "{message}"
         );
     }

@@ -16,7 +16,7 @@ use engine::store::overrides::OverrideInput;
 use engine::store::servers::{self, Endpoint, Transport};
 use engine::store::{self, Actor, SecretInput};
 use engine::tool::{Caller, ToolOutput};
-use engine::upstream::{ConnectionStatus, UpstreamConfig, UpstreamError, Upstreams, test_connection};
+use engine::upstream::{ConnectionStatus, Health, UpstreamConfig, UpstreamError, Upstreams, test_connection};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
@@ -218,18 +218,22 @@ struct Gateway {
 }
 
 async fn gateway(pool: PgPool) -> Gateway {
-    for slug in ["acme", "globex"] {
-        store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse(slug).unwrap(), slug)
-            .await
-            .unwrap();
-    }
-    let secrets = SecretBox::from_key(&[4; 32]).unwrap();
     let upstream = UpstreamConfig {
         connect_timeout: Duration::from_secs(2),
         max_backoff: Duration::from_millis(400),
         health_interval: Duration::from_millis(200),
         ..Default::default()
     };
+    gateway_with(pool, upstream).await
+}
+
+async fn gateway_with(pool: PgPool, upstream: UpstreamConfig) -> Gateway {
+    for slug in ["acme", "globex"] {
+        store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse(slug).unwrap(), slug)
+            .await
+            .unwrap();
+    }
+    let secrets = SecretBox::from_key(&[4; 32]).unwrap();
     let options = Options { upstream, ..Default::default() };
     let services = Services::start(pool, secrets, &[], options).await.unwrap();
     let Services { pool, catalog, secrets, executor, upstreams, .. } = services;
@@ -319,6 +323,7 @@ async fn test_connection_reports_the_tools_or_the_problem() {
         url: Some(url),
         command: None,
         args: vec![],
+        cwd: None,
         env: vec![],
         headers: vec![],
     };
@@ -479,12 +484,41 @@ async fn calls_fail_fast_while_a_lost_server_is_retried_even_if_it_never_answers
     gw.visible("acme", "up_echo").await;
     upstream.stop.cancel();
     drop(upstream);
-    eventually("health to show the loss", || {
-        gw.upstreams.health().iter().all(|h| h.status != ConnectionStatus::Ready)
-    })
-    .await;
-    // Its address now accepts connections and never says a word, like a host behind a black
-    // hole: every reconnection attempt lasts the whole connect timeout (2 s here).
+    eventually("health to show the loss", || gw.upstreams.health().iter().all(is_down)).await;
+    calls_fail_fast_to_a_silent(address, &gw).await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_listing_that_finds_the_connection_broken_takes_it_down_at_once(pool: PgPool) {
+    // No probe during the test: only the listing can notice the loss.
+    let config = UpstreamConfig { connect_timeout: Duration::from_secs(2), health_interval: Duration::from_secs(600), ..Default::default() };
+    let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
+    let address = upstream.address;
+    let gw = gateway_with(pool, config).await;
+    gw.register(http_server("up", format!("http://{address}/mcp"))).await;
+    gw.visible("acme", "up_echo").await;
+    upstream.stop.cancel();
+    drop(upstream);
+    // Main marked the server "degraded" and kept the connection: the next call went out on it
+    // and waited for the next probe, or for its own timeout.
+    let err = gw.upstreams.refresh("up").await.unwrap_err();
+    assert!(err.to_string().contains("listing"), "{err}");
+    let health = gw.upstreams.health();
+    assert!(health.iter().all(is_down), "{health:?}");
+    assert!(health[0].last_error.as_deref().is_some_and(|e| e.starts_with("listing tools failed")), "{health:?}");
+    calls_fail_fast_to_a_silent(address, &gw).await;
+}
+
+/// Down, or trying to reconnect: neither ready nor degraded.
+fn is_down(health: &Health) -> bool {
+    matches!(health.status, ConnectionStatus::Down | ConnectionStatus::Connecting)
+}
+
+/// Makes `address` accept connections and never say a word, then calls for three seconds:
+/// none may wait for a reconnection attempt.
+async fn calls_fail_fast_to_a_silent(address: SocketAddr, gw: &Gateway) {
+    // Like a host behind a black hole: every reconnection attempt lasts the whole connect
+    // timeout (2 s here).
     let silent = loop {
         match tokio::net::TcpListener::bind(address).await {
             Ok(listener) => break listener,
@@ -619,6 +653,7 @@ async fn a_legacy_sse_server_is_tested_called_and_reconnected(pool: PgPool) {
         url: Some(url),
         command: None,
         args: vec![],
+        cwd: None,
         env: vec![],
         headers: vec![],
     };
@@ -673,6 +708,39 @@ async fn a_stdio_server_sees_only_path_home_lang_and_its_own_env(pool: PgPool) {
     assert_eq!(seen.keys().map(String::as_str).collect::<Vec<_>>(), expected);
     assert_eq!(seen["GREETING"], "hello");
     assert_eq!(seen.get("PATH").map(String::as_str), std::env::var("PATH").ok().as_deref());
+}
+
+/// A stdio server runs in its working directory (its program is given relative to it); one
+/// that is not there is reported, and a relative one is refused when the server is saved.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_stdio_server_runs_in_its_working_directory(pool: PgPool) {
+    let gw = gateway(pool).await;
+    let program = std::path::PathBuf::from(server_everything());
+    let mut stdio = servers::ServerConfig::stdio(name("evs"), "node", vec!["index.js".into(), "stdio".into()]);
+    stdio.cwd = Some(program.parent().unwrap().display().to_string());
+    gw.register(stdio.clone()).await;
+    gw.visible("acme", "evs_echo").await;
+    let echo = gw.call("acme", "evs_echo", json!({"message": "from its directory"})).await;
+    assert_eq!(echo.status, Status::Ok, "{:?}", echo.output);
+
+    let mut missing = servers::ServerConfig { cwd: Some("/nonexistent/toolgate".into()), ..stdio.clone() };
+    missing.name = name("gone");
+    gw.register(missing).await;
+    eventually("the missing directory to be reported", || {
+        gw.upstreams.health().iter().any(|h| {
+            h.server == "gone"
+                && h.last_error.as_deref()
+                    == Some("cannot start the server: the working directory `/nonexistent/toolgate` is not a directory here")
+        })
+    })
+    .await;
+
+    let relative = servers::ServerConfig { name: name("rel"), cwd: Some("servers/everything".into()), ..stdio };
+    let err = servers::create(&gw.pool, &gw.secrets, &Actor::system(), &relative).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the working directory `servers/everything` must be an absolute path (one starting with /)"
+    );
 }
 
 /// Processes whose command line contains `marker`.

@@ -15,7 +15,7 @@ use crate::error::PanelError;
 pub struct ServerSummary {
     pub name: String,
     pub transport: String,
-    /// The URL, or the command line of a stdio server.
+    /// The URL, or the command line of a stdio server (and the directory it runs in).
     pub target: String,
     pub tags: Vec<String>,
     /// "shared", or the owning tenant.
@@ -41,6 +41,8 @@ pub struct ServerForm {
     pub command: String,
     /// One argument per line.
     pub args: String,
+    /// A stdio server's working directory; empty = Toolgate's.
+    pub cwd: String,
     /// `Name: value` per line; stored encrypted.
     pub headers: String,
     /// `NAME=value` per line, for a stdio server; stored encrypted.
@@ -94,10 +96,16 @@ pub(super) mod ssr {
             transport: server.transport.as_str().into(),
             target: match &server.url {
                 Some(url) => url.clone(),
-                None => std::iter::once(server.command.clone().unwrap_or_default())
-                    .chain(server.args.iter().cloned())
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                None => {
+                    let line = std::iter::once(server.command.clone().unwrap_or_default())
+                        .chain(server.args.iter().cloned())
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    match &server.cwd {
+                        Some(cwd) => format!("{line} (in {cwd})"),
+                        None => line,
+                    }
+                }
             },
             tags: server.source.tags.clone(),
             scope: server
@@ -168,6 +176,7 @@ pub(super) mod ssr {
             url: if transport == Transport::Stdio { None } else { text(&form.url) },
             command: if transport == Transport::Stdio { text(&form.command) } else { None },
             args: form.args.lines().map(str::trim).filter(|a| !a.is_empty()).map(str::to_string).collect(),
+            cwd: if transport == Transport::Stdio { text(&form.cwd) } else { None },
             env: if transport == Transport::Stdio { env } else { BTreeMap::new() },
             headers,
             tags,
@@ -228,6 +237,8 @@ pub struct ServerView {
 pub struct ServerHealth {
     /// Seconds since the last successful contact.
     pub last_seen_secs: Option<f64>,
+    /// The connection's last error, and how many seconds ago it happened.
+    pub last_error: Option<(String, f64)>,
     pub calls: i64,
     pub errors: i64,
     pub p50_ms: f64,
@@ -295,13 +306,10 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
         .collect();
     let (activity, failures) = engine::service::servers::calls(&state, &owner, &server).await?;
     let hour = activity.sources.into_iter().next();
+    let own = detail.entry.connections.iter().find(|h| h.tenant_id.is_none());
     let health = ServerHealth {
-        last_seen_secs: detail
-            .entry
-            .connections
-            .iter()
-            .find(|h| h.tenant_id.is_none())
-            .and_then(|h| h.last_seen_secs),
+        last_seen_secs: own.and_then(|h| h.last_seen_secs),
+        last_error: own.and_then(|h| Some((h.last_error.clone()?, h.last_error_secs?))),
         calls: hour.as_ref().map_or(0, |h| h.calls),
         errors: hour.as_ref().map_or(0, |h| h.errors),
         p50_ms: hour.as_ref().map_or(0.0, |h| h.p50_ms),
@@ -320,14 +328,18 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
     Ok(ServerView { summary, tools, pending, health })
 }
 
+/// `secs` seconds ago, in the unit a reader wants.
+fn ago(secs: f64) -> String {
+    match secs {
+        secs if secs < 90.0 => format!("{secs:.0} s ago"),
+        secs if secs < 5400.0 => format!("{:.0} min ago", secs / 60.0),
+        secs => format!("{:.1} h ago", secs / 3600.0),
+    }
+}
+
 /// The health card of a server's page.
-fn health_card(health: ServerHealth, last_error: Option<String>) -> AnyView {
-    let seen = match health.last_seen_secs {
-        Some(secs) if secs < 90.0 => format!("{secs:.0} s ago"),
-        Some(secs) if secs < 5400.0 => format!("{:.0} min ago", secs / 60.0),
-        Some(secs) => format!("{:.1} h ago", secs / 3600.0),
-        None => "never".into(),
-    };
+fn health_card(health: ServerHealth) -> AnyView {
+    let seen = health.last_seen_secs.map_or_else(|| "never".into(), ago);
     let calls = if health.calls == 0 {
         "No calls in the last hour.".to_string()
     } else {
@@ -341,7 +353,9 @@ fn health_card(health: ServerHealth, last_error: Option<String>) -> AnyView {
             <h2>"Health"</h2>
             <p>"Last successful contact: " <strong class="last-seen">{seen}</strong></p>
             <p class="calls-summary">{calls}</p>
-            {last_error.map(|e| view! { <p class="error">"Last connection error: " {e}</p> })}
+            {health.last_error.map(|(error, secs)| {
+                view! { <p class="error last-error">"Last connection error (" {ago(secs)} "): " {error}</p> }
+            })}
             <h3>"Recent failures"</h3>
             {grid(health.failures, "No call to this server failed or timed out.", &["When", "Tenant", "Tool", "Status", "Correlation id"], |f| {
                 view! {
@@ -550,7 +564,8 @@ fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
         RwSignal::new(String::new()),
         RwSignal::new(String::new()),
     );
-    let (args, headers, tags, tenant, env) = (
+    let (args, cwd, headers, tags, tenant, env) = (
+        RwSignal::new(String::new()),
         RwSignal::new(String::new()),
         RwSignal::new(String::new()),
         RwSignal::new(String::new()),
@@ -567,6 +582,7 @@ fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
         url: url.get(),
         command: command.get(),
         args: args.get(),
+        cwd: cwd.get(),
         headers: headers.get(),
         env: env.get(),
         tags: tags.get(),
@@ -579,7 +595,7 @@ fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
     // A registered server clears the form; a refused one keeps what was typed.
     Effect::new(move |_| {
         if let Some(Ok(_)) = register.value().get() {
-            for field in [name, prefix, url, command, args, headers, env, tags, tenant] {
+            for field in [name, prefix, url, command, args, cwd, headers, env, tags, tenant] {
                 field.set(String::new());
             }
         }
@@ -610,6 +626,12 @@ fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
                 >
                     <Field label="Command" value=command placeholder="npx" name="command" />
                     <Lines label="Arguments (one per line)" value=args name="args" rows=3 />
+                    <Field
+                        label="Working directory (absolute; empty = Toolgate's)"
+                        value=cwd
+                        placeholder="/srv/mcp/weather"
+                        name="cwd"
+                    />
                     <Lines
                         label="Environment (NAME=value per line; stored encrypted, never shown again)"
                         value=env
@@ -740,7 +762,7 @@ pub fn ServerPage() -> impl IntoView {
                         {d.summary.scope.clone()}
                         {d.summary.protocol.clone().map(|revision| format!(" · MCP {revision}"))}
                     </p>
-                    {health_card(d.health.clone(), d.summary.last_error.clone())}
+                    {health_card(d.health.clone())}
                     <PendingChanges pending=d.pending.clone() run />
                     <h2>"Tools"</h2>
                     <div class="scroll">

@@ -19,7 +19,7 @@ pub async fn test_connection(
     endpoint: &Endpoint,
     config: &UpstreamConfig,
 ) -> Result<ServerProbe, UpstreamError> {
-    let handler = Handler { slot: Weak::new() };
+    let handler = Handler { slot: Weak::new(), connection: 0 };
     let service = tokio::time::timeout(config.connect_timeout, connect(endpoint, handler))
         .await
         .map_err(|_| UpstreamError::ConnectTimeout(config.connect_timeout))??;
@@ -41,6 +41,13 @@ pub(super) async fn connect(
     match endpoint.transport {
         Transport::Stdio => {
             let mut command = tokio::process::Command::new(endpoint.command.as_deref().unwrap_or_default());
+            if let Some(cwd) = &endpoint.cwd {
+                // Spawning in a missing directory fails as if the program were missing.
+                if !std::path::Path::new(cwd).is_dir() {
+                    return Err(UpstreamError::Spawn(format!("the working directory `{cwd}` is not a directory here")));
+                }
+                command.current_dir(cwd);
+            }
             let inherited = INHERITED_ENV.iter().filter_map(|name| Some((*name, std::env::var_os(name)?)));
             command
                 .args(&endpoint.args)

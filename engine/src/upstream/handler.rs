@@ -23,6 +23,8 @@ use crate::tool::{ClientRelay, Progress, send_progress};
 #[derive(Clone)]
 pub(super) struct Handler {
     pub(super) slot: Weak<Slot>,
+    /// The number of the slot's connection this handler serves.
+    pub(super) connection: u64,
 }
 
 impl Handler {
@@ -99,7 +101,7 @@ impl ClientHandler for Handler {
             && slot.discovers
         {
             tracing::info!(servers = %slot.label(), "upstream tool list changed; rediscovering");
-            slot.discover(&context.peer, &slot.member_names()).await;
+            slot.discover(&context.peer, self.connection, &slot.member_names()).await;
         }
     }
 

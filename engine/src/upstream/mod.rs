@@ -103,6 +103,8 @@ pub struct Health {
     pub tenant_id: Option<Uuid>,
     pub status: ConnectionStatus,
     pub last_error: Option<String>,
+    /// Seconds since `last_error` happened.
+    pub last_error_secs: Option<f64>,
     /// Seconds since the last successful contact.
     pub last_seen_secs: Option<f64>,
     /// The MCP revision the connection speaks (`2026-07-28`, or a handshake-era one).
@@ -231,11 +233,13 @@ impl Upstreams {
             let state = slot.state.borrow().clone();
             for member in slot.members().iter() {
                 let degraded = state.status == ConnectionStatus::Ready && member.discovery_error.is_some();
+                let failure = member.discovery_error.as_ref().or(state.last_error.as_ref());
                 health.push(Health {
                     server: member.name.clone(),
                     tenant_id: key.tenant,
                     status: if degraded { ConnectionStatus::Degraded } else { state.status },
-                    last_error: member.discovery_error.clone().or_else(|| state.last_error.clone()),
+                    last_error: failure.map(|f| f.reason.clone()),
+                    last_error_secs: failure.map(|f| f.at.elapsed().as_secs_f64()),
                     last_seen_secs: state.last_seen.map(|t| t.elapsed().as_secs_f64()),
                     protocol: state
                         .peer
@@ -259,8 +263,9 @@ impl Upstreams {
                 .cloned()
         };
         let slot = slot.ok_or_else(|| UpstreamError::NotConnected(server.to_string()))?;
-        let (peer, _) = slot.peer(server).await.map_err(|err| UpstreamError::Down(err.to_string()))?;
-        slot.discover(&peer, &[server.to_string()]).await.remove(0)
+        let (peer, connection) =
+            slot.peer(server).await.map_err(|err| UpstreamError::Down(err.to_string()))?;
+        slot.discover(&peer, connection, &[server.to_string()]).await.remove(0)
     }
 }
 
@@ -293,7 +298,6 @@ impl Inner {
             state,
             progress: Mutex::default(),
             relays: Mutex::default(),
-            broken: tokio::sync::Notify::new(),
             wanted: tokio::sync::Notify::new(),
             cancel: CancellationToken::new(),
         });

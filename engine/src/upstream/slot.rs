@@ -51,8 +51,6 @@ pub(super) struct Slot {
     pub(super) progress: Mutex<HashMap<String, ProgressSink>>,
     /// The MCP clients of calls in flight, by progress token.
     pub(super) relays: Mutex<HashMap<String, Arc<dyn ClientRelay>>>,
-    /// A call saw the transport fail: reconnect now rather than at the next probe.
-    pub(super) broken: tokio::sync::Notify,
     /// A call wanted the connection while it was down: retry after [`DEMAND_RETRY`] rather
     /// than at the end of a long backoff, so a server that comes back is used within a second
     /// or two while traffic waits for it.
@@ -65,7 +63,7 @@ pub(super) struct Member {
     pub(super) name: String,
     pub(super) source_id: Uuid,
     /// Why its last discovery failed; the connection itself may be fine.
-    pub(super) discovery_error: Option<String>,
+    pub(super) discovery_error: Option<Failure>,
 }
 
 impl Member {
@@ -85,7 +83,7 @@ const PROGRESS_DRAIN: Duration = Duration::from_millis(250);
 pub(super) struct SlotState {
     pub(super) status: ConnectionStatus,
     pub(super) peer: Option<Peer<RoleClient>>,
-    pub(super) last_error: Option<String>,
+    pub(super) last_error: Option<Failure>,
     pub(super) last_seen: Option<Instant>,
     /// Reconnecting after a failure: calls fail at once instead of waiting for the attempt
     /// (which, to a host that does not answer, takes the whole connect timeout).
@@ -93,6 +91,29 @@ pub(super) struct SlotState {
     /// Counts connections made, so a call that saw its connection fail can tell whether the
     /// current one is that connection or a newer one.
     pub(super) connection: u64,
+}
+
+/// Why something failed, and when.
+#[derive(Clone)]
+pub(super) struct Failure {
+    pub(super) reason: String,
+    pub(super) at: Instant,
+}
+
+impl Failure {
+    fn now(reason: String) -> Self {
+        Failure { reason, at: Instant::now() }
+    }
+}
+
+impl SlotState {
+    /// The connection is down for `reason`; calls fail at once while it is retried.
+    fn fail(&mut self, reason: String) {
+        self.status = ConnectionStatus::Down;
+        self.peer = None;
+        self.last_error = Some(Failure::now(reason));
+        self.retrying = true;
+    }
 }
 
 impl Slot {
@@ -132,7 +153,9 @@ impl Slot {
         let mut backoff = Duration::from_millis(200);
         'connecting: while !self.cancel.is_cancelled() {
             self.set(|s| s.status = ConnectionStatus::Connecting);
-            let handler = Handler { slot: Arc::downgrade(&self) };
+            // Only this task counts connections: the next one gets the next number.
+            let connection = self.state.borrow().connection + 1;
+            let handler = Handler { slot: Arc::downgrade(&self), connection };
             let connected = tokio::select! {
                 () = self.cancel.cancelled() => break,
                 result = tokio::time::timeout(self.config.connect_timeout, connect(&endpoint, handler)) => {
@@ -148,51 +171,53 @@ impl Slot {
                         s.peer = Some(peer.clone());
                         s.last_seen = Some(Instant::now());
                         s.retrying = false;
-                        s.connection += 1;
+                        s.connection = connection;
                     });
                     tracing::info!(servers = %self.label(), "upstream connected");
                     // Probes must reach the server, never a cached answer.
                     peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
                     let stop = service.cancellation_token();
                     if self.discovers {
-                        self.discover(&peer, &self.member_names()).await;
+                        self.discover(&peer, connection, &self.member_names()).await;
                         if is_stateless(&peer) {
                             // Ends with the connection's stream.
                             let (slot, peer) = (self.clone(), peer.clone());
-                            tokio::spawn(async move { slot.follow_changes(&peer).await });
+                            tokio::spawn(async move { slot.follow_changes(&peer, connection).await });
                         }
                     }
+                    // A call or a listing that finds the connection broken takes it down
+                    // ([`Slot::lose`]); this task then reconnects.
+                    let mut watched = self.state.subscribe();
+                    let lost = async move {
+                        let _ = watched.wait_for(|s| s.peer.is_none()).await;
+                    };
                     let waiting = service.waiting();
                     let probe = self.probe(&peer);
-                    tokio::pin!(waiting, probe);
-                    let reason = loop {
+                    tokio::pin!(lost, waiting, probe);
+                    loop {
                         tokio::select! {
                             () = self.cancel.cancelled() => { stop.cancel(); break 'connecting; }
-                            quit = &mut waiting => break format!("the connection closed ({quit:?})"),
-                            () = self.broken.notified() => break "a call found the connection broken".to_string(),
-                            err = &mut probe => break err,
+                            () = &mut lost => break,
+                            quit = &mut waiting => {
+                                self.lose(connection, format!("the connection closed ({quit:?})"));
+                                break;
+                            }
+                            err = &mut probe => {
+                                self.lose(connection, err);
+                                break;
+                            }
                             () = self.joined.notified() => {
-                                self.discover(&peer, &self.member_names()).await;
+                                self.discover(&peer, connection, &self.member_names()).await;
                             }
                         }
-                    };
+                    }
                     stop.cancel();
+                    let reason = self.state.borrow().last_error.clone().map(|f| f.reason).unwrap_or_default();
                     tracing::warn!(servers = %self.label(), %reason, "upstream connection lost; reconnecting");
-                    self.set(|s| {
-                        s.status = ConnectionStatus::Down;
-                        s.peer = None;
-                        s.last_error = Some(reason);
-                        s.retrying = true;
-                    });
                 }
                 Err(err) => {
                     tracing::warn!(servers = %self.label(), error = %err, retry_in = ?backoff, "upstream connection failed");
-                    self.set(|s| {
-                        s.status = ConnectionStatus::Down;
-                        s.peer = None;
-                        s.last_error = Some(err.to_string());
-                        s.retrying = true;
-                    });
+                    self.set(|s| s.fail(err.to_string()));
                 }
             }
             let jitter = Duration::from_millis(rand::random_range(0..=backoff.as_millis() as u64 / 4));
@@ -218,7 +243,7 @@ impl Slot {
     /// as its `subscriptions/listen` stream lasts — and once when the stream opens: the revision
     /// replays nothing, so a change between the first discovery and the acknowledgment would
     /// otherwise be missed.
-    async fn follow_changes(&self, peer: &Peer<RoleClient>) {
+    async fn follow_changes(&self, peer: &Peer<RoleClient>, connection: u64) {
         let advertised = peer.peer_info().is_some_and(|info| {
             info.capabilities.tools.as_ref().is_some_and(|tools| tools.list_changed == Some(true))
         });
@@ -235,11 +260,11 @@ impl Slot {
                 return;
             }
         };
-        self.discover(peer, &self.member_names()).await;
+        self.discover(peer, connection, &self.member_names()).await;
         while let Ok(Some(notification)) = subscription.next().await {
             if matches!(notification, ServerNotification::ToolListChangedNotification(_)) {
                 tracing::info!(servers = %self.label(), "upstream tool list changed; rediscovering");
-                self.discover(peer, &self.member_names()).await;
+                self.discover(peer, connection, &self.member_names()).await;
             }
         }
     }
@@ -258,16 +283,26 @@ impl Slot {
         }
     }
 
-    /// Lists every tool (following pagination) once and records them for each of `servers`,
-    /// with pinning; one report (or error) per server.
+    /// Lists every tool (following pagination) once through connection `connection` and
+    /// records them for each of `servers`, with pinning; one report (or error) per server. A
+    /// listing that cannot reach the server takes the connection down, as a failed probe does.
     pub(super) async fn discover(
         &self,
         peer: &Peer<RoleClient>,
+        connection: u64,
         servers: &[String],
     ) -> Vec<Result<servers::DiscoveryReport, UpstreamError>> {
         let listed = match tokio::time::timeout(self.config.connect_timeout, peer.list_all_tools()).await {
+            Ok(Err(err)) if is_transport(&err) => {
+                self.lose(connection, format!("a listing found the connection broken: {err}"));
+                Err(UpstreamError::Listing(err.to_string()))
+            }
             Ok(listed) => listed.map_err(|e| UpstreamError::Listing(e.to_string())),
-            Err(_) => Err(UpstreamError::ListingTimeout(self.config.connect_timeout)),
+            Err(_) => {
+                let err = UpstreamError::ListingTimeout(self.config.connect_timeout);
+                self.lose(connection, err.to_string());
+                Err(err)
+            }
         };
         let definitions: Result<Vec<ToolDefinition>, UpstreamError> =
             listed.map(|tools| tools.iter().map(|t| definition(t, self.config.description_cap)).collect());
@@ -287,7 +322,7 @@ impl Slot {
                 Err(err) => tracing::warn!(%server, error = %err, "upstream discovery failed"),
             }
             if let Some(member) = self.members().iter_mut().find(|m| &m.name == server) {
-                member.discovery_error = report.as_ref().err().map(ToString::to_string);
+                member.discovery_error = report.as_ref().err().map(|err| Failure::now(err.to_string()));
             }
             reports.push(report);
         }
@@ -298,6 +333,19 @@ impl Slot {
             });
         }
         reports
+    }
+
+    /// Takes connection `connection` down for `reason` if it is still the current one (a newer
+    /// one is left alone): calls fail at once from now on, and the connection's task, watching
+    /// the state, reconnects.
+    fn lose(&self, connection: u64, reason: String) {
+        self.state.send_if_modified(|s| {
+            let current = s.connection == connection && s.peer.is_some();
+            if current {
+                s.fail(reason);
+            }
+            current
+        });
     }
 
     /// The connection's peer: at once when ready, after a wait while connecting for the first
@@ -369,21 +417,8 @@ impl Slot {
             Ok(other) => Err(ToolError::internal(format!("unexpected answer to tools/call: {other:?}"))),
             Err(err) => {
                 tracing::warn!(%server, error = %err, "upstream call failed");
-                if matches!(err, ServiceError::TransportClosed | ServiceError::TransportSend(_)) {
-                    // Only the connection the call used is broken: a newer one is left alone.
-                    let current = self.state.send_if_modified(|s| {
-                        let current = s.connection == connection && s.peer.is_some();
-                        if current {
-                            s.status = ConnectionStatus::Down;
-                            s.peer = None;
-                            s.retrying = true;
-                        }
-                        current
-                    });
-                    if current {
-                        // Wakes the connection's task if it is watching; never a later one.
-                        self.broken.notify_waiters();
-                    }
+                if is_transport(&err) {
+                    self.lose(connection, format!("a call found the connection broken: {err}"));
                     return Err(ToolError::tool(format!(
                         "MCP server `{server}` dropped the connection before answering (it went away, or its \
                          answer was over the {} MiB limit); try again later",
@@ -504,6 +539,11 @@ impl Drop for CancelOnDrop {
 const TRUNCATED: &str = " [description truncated]";
 
 /// A discovered tool as Toolgate stores it; the description is untrusted and capped.
+/// The request never reached the server, or its answer never came back: the connection is gone.
+fn is_transport(err: &ServiceError) -> bool {
+    matches!(err, ServiceError::TransportClosed | ServiceError::TransportSend(_))
+}
+
 fn definition(tool: &rmcp::model::Tool, description_cap: usize) -> ToolDefinition {
     let value = serde_json::to_value(tool).unwrap_or_default();
     let mut description = value["description"].as_str().unwrap_or_default().to_string();

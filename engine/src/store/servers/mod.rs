@@ -79,6 +79,9 @@ pub struct ServerConfig {
     pub command: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
+    /// A stdio server's working directory, an absolute path; left out = Toolgate's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, EnvValue>,
     /// Sent with every request (an `Authorization: Bearer ...` among them); always encrypted.
@@ -107,6 +110,7 @@ impl ServerConfig {
             url: None,
             command: None,
             args: Vec::new(),
+            cwd: None,
             env: BTreeMap::new(),
             headers: BTreeMap::new(),
             tenant: None,
@@ -139,6 +143,18 @@ impl ServerConfig {
 
     pub(crate) fn check(&self) -> Result<()> {
         crate::model::check_prefix(self.prefix())?;
+        match (&self.cwd, self.transport) {
+            (None, _) => {}
+            (Some(_), Transport::StreamableHttp | Transport::Sse) => {
+                return Err(Error::Invalid("only a stdio server has a working directory (`cwd`)".into()));
+            }
+            (Some(cwd), Transport::Stdio) if !std::path::Path::new(cwd).is_absolute() => {
+                return Err(Error::Invalid(format!(
+                    "the working directory `{cwd}` must be an absolute path (one starting with /)"
+                )));
+            }
+            (Some(_), Transport::Stdio) => {}
+        }
         match (self.transport, &self.url, &self.command) {
             (Transport::Stdio, None, Some(command)) if !command.is_empty() => Ok(()),
             (Transport::Stdio, _, _) => {
@@ -151,7 +167,7 @@ impl ServerConfig {
 
     /// Where the server is: its URL, or its command and arguments. Stored secrets belong to it.
     fn target(&self) -> Target {
-        Target::of(&self.url, &self.command, &self.args)
+        Target::of(&self.url, &self.command, &self.args, &self.cwd)
     }
 
     /// The configuration as a diff shows it: prefix filled in, secrets as `{set: true}`
@@ -192,6 +208,7 @@ pub struct Server {
     pub url: Option<String>,
     pub command: Option<String>,
     pub args: Vec<String>,
+    pub cwd: Option<String>,
     /// Plain values shown; secret ones as `{"set": true}`.
     pub env: BTreeMap<String, EnvValue>,
     pub header_names: Vec<String>,
@@ -207,6 +224,7 @@ pub struct Endpoint {
     pub url: Option<String>,
     pub command: Option<String>,
     pub args: Vec<String>,
+    pub cwd: Option<String>,
     pub env: Vec<(String, String)>,
     pub headers: Vec<(String, String)>,
 }
@@ -217,6 +235,7 @@ pub(crate) struct ServerRow {
     url: Option<String>,
     command: Option<String>,
     args: Vec<String>,
+    cwd: Option<String>,
     env: Value,
     headers: Value,
     on_definition_change: OnDefinitionChange,
@@ -233,6 +252,7 @@ impl ServerRow {
             url: self.url,
             command: self.command,
             args: self.args,
+            cwd: self.cwd,
         })
     }
 
@@ -246,7 +266,7 @@ impl ServerRow {
     }
 
     pub(crate) fn secrets(&self) -> StoredSecrets {
-        let target = Some(Target::of(&self.url, &self.command, &self.args));
+        let target = Some(Target::of(&self.url, &self.command, &self.args, &self.cwd));
         StoredSecrets { env: self.env.clone(), headers: self.headers.clone(), target }
     }
 
@@ -267,6 +287,7 @@ impl ServerRow {
             url: self.url.clone(),
             command: self.command.clone(),
             args: self.args.clone(),
+            cwd: self.cwd.clone(),
             env,
             headers,
             tenant,
@@ -286,6 +307,7 @@ impl ServerRow {
             url: self.url,
             command: self.command,
             args: self.args,
+            cwd: self.cwd,
             env,
             header_names: self.headers.as_object().map(|h| h.keys().cloned().collect()).unwrap_or_default(),
             new_tools_enabled: self.new_tools_enabled,
@@ -296,7 +318,7 @@ impl ServerRow {
 pub(crate) async fn row(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<ServerRow> {
     sqlx::query_as!(
         ServerRow,
-        r#"select source_id, transport as "transport: Transport", url, command, args, env, headers,
+        r#"select source_id, transport as "transport: Transport", url, command, args, cwd, env, headers,
                 on_definition_change as "on_definition_change: OnDefinitionChange", new_tools_enabled
          from mcp_server where source_id = $1"#,
         source_id
@@ -344,12 +366,12 @@ pub(crate) async fn write(
     .await?;
     let stored = stored.kept_for(config)?;
     sqlx::query!(
-        "insert into mcp_server (source_id, transport, url, command, args, env, headers,
+        "insert into mcp_server (source_id, transport, url, command, args, cwd, env, headers,
                                  on_definition_change, new_tools_enabled)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
          on conflict (source_id) do update set
             transport = excluded.transport, url = excluded.url, command = excluded.command,
-            args = excluded.args, env = excluded.env, headers = excluded.headers,
+            args = excluded.args, cwd = excluded.cwd, env = excluded.env, headers = excluded.headers,
             on_definition_change = excluded.on_definition_change,
             new_tools_enabled = excluded.new_tools_enabled",
         source_id,
@@ -357,6 +379,7 @@ pub(crate) async fn write(
         config.url,
         config.command,
         &config.args,
+        config.cwd,
         seal_env(secrets, &config.env, stored)?,
         seal_headers(secrets, &config.headers, stored)?,
         config.on_definition_change as OnDefinitionChange,
@@ -395,6 +418,7 @@ pub fn probe_endpoint(config: &ServerConfig) -> Result<Endpoint> {
         url: config.url.clone(),
         command: config.command.clone(),
         args: config.args.clone(),
+        cwd: config.cwd.clone(),
         env,
         headers,
     })
@@ -445,7 +469,7 @@ pub async fn get(pool: &PgPool, name: &Name) -> Result<Server> {
 pub(crate) async fn rows(db: impl PgExecutor<'_>) -> Result<HashMap<Uuid, ServerRow>> {
     let rows = sqlx::query_as!(
         ServerRow,
-        r#"select source_id, transport as "transport: Transport", url, command, args, env, headers,
+        r#"select source_id, transport as "transport: Transport", url, command, args, cwd, env, headers,
                 on_definition_change as "on_definition_change: OnDefinitionChange", new_tools_enabled
          from mcp_server"#
     )

@@ -15,11 +15,18 @@ pub(super) struct Target {
     url: Option<String>,
     command: Option<String>,
     args: Vec<String>,
+    /// A relative command or argument names another program in another directory.
+    cwd: Option<String>,
 }
 
 impl Target {
-    pub(super) fn of(url: &Option<String>, command: &Option<String>, args: &[String]) -> Self {
-        Target { url: url.clone(), command: command.clone(), args: args.to_vec() }
+    pub(super) fn of(
+        url: &Option<String>,
+        command: &Option<String>,
+        args: &[String],
+        cwd: &Option<String>,
+    ) -> Self {
+        Target { url: url.clone(), command: command.clone(), args: args.to_vec(), cwd: cwd.clone() }
     }
 }
 
@@ -48,7 +55,7 @@ impl StoredSecrets {
             .find(|(_, value)| value.new_value().is_none());
         match kept {
             Some((name, _)) if moved => Err(Error::Invalid(format!(
-                "secret `{name}` must be given again: the server's URL or command changed, and a stored \
+                "secret `{name}` must be given again: the server's URL, command or working directory changed, and a stored \
                  secret never follows its server to a new target"
             ))),
             _ => Ok(self),
