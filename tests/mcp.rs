@@ -454,6 +454,81 @@ async fn an_upstream_on_2026_07_28_asks_a_client_on_2026_07_28(pool: PgPool) {
     questions_and_logs_cross(pool, false, current_client()).await;
 }
 
+/// An upstream tool that runs until it is cancelled, and says when it was.
+#[derive(Clone, Default)]
+struct Endless {
+    cancelled: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl rmcp::ServerHandler for Endless {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(rmcp::model::ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<rmcp::model::PaginatedRequestParams>,
+        _: rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        one_tool("endless", "Runs until cancelled")
+    }
+
+    async fn call_tool(
+        &self,
+        _: CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        context.ct.cancelled().await;
+        self.cancelled.store(true, Ordering::SeqCst);
+        answer("cancelled")
+    }
+}
+
+/// A client's `notifications/cancelled` reaches the upstream, and the call is recorded as
+/// cancelled. rmcp runs a server's handler to its end regardless: main waited for the upstream
+/// tool, for as long as its timeout allowed.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_call_the_client_cancels_is_cancelled_upstream(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_with_key(&pool, "acme").await;
+    let upstream = Endless::default();
+    register_upstream(&pool, "up", upstream.clone()).await;
+    let client = until_key_works(&app, "acme", &key).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !client.list_all_tools().await.unwrap().iter().any(|t| t.name == "up_endless") {
+        assert!(Instant::now() < deadline, "the upstream tool never appeared");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let request = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+        CallToolRequestParams::new("up_endless"),
+    ));
+    let handle = client
+        .peer()
+        .send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancel = rmcp::model::CancelledNotificationParam::new(Some(handle.id.clone()), Some("no longer needed".into()));
+    client.peer().notify_cancelled(cancel).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !upstream.cancelled.load(Ordering::SeqCst) {
+        assert!(Instant::now() < deadline, "the upstream never heard of the cancellation");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    loop {
+        let status: Option<String> =
+            sqlx::query_scalar("select status from invocation where tool_name = 'up_endless'")
+                .fetch_optional(&pool)
+                .await
+                .unwrap();
+        match status {
+            Some(status) => break assert_eq!(status, "cancelled"),
+            None => assert!(Instant::now() < deadline, "the cancelled call was not recorded"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A session's `logging/setLevel` holds back the relayed messages below it; a call on
 /// 2026-07-28 that asks for no level gets none (SEP-2575).
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

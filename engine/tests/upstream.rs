@@ -582,6 +582,36 @@ async fn a_timed_out_call_is_cancelled_upstream_and_progress_is_forwarded(pool: 
     assert_eq!((report.progress, report.total, report.message.as_deref()), (1.0, Some(2.0), Some("halfway")));
 }
 
+/// A call its client stops waiting for (a dropped future: the MCP client cancelled, the
+/// playground's Cancel) is cancelled upstream and recorded as `cancelled`; main let it run on.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_call_its_client_gives_up_on_is_cancelled_upstream_and_recorded(pool: PgPool) {
+    let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
+    let gw = gateway(pool).await;
+    gw.register(http_server("up", format!("http://{}/mcp", upstream.address))).await;
+    gw.visible("acme", "up_slow").await;
+
+    let given_up = tokio::time::timeout(Duration::from_millis(500), gw.call("acme", "up_slow", json!({}))).await;
+    assert!(given_up.is_err(), "the slow tool takes 10 s");
+    eventually("the upstream to see notifications/cancelled", || {
+        upstream.state.saw_cancel.load(Ordering::SeqCst)
+    })
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let recorded: Option<String> =
+            sqlx::query_scalar("select status from invocation where tool_name = 'up_slow'")
+                .fetch_optional(&gw.pool)
+                .await
+                .unwrap();
+        match recorded {
+            Some(status) => break assert_eq!(status, "cancelled"),
+            None => assert!(Instant::now() < deadline, "the cancelled call was not recorded"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The public reference server, from `end2end/node_modules` (installed by `make test`).
 fn server_everything() -> String {
     let path = concat!(

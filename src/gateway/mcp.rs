@@ -573,7 +573,13 @@ impl ServerHandler for Gateway {
             client: Some(Arc::new(CallRelay::new(listening, None))),
         };
         let caller = Caller::ApiKey(access.key_id);
-        complete(self.executor.call_in(&view, &caller, call_request(request), hooks).await)
+        let call = self.executor.call_in(&view, &caller, call_request(request), hooks);
+        // rmcp runs a handler to its end after the client cancels the request (and drops the
+        // answer): stop waiting instead, which cancels the call upstream too.
+        tokio::select! {
+            result = call => complete(result),
+            () = context.ct.cancelled() => Err(ErrorData::internal_error("the client cancelled the call", None)),
+        }
     }
 }
 

@@ -17,6 +17,7 @@ use rmcp::model::ContentBlock;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sqlx::PgPool;
+use tokio_util::task::AbortOnDropHandle;
 use uuid::Uuid;
 
 use crate::catalog::{Catalog, CatalogTool, TenantTools};
@@ -31,7 +32,7 @@ use crate::tool::{
 use admission::Admission;
 pub use admission::{ADMISSION_WAIT, Busy};
 pub use record::{CALL_SECONDS, CALLS_TOTAL};
-use record::{Record, Recorder};
+use record::{Record, Recorder, Unfinished};
 
 #[derive(Debug, Clone)]
 pub struct ExecConfig {
@@ -230,30 +231,43 @@ impl Executor {
         if let Some(client) = hooks.client {
             ctx = ctx.with_client(client);
         }
-        let outcome = if has_nul(&arguments) {
+        let unfinished = Unfinished::new(
+            &self.inner.recorder,
+            started,
+            Record {
+                tenant_id: view.tenant_id,
+                tenant: tenant.to_string(),
+                tool_name: tool.exposed_name.clone(),
+                source: Some(tool.source_name.clone()),
+                caller: caller.to_string(),
+                status: "",
+                latency: Duration::ZERO,
+                result_bytes: 0,
+                correlation_id: None,
+                arguments,
+            },
+        );
+        let arguments = unfinished.arguments();
+        let outcome = if has_nul(arguments) {
             Outcome::ToolError(format!("arguments {NUL_REFUSED}"))
         } else {
-            match tool.validator().check(&arguments) {
+            match tool.validator().check(arguments) {
                 Err(problems) => Outcome::ToolError(problems),
                 Ok(()) => {
-                    let _places = self.inner.admission.admit(view.tenant_id, caller).await?;
+                    let _places = match self.inner.admission.admit(view.tenant_id, caller).await {
+                        Ok(places) => places,
+                        Err(busy) => {
+                            // Refused before it started: not a call.
+                            unfinished.discard();
+                            return Err(busy.into());
+                        }
+                    };
                     self.dispatch(view.tenant_id, &tool, arguments.clone(), ctx).await
                 }
             }
         };
         let result = self.finish(outcome, started);
-        self.inner.recorder.record(Record {
-            tenant_id: view.tenant_id,
-            tenant: tenant.to_string(),
-            tool_name: tool.exposed_name.clone(),
-            source: Some(tool.source_name.clone()),
-            caller: caller.to_string(),
-            status: result.status.as_str(),
-            latency: started.elapsed(),
-            result_bytes: result.output.size(),
-            correlation_id: result.correlation_id.clone(),
-            arguments,
-        });
+        unfinished.finish(&result);
         Ok(result)
     }
 
@@ -355,16 +369,14 @@ impl Executor {
                 }
             }
         }
+        // Its own task, so a panic is caught; aborted when the call is dropped (its client
+        // cancelled) or times out, which cancels an upstream call.
         let running = {
             let (executor, tool) = (self.clone(), tool.clone());
-            tokio::spawn(async move { executor.run(&tool, arguments, &ctx).await })
+            AbortOnDropHandle::new(tokio::spawn(async move { executor.run(&tool, arguments, &ctx).await }))
         };
-        let abort = running.abort_handle();
         match tokio::time::timeout(tool.timeout, running).await {
-            Err(_) => {
-                abort.abort();
-                Outcome::Timeout(tool.timeout)
-            }
+            Err(_) => Outcome::Timeout(tool.timeout),
             Ok(Err(join)) if join.is_panic() => {
                 self.failed(&format!("tool `{}` panicked", tool.exposed_name))
             }

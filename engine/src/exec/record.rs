@@ -2,7 +2,7 @@
 //! background task inserts them in batches. A full channel drops records (with a warning)
 //! rather than slow calls down.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 use tokio::sync::mpsc;
@@ -44,6 +44,50 @@ impl Recorder {
         metrics::counter!(CALLS_TOTAL, &[tenant, tool, ("status", record.status.to_string())]).increment(1);
         if let Err(err) = self.sender.try_send(record) {
             tracing::warn!(error = %err, "invocation record dropped: the recorder is behind");
+        }
+    }
+}
+
+/// The invocation record of a call under way, queued when the call ends: with its outcome when
+/// [`Unfinished::finish`] is given one, as `cancelled` when the call is dropped before (its
+/// client cancelled, or went away).
+pub(super) struct Unfinished<'a> {
+    recorder: &'a Recorder,
+    started: Instant,
+    /// Taken when it is queued.
+    record: Option<Record>,
+}
+
+impl<'a> Unfinished<'a> {
+    /// `record`'s outcome fields are overwritten.
+    pub(super) fn new(recorder: &'a Recorder, started: Instant, record: Record) -> Self {
+        let record = Record { status: "cancelled", result_bytes: 0, correlation_id: None, ..record };
+        Unfinished { recorder, started, record: Some(record) }
+    }
+
+    pub(super) fn arguments(&self) -> &serde_json::Value {
+        &self.record.as_ref().expect("queued only when dropped").arguments
+    }
+
+    /// Queues nothing: the call never started.
+    pub(super) fn discard(mut self) {
+        self.record = None;
+    }
+
+    pub(super) fn finish(mut self, result: &super::CallResult) {
+        if let Some(record) = &mut self.record {
+            record.status = result.status.as_str();
+            record.result_bytes = result.output.size();
+            record.correlation_id = result.correlation_id.clone();
+        }
+    }
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if let Some(mut record) = self.record.take() {
+            record.latency = self.started.elapsed();
+            self.recorder.record(record);
         }
     }
 }

@@ -450,7 +450,8 @@ impl Slot {
             self.relays.lock().expect("relay map").insert(key.clone(), client);
             RelayRegistration { slot: self.me.clone(), key: key.clone() }
         });
-        // If this future is dropped (the call timed out), tell the server to stop.
+        // If this future is dropped (the call timed out, or its caller cancelled it), tell the
+        // server to stop.
         let guard = CancelOnDrop { peer: Some(peer.clone()), request: handle.id.clone() };
         let response = handle.await_response().await;
         guard.disarm();
@@ -526,7 +527,7 @@ impl Drop for CancelOnDrop {
         if let Some(peer) = self.peer.take() {
             let param = CancelledNotificationParam::new(
                 Some(self.request.clone()),
-                Some("the call timed out in Toolgate".into()),
+                Some("Toolgate stopped the call: its caller cancelled it, or it timed out".into()),
             );
             tokio::spawn(async move {
                 let _ = peer.notify_cancelled(param).await;
