@@ -2,6 +2,7 @@
 // a real `toolgate serve` with the public MCP reference server (server-everything, stdio).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { dirname } from 'node:path';
 import { eventually, launchChromium, open, screenshots, signIn, startToolgate } from '../support/toolgate.mjs';
 
 const everything = new URL('../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url).pathname;
@@ -20,7 +21,9 @@ before(async () => {
   await page.locator('input[name=name]').fill('everything');
   await page.locator('select[name=transport]').selectOption('stdio');
   await page.locator('input[name=command]').fill('node');
-  await page.locator('textarea[name=args]').fill(`${everything}\nstdio`);
+  // The program given relative to the server's working directory.
+  await page.locator('textarea[name=args]').fill('index.js\nstdio');
+  await page.locator('input[name=cwd]').fill(dirname(everything));
   await page.locator('textarea[name=env]').fill('GREETING=hello from the panel');
   await page.getByRole('button', { name: 'Register' }).click();
   await page.getByText('Registered everything.').waitFor();
@@ -87,6 +90,22 @@ test('a replay puts back the tenant, the tool and the arguments together', async
   await recorded.first().getByRole('button', { name: 'Replay' }).click();
   await page.locator('section.result pre.output', { hasText: '7' }).waitFor();
   assert.equal(await page.locator('select[name=tool]').inputValue(), 'everything_get-sum');
+});
+
+test('a long run shows its progress, and Cancel stops it and is recorded', async () => {
+  await choose('everything_trigger-long-running-operation');
+  await rawArguments('{"duration": 30, "steps": 30}');
+  await page.getByRole('button', { name: 'Run' }).click();
+  await page.locator('.run-progress', { hasText: 'of 30' }).waitFor();
+  await page.screenshot({ path: `${screenshots}/playground-progress.png`, fullPage: true });
+  await page.getByRole('button', { name: 'Cancel' }).click();
+  await page.getByText('Cancelled: the call was stopped').waitFor();
+  assert.equal(await page.getByRole('button', { name: 'Run' }).isEnabled(), true);
+  // The server saw the request end: the call is recorded as cancelled, long before its 30 s.
+  await eventually(page, async () => {
+    await choose('everything_trigger-long-running-operation');
+    await page.getByRole('row', { name: /trigger-long-running-operation.*cancelled/ }).waitFor({ timeout: 1000 });
+  }, 'the cancelled run was not recorded');
 });
 
 test('the first Run after fixing a JSON error runs, and a result made with other arguments says it is stale', async () => {

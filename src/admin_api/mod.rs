@@ -213,7 +213,7 @@ async fn invoke(
     Body(body): Body<Invoke>,
 ) -> Answer {
     let request = CallRequest { name: body.tool, arguments: body.arguments };
-    let result = tenants::invoke(&state, &admin.tenant(&tenant)?, request).await?;
+    let result = tenants::invoke(&state, &admin.tenant(&tenant)?, request, None).await?;
     Ok(Json(result).into_response())
 }
 

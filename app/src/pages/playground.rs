@@ -3,11 +3,12 @@
 //! calls. Recent runs can be replayed.
 
 use leptos::prelude::*;
+use leptos::server_fn::codec::{StreamingText, TextStream};
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::ui::{ErrorNote, JsonBlock, StatusBadge, action_error};
+use super::ui::{ErrorNote, JsonBlock, StatusBadge};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,32 +59,86 @@ pub struct RunOutcome {
     pub correlation_id: Option<String>,
 }
 
-#[server]
-pub async fn run_tool(tenant: String, tool: String, arguments: String) -> Result<RunOutcome, PanelError> {
-    use axum::http::StatusCode;
+/// A progress report of a run under way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub done: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// What a run streams to the page, one JSON line each: progress reports while the tool
+/// works, then how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RunEvent {
+    Progress(Report),
+    Done(RunOutcome),
+    Refused(PanelError),
+}
+
+/// Runs a tool for the playground, streaming its progress. When the page stops reading
+/// (Cancel), the request ends and with it the call: cancelled upstream, recorded as such.
+#[server(output = StreamingText)]
+pub async fn run_tool(
+    tenant: String,
+    tool: String,
+    arguments: String,
+) -> Result<TextStream<PanelError>, PanelError> {
     use engine::exec::CallRequest;
+    use engine::tool::Progress;
+    use futures::StreamExt;
 
     use crate::server::{caller, state};
     let caller = caller().await?;
-    let tenant = caller.tenant(&tenant)?;
-    let arguments: Value = serde_json::from_str(&arguments).map_err(|e| {
-        PanelError::rejected(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("the arguments are not valid JSON: {e}"),
-        )
-    })?;
-    let request = CallRequest { name: tool, arguments };
-    let result = engine::service::tenants::invoke(&state(), &tenant, request).await?;
-    Ok(RunOutcome {
-        at: crate::server::minute(time::OffsetDateTime::now_utc()),
-        status: serde_json::to_value(result.status)
-            .ok()
-            .and_then(|s| s.as_str().map(str::to_string))
-            .unwrap_or_default(),
-        output: serde_json::to_value(&result.output).map_err(|e| PanelError::internal(&e))?,
-        latency_ms: result.latency_ms,
-        correlation_id: result.correlation_id,
-    })
+    caller.tenant(&tenant)?;
+    let arguments: Value = serde_json::from_str(&arguments)
+        .map_err(|e| PanelError::invalid(format!("the arguments are not valid JSON: {e}")))?;
+    // The stream is read after this function returns, outside its reactive context.
+    let state = state();
+    let (sink, reports) = engine::tool::progress_channel();
+    let call = async move {
+        let request = CallRequest { name: tool, arguments };
+        let result = engine::service::tenants::invoke(&state, &caller.tenant(&tenant)?, request, Some(sink)).await?;
+        Ok::<_, PanelError>(RunOutcome {
+            at: crate::server::minute(time::OffsetDateTime::now_utc()),
+            status: serde_json::to_value(result.status)
+                .ok()
+                .and_then(|s| s.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            output: serde_json::to_value(&result.output).map_err(|e| PanelError::internal(&e))?,
+            latency_ms: result.latency_ms,
+            correlation_id: result.correlation_id,
+        })
+    };
+    // Reports until the call ends (those still queued then are of no use), and an empty line
+    // whenever nothing else was sent for a while: writing is how the server learns that the
+    // page went away, which ends the call.
+    let running = Some((Box::pin(call), reports));
+    let lines = futures::stream::unfold(running, |running| async move {
+        let (mut call, mut reports) = running?;
+        tokio::select! {
+            ended = &mut call => {
+                let event = match ended {
+                    Ok(outcome) => RunEvent::Done(outcome),
+                    Err(refused) => RunEvent::Refused(refused),
+                };
+                Some((event_line(&event), None))
+            }
+            Some(report) = reports.recv() => {
+                let Progress { progress: done, total, message } = report;
+                Some((event_line(&RunEvent::Progress(Report { done, total, message })), Some((call, reports))))
+            }
+            () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {
+                Some(("\n".to_string(), Some((call, reports))))
+            }
+        }
+    });
+    Ok(TextStream::new(lines.map(Ok)))
+}
+
+#[cfg(feature = "ssr")]
+fn event_line(event: &RunEvent) -> String {
+    serde_json::to_string(event).expect("events serialise") + "\n"
 }
 
 /// A test invocation in the playground's history.
@@ -438,7 +493,16 @@ pub fn PlaygroundPage() -> impl IntoView {
     let arguments = RwSignal::new(json!({}));
     let raw_tab = RwSignal::new(false);
     let raw_error = RwSignal::new(None::<String>);
-    let run = ServerAction::<RunTool>::new();
+    // The newest progress report of the run under way.
+    let progress = RwSignal::new(None::<Report>);
+    let run = Action::new_local(move |entry: &Run| {
+        let entry = entry.clone();
+        async move {
+            progress.set(None);
+            let events = run_tool(entry.tenant, entry.tool, entry.arguments.to_string()).await?;
+            outcome(events, progress).await
+        }
+    });
     // The tenant's recorded runs as the tenant was chosen, and the runs made here since.
     let recorded = Resource::new(move || tenant.get(), playground_history);
     let made_here = RwSignal::new(Vec::<PastRun>::new());
@@ -448,6 +512,26 @@ pub fn PlaygroundPage() -> impl IntoView {
     });
     let pending_run = StoredValue::new(None::<Run>);
     let shown = RwSignal::new(None::<Run>);
+    // Dropping the run's future ends its request, and with it the call on the server.
+    let under_way = StoredValue::new(None::<ActionAbortHandle>);
+    let cancelled = RwSignal::new(false);
+    let cancel = move || {
+        if let Some(handle) = under_way.try_update_value(Option::take).flatten() {
+            handle.abort();
+            cancelled.set(true);
+        }
+        if let Some(entry) = pending_run.try_update_value(Option::take).flatten() {
+            let past = PastRun {
+                at: "just now".into(),
+                tool: entry.tool,
+                by: "you".into(),
+                arguments: entry.arguments,
+                status: "cancelled".into(),
+                latency_ms: 0.0,
+            };
+            made_here.update(|h| h.insert(0, past));
+        }
+    };
 
     Effect::new(move |_| {
         let Some(Ok(list)) = tools.get() else { return };
@@ -461,11 +545,8 @@ pub fn PlaygroundPage() -> impl IntoView {
     let start = move || {
         let Some(chosen) = tool.get() else { return };
         let entry = Run { tenant: tenant.get(), tool: chosen.name, arguments: arguments.get() };
-        run.dispatch(RunTool {
-            tenant: entry.tenant.clone(),
-            tool: entry.tool.clone(),
-            arguments: entry.arguments.to_string(),
-        });
+        cancelled.set(false);
+        under_way.set_value(Some(run.dispatch(entry.clone())));
         pending_run.set_value(Some(entry));
     };
     // Each finished run goes to the history, newest first, and is what the result shows.
@@ -473,6 +554,7 @@ pub fn PlaygroundPage() -> impl IntoView {
         let Some(result) = run.value().get() else { return };
         let Some(entry) = pending_run.get_value() else { return };
         pending_run.set_value(None);
+        under_way.set_value(None);
         if let Ok(outcome) = result {
             let past = PastRun {
                 at: outcome.at,
@@ -594,13 +676,20 @@ pub fn PlaygroundPage() -> impl IntoView {
                                 <button type="button" class="primary" disabled=move || run.pending().get() on:click=move |_| start()>
                                     {move || if run.pending().get() { "Running…" } else { "Run" }}
                                 </button>
+                                <Show when=move || run.pending().get()>
+                                    <button type="button" class="cancel-run" on:click=move |_| cancel()>"Cancel"</button>
+                                    <RunProgress progress />
+                                </Show>
                             </div>
                         </section>
                     }
                     .into_any()
                 })
         }}
-        <ErrorNote error=action_error(run) />
+        <ErrorNote error=move || run.value().get().and_then(Result::err).map(|err| err.to_string()) />
+        <Show when=move || cancelled.get() && !run.pending().get()>
+            <p class="notice" role="status">"Cancelled: the call was stopped, at its server too, and is recorded as cancelled."</p>
+        </Show>
         {move || {
             run.value().get().and_then(Result::ok).map(|outcome| {
                 let blocks = outcome.output["content"].as_array().cloned().unwrap_or_default();
@@ -624,6 +713,52 @@ pub fn PlaygroundPage() -> impl IntoView {
         <ErrorNote error=move || replay_error.get() />
         <History recorded made_here replay />
     }
+}
+
+/// How a run under way is doing, from its newest progress report.
+#[component]
+fn RunProgress(progress: RwSignal<Option<Report>>) -> impl IntoView {
+    move || {
+        progress.get().map(|Report { done, total, message }| {
+            let amount = match total {
+                Some(total) => format!("{done} of {total}"),
+                None => done.to_string(),
+            };
+            view! {
+                <span class="run-progress" role="status">
+                    {total.map(|total| view! { <progress max=total value=done></progress> })}
+                    " " {amount} {message.map(|m| format!(" · {m}"))}
+                </span>
+            }
+        })
+    }
+}
+
+/// Reads a run's events, keeping `progress` at the newest report, up to how it ended.
+async fn outcome(
+    events: TextStream<PanelError>,
+    progress: RwSignal<Option<Report>>,
+) -> Result<RunOutcome, PanelError> {
+    use futures::StreamExt;
+    let mut events = events.into_inner();
+    // Chunks of the response need not end where lines do.
+    let mut read = String::new();
+    while let Some(chunk) = events.next().await {
+        read.push_str(&chunk?);
+        while let Some(end) = read.find('\n') {
+            let line: String = read.drain(..=end).collect();
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<RunEvent>(&line) {
+                Ok(RunEvent::Progress(report)) => progress.set(Some(report)),
+                Ok(RunEvent::Done(outcome)) => return Ok(outcome),
+                Ok(RunEvent::Refused(refused)) => return Err(refused),
+                Err(err) => return Err(PanelError::Request(format!("an answer the panel cannot read: {err}"))),
+            }
+        }
+    }
+    Err(PanelError::Request("the run ended without a result: the server went away".into()))
 }
 
 /// The tenant's runs, newest first, each to replay.

@@ -20,6 +20,7 @@ use crate::store::keys::ApiKey;
 use crate::store::overrides::{Override, OverrideInput};
 use crate::store::sources::ToolRecord;
 use crate::store::tenants::{GroupActivation, Tenant, TenantUpdate};
+use crate::tool::ProgressSink;
 
 /// A tenant with its groups, overrides and keys, and exactly what its LLM applications see
 /// now (from the live catalog, at `snapshot_version`).
@@ -171,13 +172,15 @@ pub async fn revoke_key(services: &Services, tenant: &ManagedTenant<'_>, id: Uui
     store::keys::revoke(&services.pool, tenant.actor(), tenant.slug(), id).await
 }
 
-/// A test invocation of one of the tenant's tools, recorded as the administrator's.
+/// A test invocation of one of the tenant's tools, recorded as the administrator's; its
+/// progress reports go to `progress` when given. Dropping the future cancels the call.
 pub async fn invoke(
     services: &Services,
     tenant: &ManagedTenant<'_>,
     request: CallRequest,
+    progress: Option<ProgressSink>,
 ) -> Result<CallResult> {
-    services.executor.call(tenant.slug().as_str(), &tenant.caller(), request, None).await
+    services.executor.call(tenant.slug().as_str(), &tenant.caller(), request, progress).await
 }
 
 /// The tenant's newest test invocations (the playground's history), newest first.
