@@ -508,7 +508,10 @@ async fn a_call_the_client_cancels_is_cancelled_upstream(pool: PgPool) {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let cancel = rmcp::model::CancelledNotificationParam::new(Some(handle.id.clone()), Some("no longer needed".into()));
+    let cancel = rmcp::model::CancelledNotificationParam::new(
+        Some(handle.id.clone()),
+        Some("no longer needed".into()),
+    );
     client.peer().notify_cancelled(cancel).await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     while !upstream.cancelled.load(Ordering::SeqCst) {

@@ -491,7 +491,11 @@ async fn calls_fail_fast_while_a_lost_server_is_retried_even_if_it_never_answers
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_listing_that_finds_the_connection_broken_takes_it_down_at_once(pool: PgPool) {
     // No probe during the test: only the listing can notice the loss.
-    let config = UpstreamConfig { connect_timeout: Duration::from_secs(2), health_interval: Duration::from_secs(600), ..Default::default() };
+    let config = UpstreamConfig {
+        connect_timeout: Duration::from_secs(2),
+        health_interval: Duration::from_secs(600),
+        ..Default::default()
+    };
     let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
     let address = upstream.address;
     let gw = gateway_with(pool, config).await;
@@ -505,7 +509,10 @@ async fn a_listing_that_finds_the_connection_broken_takes_it_down_at_once(pool: 
     assert!(err.to_string().contains("listing"), "{err}");
     let health = gw.upstreams.health();
     assert!(health.iter().all(is_down), "{health:?}");
-    assert!(health[0].last_error.as_deref().is_some_and(|e| e.starts_with("listing tools failed")), "{health:?}");
+    assert!(
+        health[0].last_error.as_deref().is_some_and(|e| e.starts_with("listing tools failed")),
+        "{health:?}"
+    );
     calls_fail_fast_to_a_silent(address, &gw).await;
 }
 
@@ -591,7 +598,8 @@ async fn a_call_its_client_gives_up_on_is_cancelled_upstream_and_recorded(pool: 
     gw.register(http_server("up", format!("http://{}/mcp", upstream.address))).await;
     gw.visible("acme", "up_slow").await;
 
-    let given_up = tokio::time::timeout(Duration::from_millis(500), gw.call("acme", "up_slow", json!({}))).await;
+    let given_up =
+        tokio::time::timeout(Duration::from_millis(500), gw.call("acme", "up_slow", json!({}))).await;
     assert!(given_up.is_err(), "the slow tool takes 10 s");
     eventually("the upstream to see notifications/cancelled", || {
         upstream.state.saw_cancel.load(Ordering::SeqCst)
@@ -746,7 +754,8 @@ async fn a_stdio_server_sees_only_path_home_lang_and_its_own_env(pool: PgPool) {
 async fn a_stdio_server_runs_in_its_working_directory(pool: PgPool) {
     let gw = gateway(pool).await;
     let program = std::path::PathBuf::from(server_everything());
-    let mut stdio = servers::ServerConfig::stdio(name("evs"), "node", vec!["index.js".into(), "stdio".into()]);
+    let mut stdio =
+        servers::ServerConfig::stdio(name("evs"), "node", vec!["index.js".into(), "stdio".into()]);
     stdio.cwd = Some(program.parent().unwrap().display().to_string());
     gw.register(stdio.clone()).await;
     gw.visible("acme", "evs_echo").await;
@@ -765,7 +774,8 @@ async fn a_stdio_server_runs_in_its_working_directory(pool: PgPool) {
     })
     .await;
 
-    let relative = servers::ServerConfig { name: name("rel"), cwd: Some("servers/everything".into()), ..stdio };
+    let relative =
+        servers::ServerConfig { name: name("rel"), cwd: Some("servers/everything".into()), ..stdio };
     let err = servers::create(&gw.pool, &gw.secrets, &Actor::system(), &relative).await.unwrap_err();
     assert_eq!(
         err.to_string(),

@@ -98,7 +98,8 @@ pub async fn run_tool(
     let (sink, reports) = engine::tool::progress_channel();
     let call = async move {
         let request = CallRequest { name: tool, arguments };
-        let result = engine::service::tenants::invoke(&state, &caller.tenant(&tenant)?, request, Some(sink)).await?;
+        let result =
+            engine::service::tenants::invoke(&state, &caller.tenant(&tenant)?, request, Some(sink)).await?;
         Ok::<_, PanelError>(RunOutcome {
             at: crate::server::minute(time::OffsetDateTime::now_utc()),
             status: serde_json::to_value(result.status)
@@ -754,7 +755,9 @@ async fn outcome(
                 Ok(RunEvent::Progress(report)) => progress.set(Some(report)),
                 Ok(RunEvent::Done(outcome)) => return Ok(outcome),
                 Ok(RunEvent::Refused(refused)) => return Err(refused),
-                Err(err) => return Err(PanelError::Request(format!("an answer the panel cannot read: {err}"))),
+                Err(err) => {
+                    return Err(PanelError::Request(format!("an answer the panel cannot read: {err}")));
+                }
             }
         }
     }

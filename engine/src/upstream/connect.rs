@@ -44,7 +44,9 @@ pub(super) async fn connect(
             if let Some(cwd) = &endpoint.cwd {
                 // Spawning in a missing directory fails as if the program were missing.
                 if !std::path::Path::new(cwd).is_dir() {
-                    return Err(UpstreamError::Spawn(format!("the working directory `{cwd}` is not a directory here")));
+                    return Err(UpstreamError::Spawn(format!(
+                        "the working directory `{cwd}` is not a directory here"
+                    )));
                 }
                 command.current_dir(cwd);
             }
