@@ -43,8 +43,7 @@ pub async fn list(services: &Services, _: &Owner) -> Result<Vec<ServerEntry>> {
 pub async fn detail(services: &Services, _: &Owner, name: &Name) -> Result<ServerDetail> {
     let server = store::servers::get(&services.pool, name).await?;
     let pending = store::servers::pending_changes(&services.pool, name).await?;
-    let mut tools = store::sources::tools(&services.pool).await?;
-    tools.retain(|tool| tool.source == name.as_str());
+    let tools = store::sources::tools_of(&services.pool, name).await?;
     Ok(ServerDetail { entry: with_connections(server, &services.upstreams.health()), tools, pending })
 }
 

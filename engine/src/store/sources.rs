@@ -287,6 +287,15 @@ pub struct ToolRecord {
 
 /// Every tool of every source, by exposed name.
 pub async fn tools(pool: &PgPool) -> Result<Vec<ToolRecord>> {
+    tools_where(pool, None).await
+}
+
+/// The tools of the source named `source`, by exposed name.
+pub async fn tools_of(pool: &PgPool, source: &Name) -> Result<Vec<ToolRecord>> {
+    tools_where(pool, Some(source.as_str())).await
+}
+
+async fn tools_where(pool: &PgPool, source: Option<&str>) -> Result<Vec<ToolRecord>> {
     let rows = sqlx::query!(
         r#"select t.id, s.name as source, s.kind as "kind: SourceKind", s.enabled, s.prefix, s.tenant_id, t.upstream_name, t.description,
                   array(select distinct unnest(t.tags || s.tags) order by 1) as "tags!",
@@ -294,7 +303,9 @@ pub async fn tools(pool: &PgPool) -> Result<Vec<ToolRecord>> {
                   array(select g.name from tool_group_member m join tool_group g on g.id = m.group_id
                         where (m.source_id, m.upstream_name) = (t.source_id, t.upstream_name)
                         order by g.name) as "groups!"
-           from tool t join source s on s.id = t.source_id"#
+           from tool t join source s on s.id = t.source_id
+          where $1::text is null or s.name = $1"#,
+        source
     )
     .fetch_all(pool)
     .await?;

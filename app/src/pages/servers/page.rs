@@ -1,0 +1,381 @@
+//! A server's page: its health, tools, pending definition changes, and what an admin does to it.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::ServerSummary;
+use crate::error::PanelError;
+use crate::pages::ui::{Confirm, ErrorNote, JsonBlock, StatusBadge, action_error, grid, loaded, succeeded};
+
+/// A server's page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerView {
+    pub summary: ServerSummary,
+    pub tools: Vec<ServerTool>,
+    pub pending: Vec<PendingDefinition>,
+    pub health: ServerHealth,
+}
+
+/// How the server has been answering: its connection, and the last hour of calls to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerHealth {
+    /// Seconds since the last successful contact.
+    pub last_seen_secs: Option<f64>,
+    /// The connection's last error, and how many seconds ago it happened.
+    pub last_error: Option<(String, f64)>,
+    pub calls: i64,
+    pub errors: i64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    /// The newest calls that failed or timed out.
+    pub failures: Vec<Failure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub at: String,
+    pub tenant: String,
+    pub tool: String,
+    pub status: String,
+    pub correlation_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerTool {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub held: bool,
+    pub pending: bool,
+}
+
+/// A definition change: what is pinned and what the upstream publishes now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingDefinition {
+    pub tool_id: String,
+    pub tool: String,
+    pub pinned: Value,
+    pub pending: Value,
+}
+
+#[server]
+pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
+    use crate::server::{owner, state};
+    let owner = owner().await?;
+    let state = state();
+    let server = engine::model::Name::parse(&name).map_err(engine::Error::from)?;
+    let detail = engine::service::servers::detail(&state, &owner, &server).await?;
+    let tenants = engine::service::tenants::all(&state, &owner).await?;
+    let summary = super::ssr::summary(&detail.entry, &tenants, &detail.tools);
+    let tools = detail
+        .tools
+        .into_iter()
+        .map(|t| ServerTool {
+            id: t.id.to_string(),
+            name: t.exposed_name,
+            description: t.description,
+            held: t.held,
+            pending: t.pending,
+        })
+        .collect();
+    let pending = detail
+        .pending
+        .into_iter()
+        .map(|p| PendingDefinition {
+            tool_id: p.tool_id.to_string(),
+            tool: p.upstream_name,
+            pinned: serde_json::to_value(p.pinned).unwrap_or_default(),
+            pending: serde_json::to_value(p.pending).unwrap_or_default(),
+        })
+        .collect();
+    let (activity, failures) = engine::service::servers::calls(&state, &owner, &server).await?;
+    let hour = activity.sources.into_iter().next();
+    let own = detail.entry.connections.iter().find(|h| h.tenant_id.is_none());
+    let health = ServerHealth {
+        last_seen_secs: own.and_then(|h| h.last_seen_secs),
+        last_error: own.and_then(|h| Some((h.last_error.clone()?, h.last_error_secs?))),
+        calls: hour.as_ref().map_or(0, |h| h.calls),
+        errors: hour.as_ref().map_or(0, |h| h.errors),
+        p50_ms: hour.as_ref().map_or(0.0, |h| h.p50_ms),
+        p95_ms: hour.as_ref().map_or(0.0, |h| h.p95_ms),
+        failures: failures
+            .into_iter()
+            .map(|f| Failure {
+                at: crate::server::minute(f.at),
+                tenant: f.tenant,
+                tool: f.tool,
+                status: f.status,
+                correlation_id: f.correlation_id,
+            })
+            .collect(),
+    };
+    Ok(ServerView { summary, tools, pending, health })
+}
+
+/// `secs` seconds ago, in the unit a reader wants.
+fn ago(secs: f64) -> String {
+    match secs {
+        secs if secs < 90.0 => format!("{secs:.0} s ago"),
+        secs if secs < 5400.0 => format!("{:.0} min ago", secs / 60.0),
+        secs => format!("{:.1} h ago", secs / 3600.0),
+    }
+}
+
+/// The health card of a server's page.
+fn health_card(health: ServerHealth) -> AnyView {
+    let seen = health.last_seen_secs.map_or_else(|| "never".into(), ago);
+    let calls = if health.calls == 0 {
+        "No calls in the last hour.".to_string()
+    } else {
+        format!(
+            "Last hour: {} calls, {} errors, p50 {:.1} ms, p95 {:.1} ms.",
+            health.calls, health.errors, health.p50_ms, health.p95_ms
+        )
+    };
+    view! {
+        <section class="card health">
+            <h2>"Health"</h2>
+            <p>"Last successful contact: " <strong class="last-seen">{seen}</strong></p>
+            <p class="calls-summary">{calls}</p>
+            {health.last_error.map(|(error, secs)| {
+                view! { <p class="error last-error">"Last connection error (" {ago(secs)} "): " {error}</p> }
+            })}
+            <h3>"Recent failures"</h3>
+            {grid(health.failures, "No call to this server failed or timed out.", &["When", "Tenant", "Tool", "Status", "Correlation id"], |f| {
+                view! {
+                    <tr>
+                        <td class="small">{f.at}</td>
+                        <td>{f.tenant}</td>
+                        <td><code>{f.tool}</code></td>
+                        <td><StatusBadge status=f.status /></td>
+                        <td><code>{f.correlation_id.unwrap_or_default()}</code></td>
+                    </tr>
+                }
+                .into_any()
+            })}
+        </section>
+    }
+    .into_any()
+}
+
+/// What an admin does to a server, or (`Approve`, `Reject`) to one of its tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerOp {
+    Enable,
+    Disable,
+    Delete,
+    /// Discover its tools now.
+    Refresh,
+    /// Serve the tool's pending definition (or the held tool).
+    Approve,
+    /// Keep the tool held rather than serve its pending definition.
+    Reject,
+}
+
+/// Does `command` to the server `name` (and to the tool `tool_id` for a tool's command).
+#[server]
+pub async fn server_command(
+    name: String,
+    command: ServerOp,
+    tool_id: Option<String>,
+) -> Result<String, PanelError> {
+    use axum::http::StatusCode;
+    use engine::service::servers;
+
+    use crate::server::{owner, state};
+    let owner = owner().await?;
+    let state = state();
+    let server = engine::model::Name::parse(&name).map_err(engine::Error::from)?;
+    let tool = || {
+        tool_id
+            .as_deref()
+            .and_then(|id| id.parse::<uuid::Uuid>().ok())
+            .ok_or_else(|| PanelError::rejected(StatusCode::BAD_REQUEST, "which tool?"))
+    };
+    let done = match command {
+        ServerOp::Enable | ServerOp::Disable => {
+            let enable = command == ServerOp::Enable;
+            servers::set_enabled(&state, &owner, &server, enable).await?;
+            format!("{name} {}", if enable { "enabled" } else { "disabled" })
+        }
+        ServerOp::Delete => {
+            servers::delete(&state, &owner, &server).await?;
+            format!("{name} deleted")
+        }
+        ServerOp::Refresh => {
+            let report = servers::refresh(&state, &owner, &server).await?;
+            format!(
+                "Discovered: {} added, {} changed, {} removed, {} unchanged",
+                report.added.len(),
+                report.changed.len(),
+                report.removed.len(),
+                report.unchanged
+            )
+        }
+        ServerOp::Approve => {
+            servers::approve(&state, &owner, tool()?).await?;
+            "Approved".into()
+        }
+        ServerOp::Reject => {
+            servers::reject(&state, &owner, tool()?).await?;
+            "Rejected: the tool stays held".into()
+        }
+    };
+    Ok(done)
+}
+#[component]
+pub fn ServerPage() -> impl IntoView {
+    let params = use_params_map();
+    let name = move || params.read().get("name").unwrap_or_default();
+    let command = ServerAction::<ServerCommand>::new();
+    let commanded = succeeded(command);
+    let detail = Resource::new(move || (name(), commanded.get()), |(name, _)| server_detail(name));
+    let deleted = move || matches!(command.value().get(), Some(Ok(ref done)) if done.ends_with("deleted"));
+    let run = move |what: ServerOp, tool: Option<String>| {
+        command.dispatch(ServerCommand { name: name(), command: what, tool_id: tool });
+    };
+    view! {
+        <Title text=move || format!("Server {}", name()) />
+        <p>
+            <a href="/servers">"← Servers"</a>
+        </p>
+        <h1>{name}</h1>
+        <Show when=deleted fallback=move || ()>
+            <p class="notice ok">"The server was deleted."</p>
+        </Show>
+        {move || {
+            command.value()
+                .get()
+                .and_then(Result::ok)
+                .map(|done| view! { <p class="notice ok" role="status">{done}</p> })
+        }}
+        <ErrorNote error=action_error(command) />
+        {loaded(
+            detail,
+            move |d| {
+                let enabled = d.summary.enabled;
+                view! {
+                    <div class="actions">
+                        <StatusBadge status=d.summary.status.clone() />
+                        <button type="button" disabled=move || command.pending().get() on:click=move |_| run(ServerOp::Refresh, None)>
+                            {move || if command.pending().get() { "Working…" } else { "Refresh tools" }}
+                        </button>
+                        <button
+                            type="button"
+                            disabled=move || command.pending().get()
+                            on:click=move |_| run(if enabled { ServerOp::Disable } else { ServerOp::Enable }, None)
+                        >
+                            {if enabled { "Disable" } else { "Enable" }}
+                        </button>
+                        <Confirm
+                            ask="Delete…"
+                            confirm="Delete the server and its tools"
+                            keep="Keep it"
+                            on_confirm=Callback::new(move |()| run(ServerOp::Delete, None))
+                        />
+                    </div>
+                    <p class="muted">
+                        {d.summary.transport.clone()} " · " {d.summary.target.clone()} " · scope: "
+                        {d.summary.scope.clone()}
+                        {d.summary.protocol.clone().map(|revision| format!(" · MCP {revision}"))}
+                    </p>
+                    {health_card(d.health.clone())}
+                    <PendingChanges pending=d.pending.clone() run />
+                    <h2>"Tools"</h2>
+                    <div class="scroll">
+                    <table class="grid">
+                        <thead>
+                            <tr>
+                                <th>"Name"</th>
+                                <th>"Description"</th>
+                                <th>"State"</th>
+                                <th></th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {d.tools
+                                .into_iter()
+                                .map(|t| {
+                                    let id = t.id.clone();
+                                    let held = t.held && !t.pending;
+                                    view! {
+                                        <tr>
+                                            <td>
+                                                <a href=format!("/tools/{}", t.id)>{t.name}</a>
+                                            </td>
+                                            <td class="description">{t.description}</td>
+                                            <td>
+                                                {if t.pending {
+                                                    view! { <StatusBadge status="pending" /> }.into_any()
+                                                } else if t.held {
+                                                    view! { <StatusBadge status="held" /> }.into_any()
+                                                } else {
+                                                    view! { <StatusBadge status="served" /> }.into_any()
+                                                }}
+                                            </td>
+                                            <td>
+                                                {held
+                                                    .then(|| {
+                                                        view! {
+                                                            <button type="button" on:click=move |_| run(ServerOp::Approve, Some(id.clone()))>
+                                                                "Approve"
+                                                            </button>
+                                                        }
+                                                    })}
+                                            </td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                    </div>
+                }
+            },
+        )}
+    }
+}
+
+#[component]
+fn PendingChanges(
+    pending: Vec<PendingDefinition>,
+    run: impl Fn(ServerOp, Option<String>) + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    if pending.is_empty() {
+        return ().into_any();
+    }
+    view! {
+        <h2>"Definition changes awaiting approval"</h2>
+        <p class="muted">
+            "The upstream now describes these tools differently. Until you decide, the pinned definition is served or the tool is held back."
+        </p>
+        {pending
+            .into_iter()
+            .map(|p| {
+                let (approve_id, reject_id) = (p.tool_id.clone(), p.tool_id.clone());
+                view! {
+                    <section class="card diff">
+                        <h3>{p.tool.clone()}</h3>
+                        <div class="side-by-side">
+                            <JsonBlock label="Pinned (served)" value=p.pinned />
+                            <JsonBlock label="Published now" value=p.pending />
+                        </div>
+                        <div class="actions">
+                            <button type="button" class="primary" on:click=move |_| run(ServerOp::Approve, Some(approve_id.clone()))>
+                                "Approve the new definition"
+                            </button>
+                            <button type="button" on:click=move |_| run(ServerOp::Reject, Some(reject_id.clone()))>
+                                "Reject (hold the tool)"
+                            </button>
+                        </div>
+                    </section>
+                }
+            })
+            .collect_view()}
+    }
+    .into_any()
+}

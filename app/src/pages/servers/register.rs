@@ -1,0 +1,324 @@
+//! Registering a server: the form, its connection test, and the configuration it makes.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::PanelError;
+use crate::pages::ui::{ErrorNote, action_error};
+
+/// The registration form, as typed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerForm {
+    pub name: String,
+    pub prefix: String,
+    pub transport: String,
+    pub url: String,
+    pub command: String,
+    /// One argument per line.
+    pub args: String,
+    /// A stdio server's working directory; empty = Toolgate's.
+    pub cwd: String,
+    /// `Name: value` per line; stored encrypted.
+    pub headers: String,
+    /// `NAME=value` per line, for a stdio server; stored encrypted.
+    pub env: String,
+    pub tags: String,
+    pub tenant: String,
+    pub on_definition_change: String,
+    pub new_tools_enabled: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestOutcome {
+    pub ok: bool,
+    pub message: String,
+}
+#[cfg(feature = "ssr")]
+mod ssr {
+    use std::collections::BTreeMap;
+
+    use axum::http::StatusCode;
+    use engine::model::{Name, Tag, TenantSlug};
+    use engine::store::SecretInput;
+    use engine::store::servers::{EnvValue, OnDefinitionChange, ServerConfig, Transport};
+
+    use super::ServerForm;
+    use crate::error::PanelError;
+    use crate::server::comma_list;
+
+    fn invalid(message: impl ToString) -> PanelError {
+        PanelError::rejected(StatusCode::UNPROCESSABLE_ENTITY, message)
+    }
+
+    /// The form as a server configuration, or what is wrong with it.
+    pub fn config(form: &ServerForm) -> Result<ServerConfig, PanelError> {
+        let name = Name::parse(form.name.trim()).map_err(invalid)?;
+        let transport = match form.transport.as_str() {
+            "streamable_http" => Transport::StreamableHttp,
+            "sse" => Transport::Sse,
+            "stdio" => Transport::Stdio,
+            other => return Err(invalid(format!("unknown transport `{other}`"))),
+        };
+        let mut headers = BTreeMap::new();
+        for line in form.headers.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (key, value) = line
+                .split_once(':')
+                .ok_or_else(|| invalid(format!("header line `{line}` is not `Name: value`")))?;
+            headers.insert(key.trim().to_string(), SecretInput::Value(value.trim().to_string()));
+        }
+        let mut env = BTreeMap::new();
+        for line in form.env.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let (key, value) = line
+                .split_once('=')
+                .ok_or_else(|| invalid(format!("environment line `{line}` is not `NAME=value`")))?;
+            env.insert(key.trim().to_string(), EnvValue::Secret(SecretInput::Value(value.to_string())));
+        }
+        let tags = comma_list(&form.tags)
+            .iter()
+            .map(|t| Tag::parse(t))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(invalid)?;
+        let tenant = match form.tenant.trim() {
+            "" => None,
+            slug => Some(TenantSlug::parse(slug).map_err(invalid)?),
+        };
+        let text = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
+        Ok(ServerConfig {
+            transport,
+            prefix: text(&form.prefix),
+            url: if transport == Transport::Stdio { None } else { text(&form.url) },
+            command: if transport == Transport::Stdio { text(&form.command) } else { None },
+            args: form.args.lines().map(str::trim).filter(|a| !a.is_empty()).map(str::to_string).collect(),
+            cwd: if transport == Transport::Stdio { text(&form.cwd) } else { None },
+            env: if transport == Transport::Stdio { env } else { BTreeMap::new() },
+            headers,
+            tags,
+            tenant,
+            on_definition_change: if form.on_definition_change == "keep_pinned" {
+                OnDefinitionChange::KeepPinned
+            } else {
+                OnDefinitionChange::Hold
+            },
+            new_tools_enabled: form.new_tools_enabled,
+            ..ServerConfig::http(name, "")
+        })
+    }
+}
+
+#[server]
+pub async fn register_server(form: ServerForm) -> Result<String, PanelError> {
+    use crate::server::{owner, state};
+    let owner = owner().await?;
+    let config = ssr::config(&form)?;
+    engine::service::servers::create(&state(), &owner, &config).await?;
+    Ok(config.name.to_string())
+}
+
+#[server]
+pub async fn test_server(form: ServerForm) -> Result<TestOutcome, PanelError> {
+    use crate::server::{owner, state};
+    let owner = owner().await?;
+    let config = ssr::config(&form)?;
+    Ok(match engine::service::servers::probe(&state(), &owner, &config).await? {
+        Ok(probe) => {
+            let name = probe.server_name().unwrap_or("the server");
+            TestOutcome { ok: true, message: format!("Connected to {name}: {} tools.", probe.tool_count) }
+        }
+        Err(err) => TestOutcome { ok: false, message: err.to_string() },
+    })
+}
+/// A text input bound to a signal.
+#[component]
+fn Field(
+    label: &'static str,
+    value: RwSignal<String>,
+    #[prop(optional)] placeholder: &'static str,
+    #[prop(optional)] name: &'static str,
+) -> impl IntoView {
+    view! {
+        <label>
+            {label}
+            <input
+                type="text"
+                name=name
+                placeholder=placeholder
+                prop:value=move || value.get()
+                on:input=move |ev| value.set(event_target_value(&ev))
+            />
+        </label>
+    }
+}
+
+/// A text area bound to a signal, one entry per line.
+#[component]
+fn Lines(
+    label: &'static str,
+    value: RwSignal<String>,
+    name: &'static str,
+    #[prop(optional)] placeholder: &'static str,
+    #[prop(default = 2)] rows: u8,
+) -> impl IntoView {
+    view! {
+        <label>
+            {label}
+            <textarea
+                name=name
+                rows=rows
+                placeholder=placeholder
+                prop:value=move || value.get()
+                on:input=move |ev| value.set(event_target_value(&ev))
+            ></textarea>
+        </label>
+    }
+}
+
+#[component]
+pub(super) fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
+    let test = ServerAction::<TestServer>::new();
+    let (name, prefix, url, command) = (
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+    );
+    let (args, cwd, headers, tags, tenant, env) = (
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+    );
+    let transport = RwSignal::new("streamable_http".to_string());
+    let on_change = RwSignal::new("hold".to_string());
+    let new_tools = RwSignal::new(false);
+    let form = move || ServerForm {
+        name: name.get(),
+        prefix: prefix.get(),
+        transport: transport.get(),
+        url: url.get(),
+        command: command.get(),
+        args: args.get(),
+        cwd: cwd.get(),
+        headers: headers.get(),
+        env: env.get(),
+        tags: tags.get(),
+        tenant: tenant.get(),
+        on_definition_change: on_change.get(),
+        new_tools_enabled: new_tools.get(),
+    };
+    let busy = move || register.pending().get() || test.pending().get();
+    let stdio = move || transport.get() == "stdio";
+    // A registered server clears the form; a refused one keeps what was typed.
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = register.value().get() {
+            for field in [name, prefix, url, command, args, cwd, headers, env, tags, tenant] {
+                field.set(String::new());
+            }
+        }
+    });
+    view! {
+        <section class="card form-card">
+            <h2>"Register a server"</h2>
+            <div class="form-grid">
+                <Field label="Name" value=name placeholder="everything" name="name" />
+                <Field label="Prefix (default: the name)" value=prefix name="prefix" />
+                <label>
+                    "Transport"
+                    <select
+                        name="transport"
+                        prop:value=move || transport.get()
+                        on:change=move |ev| transport.set(event_target_value(&ev))
+                    >
+                        <option value="streamable_http">"Streamable HTTP"</option>
+                        <option value="sse">"SSE (legacy)"</option>
+                        <option value="stdio">"stdio (child process)"</option>
+                    </select>
+                </label>
+                <Show
+                    when=stdio
+                    fallback=move || {
+                        view! { <Field label="URL" value=url placeholder="http://127.0.0.1:3001/mcp" name="url" /> }
+                    }
+                >
+                    <Field label="Command" value=command placeholder="npx" name="command" />
+                    <Lines label="Arguments (one per line)" value=args name="args" rows=3 />
+                    <Field
+                        label="Working directory (absolute; empty = Toolgate's)"
+                        value=cwd
+                        placeholder="/srv/mcp/weather"
+                        name="cwd"
+                    />
+                    <Lines
+                        label="Environment (NAME=value per line; stored encrypted, never shown again)"
+                        value=env
+                        name="env"
+                        placeholder="API_KEY=..."
+                    />
+                    <p class="muted form-note">
+                        "The process starts with a cleared environment: PATH, HOME and LANG of Toolgate's, \
+                         plus the variables above; nothing else of Toolgate's, so never its secret key or \
+                         database URL."
+                    </p>
+                </Show>
+                <Lines
+                    label="Headers (Name: value per line; stored encrypted, never shown again)"
+                    value=headers
+                    name="headers"
+                    placeholder="Authorization: Bearer ..."
+                />
+                <Field label="Tags (comma-separated)" value=tags name="tags" />
+                <Field label="Tenant (empty = shared by all tenants)" value=tenant name="tenant" />
+                <label>
+                    "When a pinned tool's definition changes"
+                    <select
+                        name="on_definition_change"
+                        prop:value=move || on_change.get()
+                        on:change=move |ev| on_change.set(event_target_value(&ev))
+                    >
+                        <option value="hold">"Hold the tool until approved"</option>
+                        <option value="keep_pinned">"Keep serving the pinned definition"</option>
+                    </select>
+                </label>
+                <label class="check">
+                    <input
+                        type="checkbox"
+                        prop:checked=move || new_tools.get()
+                        on:change=move |ev| new_tools.set(event_target_checked(&ev))
+                    />
+                    "Serve tools that appear later without approval"
+                </label>
+            </div>
+            <div class="actions">
+                <button type="button" disabled=busy on:click=move |_| { test.dispatch(TestServer { form: form() }); }>
+                    {move || if test.pending().get() { "Testing…" } else { "Test connection" }}
+                </button>
+                <button
+                    type="button"
+                    class="primary"
+                    disabled=busy
+                    on:click=move |_| { register.dispatch(RegisterServer { form: form() }); }
+                >
+                    {move || if register.pending().get() { "Registering…" } else { "Register" }}
+                </button>
+            </div>
+            {move || {
+                test.value()
+                    .get()
+                    .and_then(Result::ok)
+                    .map(|outcome| {
+                        let class = if outcome.ok { "notice ok" } else { "notice error" };
+                        view! { <p class=class role="status">{outcome.message}</p> }
+                    })
+            }}
+            <ErrorNote error=action_error(test) />
+            <ErrorNote error=action_error(register) />
+            {move || {
+                register.value()
+                    .get()
+                    .and_then(Result::ok)
+                    .map(|name| view! { <p class="notice ok" role="status">"Registered " {name} "."</p> })
+            }}
+        </section>
+    }
+}
