@@ -219,10 +219,12 @@ fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
         .collect();
     let keys = gateway::KeyCheck::new(state.catalog.clone(), state.pool.clone());
     let manager = Arc::new(LocalSessionManager::default());
-    let owners = SessionOwners::new(manager.clone(), settings.limits.mcp_sessions_per_key);
+    let owners =
+        SessionOwners::new(manager.clone(), state.pool.clone(), settings.limits.mcp_sessions_per_key);
     let service = mcp::service(
         state.catalog.clone(),
         state.executor.clone(),
+        state.pool.clone(),
         manager,
         public_hosts,
         settings.limits.input_waits_per_key,

@@ -1,6 +1,7 @@
 //! Two processes on one database, as deployed: `toolgate serve` (panel, admin API) and a
 //! `toolgate gateway` replica. A change made through the first reaches the MCP clients of the
-//! second, list_changed included; the replica serves health and metrics but no panel.
+//! second, list_changed included; the replica serves health and metrics but no panel; and an
+//! MCP session moves between replicas.
 
 mod common;
 
@@ -9,11 +10,12 @@ use std::time::{Duration, Instant};
 
 use common::{ListChangedCounter, json_of, start_process};
 use engine::model::TenantSlug;
+use engine::store::tenants::TenantUpdate;
 use engine::store::{self, Actor};
 use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use serde_json::json;
+use serde_json::{Value, json};
 use sqlx::PgPool;
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
@@ -60,4 +62,125 @@ async fn a_change_through_serve_reaches_the_clients_of_a_gateway_replica(pool: P
     assert_eq!(admin.status(), 404);
     let panel = http.get(format!("{}/login", gateway.url)).send().await.unwrap();
     assert_eq!(panel.status(), 404);
+}
+
+/// One JSON-RPC message to the MCP endpoint at `url`, as a client of the handshake era sends
+/// it: the status, the session id the server gave, and the answer (from the JSON body or the
+/// SSE stream), if any.
+async fn rpc(url: &str, key: &str, session: Option<&str>, message: Value) -> (u16, Option<String>, Value) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .json(&message);
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let session = response.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_string());
+    let body = response.text().await.unwrap();
+    let answer = body
+        .lines()
+        .map(|line| line.strip_prefix("data:").unwrap_or(line).trim())
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|message| message.get("id").is_some())
+        .unwrap_or(Value::Null);
+    (status, session, answer)
+}
+
+/// Lists the tools of `session` at `url` until `tool` is among them (a replica's catalog
+/// follows a change within milliseconds, not at once).
+async fn lists(url: &str, key: &str, session: &str, tool: &str) {
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, _, answer) = rpc(url, key, Some(session), list.clone()).await;
+        let tools = answer["result"]["tools"].as_array().cloned().unwrap_or_default();
+        if tools.iter().any(|t| t["name"] == tool) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{url} never listed {tool}: {status} {answer}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A session opened on one replica continues on another, with no sticky load balancer: the
+/// second replica checks its key in PostgreSQL, rmcp replays the handshake, the groups it
+/// equipped come along, its list_changed notifications come from the second replica, and it
+/// outlives the first. Main answered `404 Session not found` on the second replica.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn an_mcp_session_moves_to_another_replica_with_its_key_and_its_equipped_groups(pool: PgPool) {
+    let acme = TenantSlug::parse("acme").unwrap();
+    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    let key = store::keys::create(&pool, &Actor::system(), &acme, "moving", None).await.unwrap().1;
+    let other_key = store::keys::create(&pool, &Actor::system(), &acme, "other", None).await.unwrap().1;
+    // The built-in tools are recorded as a process starts.
+    let first = start_process("gateway", &pool);
+    let second = start_process("gateway", &pool);
+    let ops = engine::model::Name::parse("ops").unwrap();
+    store::groups::put(&pool, &Actor::system(), &ops, "Run programs", false).await.unwrap();
+    let run_command: uuid::Uuid =
+        sqlx::query_scalar("select id from tool where upstream_name = 'run_command'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    store::groups::set_members(&pool, &Actor::system(), &ops, &[run_command]).await.unwrap();
+    let meta = TenantUpdate { meta_tool: Some(true), ..Default::default() };
+    store::tenants::update(&pool, &Actor::system(), &acme, meta).await.unwrap();
+    let (a, b) = (format!("{}/mcp/acme", first.url), format!("{}/mcp/acme", second.url));
+
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "moving-client", "version": "1"}}});
+    let (status, session, answer) = rpc(&a, &key, None, initialize).await;
+    assert_eq!(status, 200, "{answer}");
+    let session = session.expect("a session id");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(rpc(&a, &key, Some(&session), initialized).await.0, 202);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    lists(&a, &key, &session, "reset_equipped_tools").await;
+    let equip = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "reset_equipped_tools", "arguments": {"groups": ["ops"]}}});
+    let (_, _, equipped) = rpc(&a, &key, Some(&session), equip).await;
+    assert_ne!(equipped["result"]["isError"], true, "{equipped}");
+    lists(&a, &key, &session, "run_command").await;
+
+    // The second replica continues it, with its choice of groups; another key may not.
+    lists(&b, &key, &session, "run_command").await;
+    assert_eq!(rpc(&b, &other_key, Some(&session), list.clone()).await.0, 404);
+
+    // Its notifications come from the second replica now: list_changed on its GET stream.
+    let mut stream = reqwest::Client::new()
+        .get(&b)
+        .bearer_auth(&key)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let renamed =
+        engine::store::overrides::OverrideInput { name: Some("run_program".into()), ..Default::default() };
+    store::overrides::set(&pool, &common::secret_box(), &Actor::system(), &acme, run_command, &renamed)
+        .await
+        .unwrap();
+    let mut heard = String::new();
+    while !heard.contains("notifications/tools/list_changed") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk()).await;
+        let chunk =
+            chunk.expect("no list_changed from the second replica").unwrap().expect("the stream ended");
+        heard.push_str(&String::from_utf8_lossy(&chunk));
+    }
+
+    // And outlives the first.
+    drop(first);
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "run_program", "arguments": {"program": "sleep", "args": ["0"]}}});
+    let (status, _, ran) = rpc(&b, &key, Some(&session), call).await;
+    assert_eq!(status, 200, "{ran}");
+    // The equipped tool itself answered (this process allows no program): not "unknown tool".
+    let text = ran["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(text, "program `sleep` is not allowed (allowed: none)", "{ran}");
 }

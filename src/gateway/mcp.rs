@@ -27,16 +27,18 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use engine::catalog::{Catalog, GroupInfo, TenantTools};
+use engine::db::PgPool;
 use engine::exec::{CallHooks, CallRequest, CallResult, Executor};
 use engine::schema::Provider;
 use engine::tool::{Caller, ClientRelay, RelayFuture, ToolOutput};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
-    JsonObject, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ResultType, ServerCapabilities, ServerConfig, ServerNotification, ServerRequest,
-    SetLevelRequestParams, SubscriptionFilter, Tool,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, LoggingLevel,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ResultType, ServerCapabilities,
+    ServerConfig, ServerNotification, ServerRequest, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
@@ -44,6 +46,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::rounds::{Owner, Question, Round, Rounds, RunningCall};
+use super::sessions::StoredSessions;
 use super::{RenderCache, TenantAccess, log_internal, shown};
 
 /// The rmcp service behind `/mcp/{tenant}`, its sessions kept by `sessions`. Requests must
@@ -52,15 +55,19 @@ use super::{RenderCache, TenantAccess, log_internal, shown};
 pub fn service(
     catalog: Catalog,
     executor: Executor,
+    pool: PgPool,
     sessions: Arc<LocalSessionManager>,
     public_hosts: Vec<String>,
     input_waits_per_key: usize,
 ) -> StreamableHttpService<Gateway, LocalSessionManager> {
     let rendered = Arc::new(RenderCache::new(Provider::Mcp, |value| serde_json::from_value(value).ok()));
     let rounds = Arc::new(Rounds::new(input_waits_per_key));
-    let gateway = Gateway { catalog, executor, rendered, rounds, session: Arc::default() };
+    let gateway =
+        Gateway { catalog, executor, pool: pool.clone(), rendered, rounds, session: Arc::default() };
     let mut config = StreamableHttpServerConfig::default();
     config.allowed_hosts.extend(public_hosts);
+    // Any replica continues a session: rmcp replays its handshake from PostgreSQL.
+    config.session_store = Some(Arc::new(StoredSessions(pool)));
     // A request on 2026-07-28 whose handler answers at once (no progress, no question to the
     // client first) gets one JSON body instead of an SSE stream; rmcp falls back to the stream
     // as soon as anything comes before the answer.
@@ -85,6 +92,8 @@ const META_TOOL: &str = "reset_equipped_tools";
 pub struct Gateway {
     catalog: Catalog,
     executor: Executor,
+    /// Where sessions keep what must follow them to another replica.
+    pool: PgPool,
     rendered: Arc<RenderCache<Tool>>,
     rounds: Arc<Rounds<Listening>>,
     session: Arc<Mutex<Session>>,
@@ -112,6 +121,12 @@ struct Equipped {
 
 fn access(extensions: &rmcp::model::Extensions) -> Option<TenantAccess> {
     extensions.get::<axum::http::request::Parts>()?.extensions.get::<TenantAccess>().cloned()
+}
+
+/// The id of the session a request belongs to.
+fn session_id(extensions: &rmcp::model::Extensions) -> Option<String> {
+    let parts = extensions.get::<axum::http::request::Parts>()?;
+    Some(parts.headers.get("mcp-session-id")?.to_str().ok()?.to_string())
 }
 
 impl Gateway {
@@ -143,7 +158,7 @@ impl Gateway {
         &self,
         tenant: &str,
         arguments: Option<JsonObject>,
-        peer: &Peer<RoleServer>,
+        context: &RequestContext<RoleServer>,
     ) -> CallToolResult {
         let failed = |message: String| CallToolResult::error(vec![ContentBlock::text(message)]);
         let groups: Option<Vec<String>> =
@@ -169,9 +184,34 @@ impl Gateway {
         let count = view.tools().len();
         self.session.lock().expect("session").equipped =
             Some(Equipped { groups: groups.clone(), version: snapshot.version, view });
-        let _ = peer.notify_tool_list_changed().await;
+        // The choice follows the session to another replica.
+        if let Some(id) = session_id(&context.extensions)
+            && let Err(err) = engine::store::mcp_sessions::equip(&self.pool, &id, &groups).await
+        {
+            tracing::warn!(error = %err, "could not record the groups a session equipped");
+        }
+        let _ = context.peer.notify_tool_list_changed().await;
         let message = format!("Equipped groups: {}. {count} tools are available now.", groups.join(", "));
         CallToolResult::success(vec![ContentBlock::text(message)])
+    }
+
+    /// Takes back what session `id` chose on the replica that opened it: the groups it
+    /// equipped (less those removed meanwhile).
+    async fn restore(&self, id: &str, extensions: &rmcp::model::Extensions) {
+        let Some(access) = access(extensions) else { return };
+        let groups = match engine::store::mcp_sessions::get(&self.pool, id).await {
+            Ok(stored) => stored.and_then(|stored| stored.equipped),
+            Err(err) => {
+                tracing::warn!(error = %err, "could not read the groups a restored session equipped");
+                None
+            }
+        };
+        let snapshot = self.catalog.snapshot();
+        let (Some(mut groups), Some(tenant_view)) = (groups, snapshot.tenant(&access.tenant)) else { return };
+        groups.retain(|name| tenant_view.groups.iter().any(|g| &g.name == name));
+        let view = Arc::new(tenant_view.equip(&groups).expect("only known groups remain"));
+        self.session.lock().expect("session").equipped =
+            Some(Equipped { groups, version: snapshot.version, view });
     }
 }
 
@@ -484,6 +524,18 @@ impl ServerHandler for Gateway {
         ServerConfig::new(capabilities)
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        if let Some(restored) = context.extensions.get::<SessionRestoreMarker>() {
+            self.restore(&restored.id, &context.extensions).await;
+        }
+        self.negotiate_initialize(&request)
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let Some(access) = access(&context.extensions) else { return };
         let (gateway, peer) = (self.clone(), context.peer);
@@ -559,7 +611,7 @@ impl ServerHandler for Gateway {
             .view(&access.tenant)
             .ok_or_else(|| ErrorData::invalid_params(format!("unknown tenant `{}`", access.tenant), None))?;
         if request.name == META_TOOL && offers_meta_tool(&view, &context) {
-            let result = self.equip(&access.tenant, request.arguments, &context.peer).await;
+            let result = self.equip(&access.tenant, request.arguments, &context).await;
             return Ok(CallToolResponse::Complete(result));
         }
         let listener = Listener::of(&context, self.session.lock().expect("session").level);

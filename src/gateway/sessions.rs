@@ -1,4 +1,4 @@
-//! MCP sessions bound to the API key that opened them.
+//! MCP sessions bound to the API key that opened them, and shared by the replicas.
 //!
 //! rmcp's session manager knows sessions only by id, and any request naming an id reached the
 //! session, whatever its key or tenant. This layer, between the key check and the MCP service,
@@ -8,6 +8,11 @@
 //! sessions open per key, and closes sessions that have had no request for [`IDLE`] (rmcp
 //! stops an idle session's worker after five minutes but keeps its entry). A session ended by
 //! its client's `DELETE` is answered `204 No Content`.
+//!
+//! Sessions live in PostgreSQL too ([`StoredSessions`], rmcp's session store): a replica that
+//! gets a request for a session opened elsewhere (or before it restarted) checks its key there
+//! and rmcp replays the handshake, so a load balancer needs no sticky sessions. The cap counts
+//! the sessions of every replica.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -17,11 +22,16 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use engine::db::PgPool;
+use engine::store::mcp_sessions;
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::store::{
+    SessionState, SessionStore, SessionStoreError,
+};
 use uuid::Uuid;
 
-use super::{TenantAccess, problem};
+use super::{Failure, TenantAccess, problem};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -31,35 +41,46 @@ const PRUNE_EVERY: Duration = Duration::from_secs(30);
 /// A session with no request for this long is closed.
 pub const IDLE: Duration = Duration::from_secs(10 * 60);
 
-/// Who opened a session, and when it was last used.
+/// Who opened a session, and when it was last used here.
 struct Owner {
     key: Uuid,
     seen: Instant,
+    /// Used since its use was last recorded in PostgreSQL.
+    unrecorded: bool,
 }
 
-/// The open sessions' keys, and the session manager that knows which are still open.
+impl Owner {
+    fn new(key: Uuid) -> Self {
+        Owner { key, seen: Instant::now(), unrecorded: false }
+    }
+}
+
+/// The keys of the sessions used on this replica, and the session manager that knows which
+/// are still open here.
 #[derive(Clone)]
 pub struct SessionOwners {
     owners: Arc<Mutex<HashMap<Arc<str>, Owner>>>,
     manager: Arc<LocalSessionManager>,
+    pool: PgPool,
     /// The most sessions one key may have open.
     per_key: usize,
 }
 
 impl SessionOwners {
-    /// Binds the sessions of `manager`, at most `per_key` open per key; forgets ended sessions
-    /// in the background, for as long as the returned value (or a clone) lives.
-    pub fn new(manager: Arc<LocalSessionManager>, per_key: usize) -> Self {
-        let owners = SessionOwners { owners: Arc::default(), manager, per_key };
+    /// Binds the sessions of `manager`, at most `per_key` open per key; in the background, for
+    /// as long as the returned value (or a clone) lives, forgets ended sessions, closes idle
+    /// ones and records in PostgreSQL which were used.
+    pub fn new(manager: Arc<LocalSessionManager>, pool: PgPool, per_key: usize) -> Self {
+        let owners = SessionOwners { owners: Arc::default(), manager, pool, per_key };
         let weak = Arc::downgrade(&owners.owners);
-        let manager = owners.manager.clone();
+        let (manager, pool) = (owners.manager.clone(), owners.pool.clone());
         tokio::spawn(async move {
             let mut every = tokio::time::interval(PRUNE_EVERY);
             loop {
                 every.tick().await;
                 let Some(owners) = weak.upgrade() else { break };
                 let open: Vec<Arc<str>> = manager.sessions.read().await.keys().cloned().collect();
-                let idle: Vec<Arc<str>> = {
+                let (idle, used): (Vec<Arc<str>>, Vec<String>) = {
                     let mut owners = owners.lock().expect("session owners");
                     owners.retain(|id, _| open.contains(id));
                     let idle =
@@ -68,38 +89,77 @@ impl SessionOwners {
                     for id in &idle {
                         owners.remove(id);
                     }
+                    let used = owners
+                        .iter_mut()
+                        .filter_map(|(id, o)| std::mem::take(&mut o.unrecorded).then(|| id.to_string()))
+                        .collect();
                     metrics::gauge!("toolgate_mcp_sessions").set(owners.len() as f64);
-                    idle
+                    (idle, used)
                 };
+                drop(owners);
                 for id in idle {
                     let _ = manager.close_session(&id).await;
+                }
+                let recorded = async {
+                    mcp_sessions::touch(&pool, &used).await?;
+                    mcp_sessions::expire(&pool, IDLE).await
+                };
+                if let Err(err) = recorded.await {
+                    tracing::warn!(error = %err, "could not record the use of MCP sessions");
                 }
             }
         });
         owners
     }
 
-    /// The key of a session, marking the session as used.
-    fn owner(&self, id: &str) -> Option<Uuid> {
-        let mut owners = self.owners.lock().expect("session owners");
-        let owner = owners.get_mut(id)?;
-        owner.seen = Instant::now();
-        Some(owner.key)
+    /// The key of a session, marking the session as used; a session this replica does not
+    /// know is looked up in PostgreSQL (opened on another replica, or before a restart).
+    async fn owner(&self, id: &str) -> Result<Option<Uuid>, engine::Error> {
+        if let Some(owner) = self.owners.lock().expect("session owners").get_mut(id) {
+            owner.seen = Instant::now();
+            owner.unrecorded = true;
+            return Ok(Some(owner.key));
+        }
+        let Some(stored) = mcp_sessions::get(&self.pool, id).await? else { return Ok(None) };
+        let (Some(key), Some(_)) = (stored.key_id, stored.initialize) else { return Ok(None) };
+        self.owners.lock().expect("session owners").insert(id.into(), Owner::new(key));
+        Ok(Some(key))
     }
 
     /// Records a new session of `key`, unless the key has its fill of sessions already.
-    fn record(&self, id: Arc<str>, key: Uuid) -> bool {
-        let mut owners = self.owners.lock().expect("session owners");
-        if owners.values().filter(|owner| owner.key == key).count() >= self.per_key {
-            return false;
+    async fn record(&self, id: Arc<str>, key: Uuid) -> Result<bool, engine::Error> {
+        if !mcp_sessions::bind(&self.pool, &id, key, self.per_key).await? {
+            return Ok(false);
         }
-        owners.insert(id, Owner { key, seen: Instant::now() });
+        let mut owners = self.owners.lock().expect("session owners");
+        owners.insert(id, Owner::new(key));
         metrics::gauge!("toolgate_mcp_sessions").set(owners.len() as f64);
-        true
+        Ok(true)
     }
 
     fn forget(&self, id: &str) {
         self.owners.lock().expect("session owners").remove(id);
+    }
+}
+
+/// rmcp's session store: the handshake of each session in PostgreSQL, for any replica to
+/// replay.
+pub struct StoredSessions(pub PgPool);
+
+#[async_trait::async_trait]
+impl SessionStore for StoredSessions {
+    async fn load(&self, id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+        let stored = mcp_sessions::get(&self.0, id).await?;
+        let initialize = stored.and_then(|stored| stored.initialize);
+        Ok(initialize.map(serde_json::from_value).transpose()?)
+    }
+
+    async fn store(&self, id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
+        Ok(mcp_sessions::save_handshake(&self.0, id, &serde_json::to_value(state)?).await?)
+    }
+
+    async fn delete(&self, id: &str) -> Result<(), SessionStoreError> {
+        Ok(mcp_sessions::remove(&self.0, id).await?)
     }
 }
 
@@ -109,19 +169,27 @@ pub async fn bind_sessions(State(owners): State<SessionOwners>, request: Request
         return next.run(request).await;
     };
     let named = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
-    if let Some(id) = &named
-        && owners.owner(id) != Some(key)
-    {
-        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+    if let Some(id) = &named {
+        match owners.owner(id).await {
+            Ok(owner) if owner == Some(key) => {}
+            Ok(_) => return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response(),
+            Err(err) => return Failure::from(err).into_response(),
+        }
     }
     let deleting = request.method() == Method::DELETE;
     let mut response = next.run(request).await;
     match (named, response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())) {
         (None, Some(created)) => {
             let created: Arc<str> = created.into();
-            if !owners.record(created.clone(), key) {
+            let refused = match owners.record(created.clone(), key).await {
+                Ok(true) => None,
+                Ok(false) => Some(too_many_sessions(owners.per_key)),
+                Err(err) => Some(Failure::from(err).into_response()),
+            };
+            if let Some(refused) = refused {
                 let _ = owners.manager.close_session(&created).await;
-                return too_many_sessions(owners.per_key);
+                let _ = mcp_sessions::remove(&owners.pool, &created).await;
+                return refused;
             }
         }
         (Some(id), _) if deleting && response.status().is_success() => {

@@ -8,6 +8,7 @@ pub(crate) mod catalog;
 pub mod groups;
 pub mod invocations;
 pub mod keys;
+pub mod mcp_sessions;
 pub mod overrides;
 pub(crate) mod pending;
 pub mod retention;

@@ -1,0 +1,100 @@
+//! MCP sessions of the handshake era, shared by the replicas: the key that opened each, the
+//! `initialize` a replica replays to continue it, and the groups it equipped. A session is
+//! written when it opens and when it equips groups; its use is recorded at most every half
+//! minute per replica, never per request.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::Result;
+
+/// A session as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSession {
+    /// `None` while the replica that opened it has not bound it yet.
+    pub key_id: Option<Uuid>,
+    /// The client's `initialize` parameters, once the handshake succeeded.
+    pub initialize: Option<Value>,
+    /// The groups it chose with the meta tool.
+    pub equipped: Option<Vec<String>>,
+}
+
+pub async fn get(pool: &PgPool, id: &str) -> Result<Option<StoredSession>> {
+    Ok(sqlx::query_as!(
+        StoredSession,
+        "select key_id, initialize, equipped from mcp_session where id = $1",
+        id
+    )
+    .fetch_optional(pool)
+    .await?)
+}
+
+/// Records the handshake of session `id`.
+pub async fn save_handshake(pool: &PgPool, id: &str, initialize: &Value) -> Result<()> {
+    sqlx::query!(
+        "insert into mcp_session (id, initialize) values ($1, $2)
+         on conflict (id) do update set initialize = excluded.initialize",
+        id,
+        initialize
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Binds session `id` to `key`, unless the key has `per_key` sessions already (on every
+/// replica together): `false` then.
+pub async fn bind(pool: &PgPool, id: &str, key: Uuid, per_key: usize) -> Result<bool> {
+    let mut tx = pool.begin().await?;
+    // The count and the insert are one step for the key, whichever replica asks.
+    sqlx::query!("select pg_advisory_xact_lock(hashtextextended($1::text, 0))", key.to_string())
+        .execute(&mut *tx)
+        .await?;
+    let open = sqlx::query_scalar!(r#"select count(*) as "n!" from mcp_session where key_id = $1"#, key)
+        .fetch_one(&mut *tx)
+        .await?;
+    if open >= i64::try_from(per_key).unwrap_or(i64::MAX) {
+        return Ok(false);
+    }
+    sqlx::query!(
+        "insert into mcp_session (id, key_id) values ($1, $2)
+         on conflict (id) do update set key_id = excluded.key_id, seen_at = now()",
+        id,
+        key
+    )
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// Records the groups session `id` equipped.
+pub async fn equip(pool: &PgPool, id: &str, groups: &[String]) -> Result<()> {
+    sqlx::query!("update mcp_session set equipped = $2 where id = $1", id, groups).execute(pool).await?;
+    Ok(())
+}
+
+/// Records that the sessions `ids` were used just now.
+pub async fn touch(pool: &PgPool, ids: &[String]) -> Result<()> {
+    sqlx::query!("update mcp_session set seen_at = now() where id = any($1)", ids).execute(pool).await?;
+    Ok(())
+}
+
+pub async fn remove(pool: &PgPool, id: &str) -> Result<()> {
+    sqlx::query!("delete from mcp_session where id = $1", id).execute(pool).await?;
+    Ok(())
+}
+
+/// Removes the sessions no replica has used for `idle`.
+pub async fn expire(pool: &PgPool, idle: Duration) -> Result<u64> {
+    let done = sqlx::query!(
+        "delete from mcp_session where seen_at < now() - make_interval(secs => $1)",
+        idle.as_secs_f64()
+    )
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
+}
