@@ -189,16 +189,7 @@ async fn the_meta_tool_equips_groups_for_one_session_only(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let key = tenant_with_key(&pool, "acme").await;
     let acme = TenantSlug::parse("acme").unwrap();
-    let ops = engine::model::Name::parse("ops").unwrap();
-    store::groups::put(&pool, &Actor::system(), &ops, "Run programs", false).await.unwrap();
-    let run_command: uuid::Uuid =
-        sqlx::query_scalar("select id from tool where upstream_name = 'run_command'")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    store::groups::set_members(&pool, &Actor::system(), &ops, &[run_command]).await.unwrap();
-    let meta = TenantUpdate { meta_tool: Some(true), ..Default::default() };
-    store::tenants::update(&pool, &Actor::system(), &acme, meta).await.unwrap();
+    common::ops_group_and_meta_tool(&pool, &acme).await;
 
     let equipping = until_key_works(&app, "acme", &key).await;
     let deadline = Instant::now() + Duration::from_secs(5);

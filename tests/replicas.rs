@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use common::{ListChangedCounter, json_of, start_process};
 use engine::model::TenantSlug;
-use engine::store::tenants::TenantUpdate;
 use engine::store::{self, Actor};
 use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -118,16 +117,7 @@ async fn an_mcp_session_moves_to_another_replica_with_its_key_and_its_equipped_g
     // The built-in tools are recorded as a process starts.
     let first = start_process("gateway", &pool);
     let second = start_process("gateway", &pool);
-    let ops = engine::model::Name::parse("ops").unwrap();
-    store::groups::put(&pool, &Actor::system(), &ops, "Run programs", false).await.unwrap();
-    let run_command: uuid::Uuid =
-        sqlx::query_scalar("select id from tool where upstream_name = 'run_command'")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    store::groups::set_members(&pool, &Actor::system(), &ops, &[run_command]).await.unwrap();
-    let meta = TenantUpdate { meta_tool: Some(true), ..Default::default() };
-    store::tenants::update(&pool, &Actor::system(), &acme, meta).await.unwrap();
+    let run_command = common::ops_group_and_meta_tool(&pool, &acme).await;
     let (a, b) = (format!("{}/mcp/acme", first.url), format!("{}/mcp/acme", second.url));
 
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -247,3 +247,20 @@ pub async fn python_server(
     }
     (server, port)
 }
+
+/// Puts the built-in `run_command` (recorded once a Toolgate has started) into group `ops`,
+/// inactive by default, and turns the meta tool on for `tenant`; returns the tool's id.
+pub async fn ops_group_and_meta_tool(pool: &PgPool, tenant: &engine::model::TenantSlug) -> uuid::Uuid {
+    use engine::store::{self, Actor};
+    let ops = engine::model::Name::parse("ops").unwrap();
+    store::groups::put(pool, &Actor::system(), &ops, "Run programs", false).await.unwrap();
+    let run_command: uuid::Uuid =
+        sqlx::query_scalar("select id from tool where upstream_name = 'run_command'")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    store::groups::set_members(pool, &Actor::system(), &ops, &[run_command]).await.unwrap();
+    let meta = store::tenants::TenantUpdate { meta_tool: Some(true), ..Default::default() };
+    store::tenants::update(pool, &Actor::system(), tenant, meta).await.unwrap();
+    run_command
+}

@@ -172,6 +172,24 @@ fn Lines(
     }
 }
 
+/// A labelled choice among `options` (value, label).
+#[component]
+fn Choice(
+    label: &'static str,
+    name: &'static str,
+    value: RwSignal<String>,
+    options: &'static [(&'static str, &'static str)],
+) -> impl IntoView {
+    view! {
+        <label>
+            {label}
+            <select name=name prop:value=move || value.get() on:change=move |ev| value.set(event_target_value(&ev))>
+                {options.iter().map(|(value, label)| view! { <option value=*value>{*label}</option> }).collect_view()}
+            </select>
+        </label>
+    }
+}
+
 #[component]
 pub(super) fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
     let test = ServerAction::<TestServer>::new();
@@ -223,18 +241,16 @@ pub(super) fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoV
             <div class="form-grid">
                 <Field label="Name" value=name placeholder="everything" name="name" />
                 <Field label="Prefix (default: the name)" value=prefix name="prefix" />
-                <label>
-                    "Transport"
-                    <select
-                        name="transport"
-                        prop:value=move || transport.get()
-                        on:change=move |ev| transport.set(event_target_value(&ev))
-                    >
-                        <option value="streamable_http">"Streamable HTTP"</option>
-                        <option value="sse">"SSE (legacy)"</option>
-                        <option value="stdio">"stdio (child process)"</option>
-                    </select>
-                </label>
+                <Choice
+                    label="Transport"
+                    name="transport"
+                    value=transport
+                    options=&[
+                        ("streamable_http", "Streamable HTTP"),
+                        ("sse", "SSE (legacy)"),
+                        ("stdio", "stdio (child process)"),
+                    ]
+                />
                 <Show
                     when=stdio
                     fallback=move || {
@@ -269,17 +285,15 @@ pub(super) fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoV
                 />
                 <Field label="Tags (comma-separated)" value=tags name="tags" />
                 <Field label="Tenant (empty = shared by all tenants)" value=tenant name="tenant" />
-                <label>
-                    "When a pinned tool's definition changes"
-                    <select
-                        name="on_definition_change"
-                        prop:value=move || on_change.get()
-                        on:change=move |ev| on_change.set(event_target_value(&ev))
-                    >
-                        <option value="hold">"Hold the tool until approved"</option>
-                        <option value="keep_pinned">"Keep serving the pinned definition"</option>
-                    </select>
-                </label>
+                <Choice
+                    label="When a pinned tool's definition changes"
+                    name="on_definition_change"
+                    value=on_change
+                    options=&[
+                        ("hold", "Hold the tool until approved"),
+                        ("keep_pinned", "Keep serving the pinned definition"),
+                    ]
+                />
                 <label class="check">
                     <input
                         type="checkbox"
