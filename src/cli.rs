@@ -94,10 +94,16 @@ enum RoleArg {
 }
 
 pub fn main() -> ExitCode {
-    init_tracing();
+    let traces = init_tracing();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Runtime::new().expect("cannot start the tokio runtime");
-    match runtime.block_on(run(cli.command)) {
+    let outcome = runtime.block_on(run(cli.command));
+    if let Some(traces) = traces
+        && let Err(err) = traces.shutdown()
+    {
+        eprintln!("warning: the last traces were not exported: {err}");
+    }
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
@@ -106,15 +112,29 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn init_tracing() {
+/// Logs to stderr, and exports traces over OTLP/HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set; the returned provider flushes them at exit.
+fn init_tracing() -> Option<opentelemetry_sdk::trace::SdkTracerProvider> {
+    use tracing::Level;
     use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::{Layer, SubscriberExt};
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_sessions=warn,rmcp=warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .with_filter(filter);
+    let provider = crate::telemetry::provider();
+    // Toolgate's own spans, whatever RUST_LOG lets through to the log.
+    let traces = provider.as_ref().map(|provider| {
+        use opentelemetry::trace::TracerProvider;
+        let own = Targets::new().with_target("toolgate", Level::INFO).with_target("engine", Level::INFO);
+        tracing_opentelemetry::layer().with_tracer(provider.tracer("toolgate")).with_filter(own)
+    });
+    tracing_subscriber::registry().with(log).with(traces).init();
+    provider
 }
 
 async fn run(command: Command) -> anyhow::Result<()> {

@@ -7,4 +7,5 @@ mod gateway;
 mod operations;
 pub mod settings;
 pub mod startup;
+mod telemetry;
 mod web;

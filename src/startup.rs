@@ -162,8 +162,12 @@ async fn session_layer(
 /// response and recorded in the request's log span.
 fn with_request_ids(router: Router) -> Router {
     let trace = TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<_>| {
-        let id = request.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or_default();
-        tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
+        let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
+        let id = header(REQUEST_ID.as_str()).unwrap_or_default();
+        let span = tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id);
+        // A caller's W3C trace context makes this request part of its trace.
+        engine::telemetry::follow(&span, header("traceparent"), header("tracestate"));
+        span
     });
     router.layer(
         ServiceBuilder::new()

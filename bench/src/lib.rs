@@ -31,7 +31,19 @@ impl ToolgateProcess {
     /// process's own `DATABASE_URL`), and waits until it listens. Processes started here
     /// share one secret key, as replicas must.
     pub fn start(bin: &str, command: &str, data_dir: &Path, database_url: Option<&str>) -> Result<Self> {
+        Self::start_with_env(bin, command, data_dir, database_url, &[])
+    }
+
+    /// The same, with the environment variables `env` besides.
+    pub fn start_with_env(
+        bin: &str,
+        command: &str,
+        data_dir: &Path,
+        database_url: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Result<Self> {
         let mut process = Command::new(bin);
+        process.envs(env.iter().copied());
         process
             .arg(command)
             .env("TOOLGATE_ADDR", "127.0.0.1:0")

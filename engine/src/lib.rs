@@ -24,6 +24,7 @@ pub mod schema;
 pub mod secret;
 pub mod service;
 pub mod store;
+pub mod telemetry;
 pub mod tool;
 pub mod upstream;
 

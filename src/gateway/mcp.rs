@@ -44,6 +44,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument;
 
 use super::rounds::{Owner, Question, Round, Rounds, RunningCall};
 use super::sessions::StoredSessions;
@@ -602,6 +603,25 @@ impl ServerHandler for Gateway {
     }
 
     async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // The caller's trace context: in `_meta` (SEP-414), else on the HTTP request.
+        let span = tracing::info_span!("mcp tools/call", tool = %request.name);
+        let parts = context.extensions.get::<axum::http::request::Parts>();
+        let header = |name: &str| parts.and_then(|p| p.headers.get(name)?.to_str().ok());
+        let meta = |name: &str| context.meta.get(name).and_then(Value::as_str);
+        match meta("traceparent") {
+            Some(traceparent) => engine::telemetry::follow(&span, Some(traceparent), meta("tracestate")),
+            None => engine::telemetry::follow(&span, header("traceparent"), header("tracestate")),
+        }
+        self.answer_call(request, context).instrument(span).await
+    }
+}
+
+impl Gateway {
+    async fn answer_call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,

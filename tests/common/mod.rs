@@ -172,9 +172,19 @@ pub fn database_url(pool: &PgPool) -> String {
 
 /// A `toolgate <command>` process (the real binary) on the test's database.
 pub fn start_process(command: &str, pool: &PgPool) -> toolgate_bench::ToolgateProcess {
+    start_process_with_env(command, pool, &[])
+}
+
+/// The same, with the environment variables `env` besides.
+pub fn start_process_with_env(
+    command: &str,
+    pool: &PgPool,
+    env: &[(&str, &str)],
+) -> toolgate_bench::ToolgateProcess {
     let data = std::env::temp_dir().join(format!("toolgate-process-{}", uuid::Uuid::new_v4()));
     let bin = env!("CARGO_BIN_EXE_toolgate");
-    toolgate_bench::ToolgateProcess::start(bin, command, &data, Some(&database_url(pool))).unwrap()
+    toolgate_bench::ToolgateProcess::start_with_env(bin, command, &data, Some(&database_url(pool)), env)
+        .unwrap()
 }
 
 /// A program of the test virtualenv (`TOOLGATE_VENV`, installed by `make test`).

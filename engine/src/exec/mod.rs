@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sqlx::PgPool;
 use tokio_util::task::AbortOnDropHandle;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::catalog::{Catalog, CatalogTool, TenantTools};
@@ -209,7 +210,7 @@ impl Executor {
 
     /// Runs one call among the tools of `view` (the tenant's, or an MCP session's own choice
     /// of groups, [`TenantTools::equip`]); `hooks` receive what the call sends its caller.
-    #[tracing::instrument(skip_all, fields(tenant = %view.slug, tool = %request.name))]
+    #[tracing::instrument(name = "tool call", skip_all, fields(tenant = %view.slug, tool = %request.name, status))]
     pub async fn call_in(
         &self,
         view: &TenantTools,
@@ -267,6 +268,7 @@ impl Executor {
             }
         };
         let result = self.finish(outcome, started);
+        tracing::Span::current().record("status", result.status.as_str());
         unfinished.finish(&result);
         Ok(result)
     }
@@ -373,7 +375,8 @@ impl Executor {
         // cancelled) or times out, which cancels an upstream call.
         let running = {
             let (executor, tool) = (self.clone(), tool.clone());
-            AbortOnDropHandle::new(tokio::spawn(async move { executor.run(&tool, arguments, &ctx).await }))
+            let run = async move { executor.run(&tool, arguments, &ctx).await };
+            AbortOnDropHandle::new(tokio::spawn(run.in_current_span()))
         };
         match tokio::time::timeout(tool.timeout, running).await {
             Err(_) => Outcome::Timeout(tool.timeout),

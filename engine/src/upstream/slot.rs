@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use rmcp::ClientCacheConfig;
+use tracing::Instrument;
 // Logging is deprecated by SEP-2577, but servers still send it: relayed while they do.
 #[allow(deprecated)]
 use rmcp::model::{
@@ -381,6 +382,7 @@ impl Slot {
             _ => Default::default(),
         };
         let mut params = CallToolRequestParams::new(tool.upstream_name.clone()).with_arguments(arguments);
+        let mut meta = RequestMetaObject::default();
         // A server on 2026-07-28 logs only at the level a request asks for: the caller's.
         #[allow(deprecated)]
         let level: Option<LoggingLevel> = ctx
@@ -388,24 +390,33 @@ impl Slot {
             .and_then(|client| client.log_level())
             .and_then(|name| serde_json::from_value(Value::String(name)).ok());
         if let Some(level) = level {
-            let mut meta = RequestMetaObject::default();
             meta.set_log_level(level);
+        }
+        // The upstream's work joins the caller's trace (SEP-414).
+        let span = tracing::info_span!("upstream tools/call", server = %server, tool = %tool.upstream_name);
+        for (field, value) in crate::telemetry::context_of(&span) {
+            meta.0.insert(field, Value::String(value));
+        }
+        if !meta.0.is_empty() {
             params.meta = Some(meta);
         }
         // A server on 2026-07-28 asks the caller for input by answering with the questions;
         // the call is sent again with the answers (SEP-2322).
         let mut rounds = 0;
-        let result = loop {
-            match self.send_call(&peer, params.clone(), ctx).await {
-                Ok(ServerResult::InputRequiredResult(asked)) if rounds < DEFAULT_MRTR_MAX_ROUNDS => {
-                    rounds += 1;
-                    let questions = asked.input_requests.unwrap_or_default();
-                    params.input_responses = Some(answer_inputs(server, questions, ctx).await?);
-                    params.request_state = asked.request_state;
+        let rounds_of_the_call = async {
+            loop {
+                match self.send_call(&peer, params.clone(), ctx).await {
+                    Ok(ServerResult::InputRequiredResult(asked)) if rounds < DEFAULT_MRTR_MAX_ROUNDS => {
+                        rounds += 1;
+                        let questions = asked.input_requests.unwrap_or_default();
+                        params.input_responses = Some(answer_inputs(server, questions, ctx).await?);
+                        params.request_state = asked.request_state;
+                    }
+                    other => break Ok(other),
                 }
-                other => break other,
             }
         };
+        let result = rounds_of_the_call.instrument(span).await?;
         match result {
             Ok(ServerResult::CallToolResult(result)) => {
                 self.set(|s| s.last_seen = Some(Instant::now()));
