@@ -180,6 +180,39 @@ async fn changing_a_tenants_tags_updates_its_sessions_live(pool: PgPool) {
     assert!(names.contains(&"view_text_file".to_string()));
 }
 
+/// A tool whose description changes (here an override; an approved definition change alike)
+/// is announced too: clients keep the definitions they listed. Main announced only a change
+/// of names.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_changed_description_is_announced_to_the_sessions(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_with_key(&pool, "acme").await;
+    let client = until_key_works(&app, "acme", &key).await;
+    assert!(client.list_all_tools().await.unwrap().iter().any(|t| t.name == "run_command"));
+    let run_command: uuid::Uuid =
+        sqlx::query_scalar("select id from tool where upstream_name = 'run_command'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    let described = store::overrides::OverrideInput {
+        description: Some("Runs one program".into()),
+        ..Default::default()
+    };
+    let acme = TenantSlug::parse("acme").unwrap();
+    store::overrides::set(&pool, &common::secret_box(), &Actor::system(), &acme, run_command, &described)
+        .await
+        .unwrap();
+
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while client.service().list_changed.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "no notifications/tools/list_changed for a new description");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let tools = client.list_all_tools().await.unwrap();
+    let listed = tools.iter().find(|t| t.name == "run_command").unwrap();
+    assert_eq!(listed.description.as_deref(), Some("Runs one program"));
+}
+
 async fn names(client: &RunningService<RoleClient, ListChangedCounter>) -> Vec<String> {
     client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect()
 }

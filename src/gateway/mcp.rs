@@ -26,7 +26,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use engine::catalog::{Catalog, GroupInfo, TenantTools};
+use engine::catalog::{Catalog, CatalogTool, GroupInfo, TenantTools};
 use engine::db::PgPool;
 use engine::exec::{CallHooks, CallRequest, CallResult, Executor};
 use engine::schema::Provider;
@@ -149,9 +149,9 @@ impl Gateway {
         Some((choice.view.clone(), true))
     }
 
-    fn tool_names(&self, tenant: &str) -> Vec<String> {
-        let view = self.view(tenant);
-        view.map(|(v, _)| v.tools().iter().map(|t| t.exposed_name.clone()).collect()).unwrap_or_default()
+    /// The tools this session's client is shown.
+    fn listing(&self, tenant: &str) -> Vec<Arc<CatalogTool>> {
+        self.view(tenant).map(|(view, _)| view.tools().to_vec()).unwrap_or_default()
     }
 
     /// Runs the meta tool: the session's active groups become `groups`.
@@ -422,18 +422,21 @@ fn not_authenticated() -> ErrorData {
 }
 
 impl Gateway {
-    /// Calls `announce` whenever the tenant's tool list (as this handler sees it) changes,
-    /// until `announce` fails or the catalog closes.
+    /// Calls `announce` whenever the tenant's tool list (as this handler sees it) changes — a
+    /// tool added or removed, or one's name, description, schemas or annotations — until
+    /// `announce` fails or the catalog closes.
     async fn announce_changes<F, E>(&self, tenant: &str, mut announce: impl FnMut() -> F)
     where
         F: Future<Output = Result<(), E>>,
     {
         let mut versions = self.catalog.versions();
-        let mut names = self.tool_names(tenant);
+        let mut listed = self.listing(tenant);
         while versions.changed().await.is_ok() {
-            let now = self.tool_names(tenant);
-            if now != names {
-                names = now;
+            let now = self.listing(tenant);
+            let alike = now.len() == listed.len()
+                && now.iter().zip(&listed).all(|(a, b)| Arc::ptr_eq(a, b) || a.listed_alike(b));
+            if !alike {
+                listed = now;
                 if announce().await.is_err() {
                     return;
                 }

@@ -61,6 +61,16 @@ impl CatalogTool {
 }
 
 impl CatalogTool {
+    /// Whether a client listing this tool and `other` sees the same: name, description,
+    /// schemas, annotations.
+    pub fn listed_alike(&self, other: &CatalogTool) -> bool {
+        self.exposed_name == other.exposed_name
+            && self.description == other.description
+            && self.input_schema == other.input_schema
+            && self.output_schema == other.output_schema
+            && self.annotations == other.annotations
+    }
+
     /// The tool as `provider` receives it: always the normalised, lint-clean rendering.
     pub fn render(&self, provider: schema::Provider) -> Result<Value, schema::normalize::NormalizeError> {
         let view = schema::render::ToolView {
