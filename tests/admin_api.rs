@@ -124,11 +124,7 @@ async fn test_invocation_and_schema_inspection(pool: PgPool) {
         .unwrap();
     assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
 
-    let tool_id: uuid::Uuid =
-        sqlx::query_scalar("select id from tool where upstream_name = 'view_text_file'")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let tool_id = common::tool_id(&pool, "view_text_file").await;
     let schema = json_of(
         client()
             .get(app.url(&format!("/api/admin/v1/tools/{tool_id}/schema?tenant=acme&provider=gemini")))

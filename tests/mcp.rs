@@ -189,11 +189,7 @@ async fn a_changed_description_is_announced_to_the_sessions(pool: PgPool) {
     let key = tenant_with_key(&pool, "acme").await;
     let client = until_key_works(&app, "acme", &key).await;
     assert!(client.list_all_tools().await.unwrap().iter().any(|t| t.name == "run_command"));
-    let run_command: uuid::Uuid =
-        sqlx::query_scalar("select id from tool where upstream_name = 'run_command'")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let run_command = common::tool_id(&pool, "run_command").await;
     let described = store::overrides::OverrideInput {
         description: Some("Runs one program".into()),
         ..Default::default()
@@ -361,38 +357,10 @@ impl ClientHandler for Answering {
     }
 }
 
-/// Serves `handler` over streamable HTTP on loopback and registers it as server `name`.
-async fn register_upstream<S: rmcp::ServerHandler + Clone>(pool: &PgPool, name: &str, handler: S) -> String {
-    register_upstream_with(pool, name, handler, Default::default()).await
-}
-
-/// The same with `config`; returns the server's URL.
-async fn register_upstream_with<S: rmcp::ServerHandler + Clone>(
-    pool: &PgPool,
-    name: &str,
-    handler: S,
-    config: rmcp::transport::streamable_http_server::StreamableHttpServerConfig,
-) -> String {
-    let service: rmcp::transport::streamable_http_server::StreamableHttpService<S, _> =
-        rmcp::transport::streamable_http_server::StreamableHttpService::new(
-            move || Ok(handler.clone()),
-            rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default().into(),
-            config,
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(
-        async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await },
-    );
-    let server = engine::store::servers::ServerConfig::http(engine::model::Name::parse(name).unwrap(), &url);
-    store::servers::create(pool, &common::secret_box(), &Actor::system(), &server).await.unwrap();
-    url
-}
-
 /// Tenant `acme` (its key returned) with the `Asking` upstream registered as `up`.
 async fn with_asking_upstream(pool: &PgPool, legacy: bool) -> String {
     let key = tenant_with_key(pool, "acme").await;
-    register_upstream(pool, "up", Asking { legacy }).await;
+    common::register_upstream(pool, "up", Asking { legacy }).await;
     key
 }
 
@@ -516,7 +484,7 @@ async fn a_call_the_client_cancels_is_cancelled_upstream(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let key = tenant_with_key(&pool, "acme").await;
     let upstream = Endless::default();
-    register_upstream(&pool, "up", upstream.clone()).await;
+    common::register_upstream(&pool, "up", upstream.clone()).await;
     let client = until_key_works(&app, "acme", &key).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while !client.list_all_tools().await.unwrap().iter().any(|t| t.name == "up_endless") {
@@ -717,7 +685,7 @@ impl rmcp::ServerHandler for Regional {
 async fn a_preset_parameter_mirrored_in_a_header_reaches_a_renamed_upstream_tool(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let key = common::tenant_key(&app, &pool).await;
-    register_upstream(&pool, "db", Regional).await;
+    common::register_upstream(&pool, "db", Regional).await;
     let client = acme_client(&app, &key, current_client()).await;
     let listed = async |name: &str| {
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -735,10 +703,7 @@ async fn a_preset_parameter_mirrored_in_a_header_reaches_a_renamed_upstream_tool
     let offered = serde_json::to_value(&offered.input_schema).unwrap();
     assert_eq!(offered["properties"]["region"], json!({"type": "string", "description": "Where to run"}));
 
-    let tool_id: uuid::Uuid = sqlx::query_scalar("select id from tool where upstream_name = 'execute_sql'")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let tool_id = common::tool_id(&pool, "execute_sql").await;
     let renamed = store::overrides::OverrideInput {
         name: Some("run_sql".into()),
         presets: json!({"region": "eu-west1"}).as_object().cloned().unwrap(),
@@ -867,7 +832,7 @@ async fn an_upstream_that_speaks_only_2026_07_28_is_served_to_clients_of_both_er
     let key = common::tenant_key(&app, &pool).await;
     let mut config = rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default();
     config.stateless_protocol_metadata_required = true;
-    let url = register_upstream_with(&pool, "modern", ModernOnly, config).await;
+    let url = common::register_upstream_with(&pool, "modern", ModernOnly, config).await;
     let handshake = ListChangedCounter::default()
         .serve_with_lifecycle(StreamableHttpClientTransport::from_uri(url), legacy_client())
         .await;

@@ -24,8 +24,6 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::json;
 use sqlx::PgPool;
@@ -119,29 +117,13 @@ impl ServerHandler for Traced {
     }
 }
 
-async fn serve_upstream(handler: Traced) -> String {
-    let service: StreamableHttpService<Traced, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        Default::default(),
-        StreamableHttpServerConfig::default(),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(
-        async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await },
-    );
-    url
-}
-
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_call_through_toolgate_is_one_trace_from_the_caller_to_the_upstream(pool: PgPool) {
     let acme = engine::model::TenantSlug::parse("acme").unwrap();
     store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
     let key = store::keys::create(&pool, &Actor::system(), &acme, "traced", None).await.unwrap().1;
     let upstream = Traced::default();
-    let url = serve_upstream(upstream.clone()).await;
-    let server = store::servers::ServerConfig::http(engine::model::Name::parse("up").unwrap(), &url);
-    store::servers::create(&pool, &common::secret_box(), &Actor::system(), &server).await.unwrap();
+    common::register_upstream(&pool, "up", upstream.clone()).await;
     let (otlp, received) = receiver().await;
     let env = [
         ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.as_str()),

@@ -47,7 +47,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 use super::rounds::{Owner, Question, Round, Rounds, RunningCall};
-use super::sessions::StoredSessions;
+use super::sessions::{EquippedElsewhere, StoredSessions};
 use super::{RenderCache, TenantAccess, log_internal, shown};
 
 /// The rmcp service behind `/mcp/{tenant}`, its sessions kept by `sessions`. Requests must
@@ -196,19 +196,15 @@ impl Gateway {
         CallToolResult::success(vec![ContentBlock::text(message)])
     }
 
-    /// Takes back what session `id` chose on the replica that opened it: the groups it
+    /// Takes back what a session brought from the replica that opened it: the groups it
     /// equipped (less those removed meanwhile).
-    async fn restore(&self, id: &str, extensions: &rmcp::model::Extensions) {
-        let Some(access) = access(extensions) else { return };
-        let groups = match engine::store::mcp_sessions::get(&self.pool, id).await {
-            Ok(stored) => stored.and_then(|stored| stored.equipped),
-            Err(err) => {
-                tracing::warn!(error = %err, "could not read the groups a restored session equipped");
-                None
-            }
-        };
+    fn restore(&self, extensions: &rmcp::model::Extensions) {
+        let parts = extensions.get::<axum::http::request::Parts>();
+        let brought = parts.and_then(|parts| parts.extensions.get::<EquippedElsewhere>());
+        let (Some(access), Some(EquippedElsewhere(groups))) = (access(extensions), brought) else { return };
         let snapshot = self.catalog.snapshot();
-        let (Some(mut groups), Some(tenant_view)) = (groups, snapshot.tenant(&access.tenant)) else { return };
+        let Some(tenant_view) = snapshot.tenant(&access.tenant) else { return };
+        let mut groups = groups.clone();
         groups.retain(|name| tenant_view.groups.iter().any(|g| &g.name == name));
         let view = Arc::new(tenant_view.equip(&groups).expect("only known groups remain"));
         self.session.lock().expect("session").equipped =
@@ -534,8 +530,8 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
-        if let Some(restored) = context.extensions.get::<SessionRestoreMarker>() {
-            self.restore(&restored.id, &context.extensions).await;
+        if context.extensions.get::<SessionRestoreMarker>().is_some() {
+            self.restore(&context.extensions);
         }
         self.negotiate_initialize(&request)
     }

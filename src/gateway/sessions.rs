@@ -101,7 +101,9 @@ impl SessionOwners {
                     let _ = manager.close_session(&id).await;
                 }
                 let recorded = async {
-                    mcp_sessions::touch(&pool, &used).await?;
+                    if !used.is_empty() {
+                        mcp_sessions::touch(&pool, &used).await?;
+                    }
                     mcp_sessions::expire(&pool, IDLE).await
                 };
                 if let Err(err) = recorded.await {
@@ -113,17 +115,18 @@ impl SessionOwners {
     }
 
     /// The key of a session, marking the session as used; a session this replica does not
-    /// know is looked up in PostgreSQL (opened on another replica, or before a restart).
-    async fn owner(&self, id: &str) -> Result<Option<Uuid>, engine::Error> {
+    /// know is looked up in PostgreSQL (opened on another replica, or before a restart), with
+    /// the groups it equipped there.
+    async fn owner(&self, id: &str) -> Result<Option<(Uuid, Option<EquippedElsewhere>)>, engine::Error> {
         if let Some(owner) = self.owners.lock().expect("session owners").get_mut(id) {
             owner.seen = Instant::now();
             owner.unrecorded = true;
-            return Ok(Some(owner.key));
+            return Ok(Some((owner.key, None)));
         }
         let Some(stored) = mcp_sessions::get(&self.pool, id).await? else { return Ok(None) };
         let (Some(key), Some(_)) = (stored.key_id, stored.initialize) else { return Ok(None) };
         self.owners.lock().expect("session owners").insert(id.into(), Owner::new(key));
-        Ok(Some(key))
+        Ok(Some((key, stored.equipped.map(EquippedElsewhere))))
     }
 
     /// Records a new session of `key`, unless the key has its fill of sessions already.
@@ -141,6 +144,11 @@ impl SessionOwners {
         self.owners.lock().expect("session owners").remove(id);
     }
 }
+
+/// The groups a session equipped on the replica it comes from, put on the request that brings
+/// it here, for the handshake rmcp replays from that request.
+#[derive(Debug, Clone)]
+pub struct EquippedElsewhere(pub Vec<String>);
 
 /// rmcp's session store: the handshake of each session in PostgreSQL, for any replica to
 /// replay.
@@ -164,14 +172,22 @@ impl SessionStore for StoredSessions {
 }
 
 /// For `/mcp/{tenant}`, inside the key check: a named session must be the key's own.
-pub async fn bind_sessions(State(owners): State<SessionOwners>, request: Request, next: Next) -> Response {
+pub async fn bind_sessions(
+    State(owners): State<SessionOwners>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let Some(key) = request.extensions().get::<TenantAccess>().map(|access| access.key_id) else {
         return next.run(request).await;
     };
     let named = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
     if let Some(id) = &named {
         match owners.owner(id).await {
-            Ok(owner) if owner == Some(key) => {}
+            Ok(Some((owner, equipped))) if owner == key => {
+                if let Some(equipped) = equipped {
+                    request.extensions_mut().insert(equipped);
+                }
+            }
             Ok(_) => return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response(),
             Err(err) => return Failure::from(err).into_response(),
         }

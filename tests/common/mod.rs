@@ -264,13 +264,52 @@ pub async fn ops_group_and_meta_tool(pool: &PgPool, tenant: &engine::model::Tena
     use engine::store::{self, Actor};
     let ops = engine::model::Name::parse("ops").unwrap();
     store::groups::put(pool, &Actor::system(), &ops, "Run programs", false).await.unwrap();
-    let run_command: uuid::Uuid =
-        sqlx::query_scalar("select id from tool where upstream_name = 'run_command'")
-            .fetch_one(pool)
-            .await
-            .unwrap();
+    let run_command = tool_id(pool, "run_command").await;
     store::groups::set_members(pool, &Actor::system(), &ops, &[run_command]).await.unwrap();
     let meta = store::tenants::TenantUpdate { meta_tool: Some(true), ..Default::default() };
     store::tenants::update(pool, &Actor::system(), tenant, meta).await.unwrap();
     run_command
+}
+
+/// The id of the tool its source names `upstream_name`.
+pub async fn tool_id(pool: &PgPool, upstream_name: &str) -> uuid::Uuid {
+    sqlx::query_scalar("select id from tool where upstream_name = $1")
+        .bind(upstream_name)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Serves `handler` over streamable HTTP on loopback and registers it as server `name`.
+pub async fn register_upstream<S: rmcp::ServerHandler + Clone>(
+    pool: &PgPool,
+    name: &str,
+    handler: S,
+) -> String {
+    register_upstream_with(pool, name, handler, Default::default()).await
+}
+
+/// The same with `config`; returns the server's URL.
+pub async fn register_upstream_with<S: rmcp::ServerHandler + Clone>(
+    pool: &PgPool,
+    name: &str,
+    handler: S,
+    config: rmcp::transport::streamable_http_server::StreamableHttpServerConfig,
+) -> String {
+    let service: rmcp::transport::streamable_http_server::StreamableHttpService<S, _> =
+        rmcp::transport::streamable_http_server::StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            rmcp::transport::streamable_http_server::session::local::LocalSessionManager::default().into(),
+            config,
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(
+        async move { axum::serve(listener, axum::Router::new().route_service("/mcp", service)).await },
+    );
+    let server = engine::store::servers::ServerConfig::http(engine::model::Name::parse(name).unwrap(), &url);
+    engine::store::servers::create(pool, &secret_box(), &engine::store::Actor::system(), &server)
+        .await
+        .unwrap();
+    url
 }

@@ -241,7 +241,8 @@ impl Executor {
                 tool_name: tool.exposed_name.clone(),
                 source: Some(tool.source_name.clone()),
                 caller: caller.to_string(),
-                status: "",
+                // What a call dropped before it finishes is recorded as.
+                status: "cancelled",
                 latency: Duration::ZERO,
                 result_bytes: 0,
                 correlation_id: None,

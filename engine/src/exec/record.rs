@@ -59,9 +59,8 @@ pub(super) struct Unfinished<'a> {
 }
 
 impl<'a> Unfinished<'a> {
-    /// `record`'s outcome fields are overwritten.
+    /// `record` as it is queued if the call is dropped; its latency is measured from `started`.
     pub(super) fn new(recorder: &'a Recorder, started: Instant, record: Record) -> Self {
-        let record = Record { status: "cancelled", result_bytes: 0, correlation_id: None, ..record };
         Unfinished { recorder, started, record: Some(record) }
     }
 

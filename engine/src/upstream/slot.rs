@@ -213,7 +213,8 @@ impl Slot {
                         }
                     }
                     stop.cancel();
-                    let reason = self.state.borrow().last_error.clone().map(|f| f.reason).unwrap_or_default();
+                    let reason =
+                        self.state.borrow().last_error.as_ref().map(|f| f.reason.clone()).unwrap_or_default();
                     tracing::warn!(servers = %self.label(), %reason, "upstream connection lost; reconnecting");
                 }
                 Err(err) => {
