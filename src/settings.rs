@@ -96,6 +96,11 @@ pub struct LimitSettings {
     /// beyond that, calling such a tool is a tool error saying so.
     #[arg(long, env = "TOOLGATE_PENDING_CALLS_PER_TENANT", default_value_t = 1000)]
     pub pending_calls_per_tenant: i64,
+
+    /// How often, in milliseconds, this replica adds the calls it counted against the
+    /// administrators' rate limits to PostgreSQL and reads the other replicas'.
+    #[arg(long, env = "TOOLGATE_LIMIT_SYNC_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub limit_sync_ms: u64,
 }
 
 /// How long records are kept, in days; 0 keeps them for ever.
@@ -183,6 +188,7 @@ impl ServeSettings {
             max_concurrent_per_tenant: self.limits.concurrent_calls_per_tenant,
             max_concurrent_per_key: self.limits.concurrent_calls_per_key,
             max_pending_per_tenant: self.limits.pending_calls_per_tenant,
+            limit_sync: Duration::from_millis(self.limits.limit_sync_ms),
         }
     }
 

@@ -320,10 +320,17 @@ tenants:
     );
 
     // The gateway serves the new configuration.
-    let key = store::keys::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "k", None)
-        .await
-        .unwrap()
-        .1;
+    let key = store::keys::create(
+        &pool,
+        &Actor::system(),
+        &TenantSlug::parse("acme").unwrap(),
+        "k",
+        None,
+        Default::default(),
+    )
+    .await
+    .unwrap()
+    .1;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let tools = json_of(client().get(app.url("/api/v1/tools?format=mcp")).bearer_auth(&key)).await;

@@ -165,9 +165,13 @@ async fn revoked_and_expired_keys_are_refused_saying_which(pool: PgPool) {
     let acme = TenantSlug::parse("acme").unwrap();
     let soon = time::OffsetDateTime::now_utc() + time::Duration::seconds(2);
     let (_, short_key) =
-        store::keys::create(&pool, &Actor::system(), &acme, "short", Some(soon)).await.unwrap();
+        store::keys::create(&pool, &Actor::system(), &acme, "short", Some(soon), Default::default())
+            .await
+            .unwrap();
     let past = time::OffsetDateTime::now_utc() - time::Duration::hours(1);
-    let err = store::keys::create(&pool, &Actor::system(), &acme, "past", Some(past)).await.unwrap_err();
+    let err = store::keys::create(&pool, &Actor::system(), &acme, "past", Some(past), Default::default())
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("expiry must be in the future"), "{err}");
     let http = reqwest::Client::new();
     let tools = |key: &str| http.get(app.url("/api/v1/tools")).bearer_auth(key.to_string());

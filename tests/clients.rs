@@ -35,7 +35,10 @@ async fn row_passes(pool: PgPool, mut client: Command) {
     let toolgate = start_process("serve", &pool);
     let acme = TenantSlug::parse("acme").unwrap();
     store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
-    let key = store::keys::create(&pool, &Actor::system(), &acme, "test", None).await.unwrap().1;
+    let key = store::keys::create(&pool, &Actor::system(), &acme, "test", None, Default::default())
+        .await
+        .unwrap()
+        .1;
     let everything =
         ServerConfig::stdio(Name::parse("ev").unwrap(), "node", vec![server_everything(), "stdio".into()]);
     store::servers::create(&pool, &common::secret_box(), &Actor::system(), &everything).await.unwrap();

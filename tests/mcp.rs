@@ -23,7 +23,7 @@ use toolgate_bench::raw::RawMcp;
 async fn tenant_with_key(pool: &PgPool, slug: &str) -> String {
     let slug = TenantSlug::parse(slug).unwrap();
     store::tenants::create(pool, &Actor::system(), &slug, "Tenant").await.unwrap();
-    store::keys::create(pool, &Actor::system(), &slug, "test", None).await.unwrap().1
+    store::keys::create(pool, &Actor::system(), &slug, "test", None, Default::default()).await.unwrap().1
 }
 
 async fn connect(
@@ -556,11 +556,17 @@ async fn log_messages_reach_a_caller_only_at_the_level_it_chose(pool: PgPool) {
 async fn a_call_waiting_for_input_is_resumed_only_by_its_own_key(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let key = with_asking_upstream(&pool, false).await;
-    let other_key =
-        store::keys::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "other", None)
-            .await
-            .unwrap()
-            .1;
+    let other_key = store::keys::create(
+        &pool,
+        &Actor::system(),
+        &TenantSlug::parse("acme").unwrap(),
+        "other",
+        None,
+        Default::default(),
+    )
+    .await
+    .unwrap()
+    .1;
     let owner = answering_client(&app, &key, current_client()).await;
     let other = answering_client(&app, &other_key, current_client()).await;
     let rmcp::model::CallToolResponse::InputRequired(asked) =
@@ -847,5 +853,33 @@ async fn an_upstream_that_speaks_only_2026_07_28_is_served_to_clients_of_both_er
         }
         let said = client.call_tool(CallToolRequestParams::new("modern_now")).await.unwrap();
         assert_eq!(said.content[0].as_text().unwrap().text, "2026-07-28", "{said:?}");
+    }
+}
+
+/// A call a limit refuses is answered, in both protocol eras, with a tool error the LLM reads:
+/// which limit, and when to try again.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_spent_limit_is_a_tool_error_naming_it_in_both_eras(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let acme = TenantSlug::parse("acme").unwrap();
+    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    let two_a_minute: engine::exec::CallLimits = serde_json::from_value(json!({"per_minute": 2})).unwrap();
+    for (era, lifecycle) in [("legacy", legacy_client()), ("2026-07-28", current_client())] {
+        let key =
+            store::keys::create(&pool, &Actor::system(), &acme, era, None, two_a_minute).await.unwrap().1;
+        drop(until_key_works(&app, "acme", &key).await);
+        let client = acme_client(&app, &key, lifecycle).await;
+        let list = || CallToolRequestParams::new("list_directory");
+        for _ in 0..2 {
+            let passed = client.call_tool(list()).await.unwrap();
+            assert_ne!(passed.is_error, Some(true), "{era}: {passed:?}");
+        }
+        let refused = client.call_tool(list()).await.unwrap();
+        assert_eq!(refused.is_error, Some(true), "{era}: {refused:?}");
+        let text = serde_json::to_value(&refused.content).unwrap()[0]["text"].as_str().unwrap().to_string();
+        assert!(
+            text.starts_with("the limit of 2 calls per minute for this API key is reached; try again in "),
+            "{era}: {text}"
+        );
     }
 }

@@ -18,7 +18,7 @@ async fn key_of(pool: &PgPool, tenant: &str) -> String {
     if store::tenants::get(pool, &slug).await.is_err() {
         store::tenants::create(pool, &Actor::system(), &slug, tenant).await.unwrap();
     }
-    store::keys::create(pool, &Actor::system(), &slug, "test", None).await.unwrap().1
+    store::keys::create(pool, &Actor::system(), &slug, "test", None, Default::default()).await.unwrap().1
 }
 
 /// One MCP request over plain HTTP: the response.

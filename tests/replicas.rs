@@ -21,7 +21,10 @@ use sqlx::PgPool;
 async fn a_change_through_serve_reaches_the_clients_of_a_gateway_replica(pool: PgPool) {
     let acme = TenantSlug::parse("acme").unwrap();
     store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
-    let key = store::keys::create(&pool, &Actor::system(), &acme, "replica", None).await.unwrap().1;
+    let key = store::keys::create(&pool, &Actor::system(), &acme, "replica", None, Default::default())
+        .await
+        .unwrap()
+        .1;
     let token = common::admin_token(&pool, "replicas").await;
     let serve = start_process("serve", &pool);
     let gateway = start_process("gateway", &pool);
@@ -112,8 +115,14 @@ async fn lists(url: &str, key: &str, session: &str, tool: &str) {
 async fn an_mcp_session_moves_to_another_replica_with_its_key_and_its_equipped_groups(pool: PgPool) {
     let acme = TenantSlug::parse("acme").unwrap();
     store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
-    let key = store::keys::create(&pool, &Actor::system(), &acme, "moving", None).await.unwrap().1;
-    let other_key = store::keys::create(&pool, &Actor::system(), &acme, "other", None).await.unwrap().1;
+    let key = store::keys::create(&pool, &Actor::system(), &acme, "moving", None, Default::default())
+        .await
+        .unwrap()
+        .1;
+    let other_key = store::keys::create(&pool, &Actor::system(), &acme, "other", None, Default::default())
+        .await
+        .unwrap()
+        .1;
     // The built-in tools are recorded as a process starts.
     let first = start_process("gateway", &pool);
     let second = start_process("gateway", &pool);
@@ -173,4 +182,69 @@ async fn an_mcp_session_moves_to_another_replica_with_its_key_and_its_equipped_g
     // The equipped tool itself answered (this process allows no program): not "unknown tool".
     let text = ran["result"]["content"][0]["text"].as_str().unwrap_or_default();
     assert_eq!(text, "program `sleep` is not allowed (allowed: none)", "{ran}");
+}
+
+/// A tenant's daily limit holds across two gateway replicas: each counts locally and shares
+/// its count through PostgreSQL at every sync, so a call on one replica is refused once the
+/// calls of both reach the limit.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_limit_holds_across_two_gateway_replicas(pool: PgPool) {
+    let acme = TenantSlug::parse("acme").unwrap();
+    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    let limits = serde_json::from_value(json!({"per_day": 10})).unwrap();
+    let update = store::tenants::TenantUpdate { limits: Some(limits), ..Default::default() };
+    store::tenants::update(&pool, &Actor::system(), &acme, update).await.unwrap();
+    let key = store::keys::create(&pool, &Actor::system(), &acme, "limited", None, Default::default())
+        .await
+        .unwrap()
+        .1;
+    let sync = [("TOOLGATE_LIMIT_SYNC_MS", "100")];
+    let a = common::start_process_with_env("gateway", &pool, &sync);
+    let b = common::start_process_with_env("gateway", &pool, &sync);
+    let call = |replica: &str| {
+        reqwest::Client::new()
+            .post(format!("{replica}/api/v1/tools/list_directory/invoke"))
+            .bearer_auth(&key)
+            .json(&json!({"arguments": {}}))
+            .send()
+    };
+    let shared = || async {
+        sqlx::query_scalar::<_, i64>("select coalesce(sum(calls), 0)::bigint from call_usage")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+
+    for _ in 0..6 {
+        assert_eq!(call(&a.url).await.unwrap().status(), 200);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while shared().await < 6 {
+        assert!(Instant::now() < deadline, "replica A never shared its count");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // B reads the day's count before its first call, and admits what is left.
+    for _ in 0..4 {
+        assert_eq!(call(&b.url).await.unwrap().status(), 200);
+    }
+    let refused = call(&b.url).await.unwrap();
+    assert_eq!(refused.status(), 429);
+    let problem: Value = refused.json().await.unwrap();
+    assert_eq!(problem["limit"]["limit"], "per_day", "{problem}");
+    // A learns B's calls at its next sync; until then it admits what its own view leaves (the
+    // documented overshoot: at most the calls of the others since its last sync, here 4).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut beyond = 0;
+    while call(&a.url).await.unwrap().status() != 429 {
+        beyond += 1;
+        assert!(Instant::now() < deadline, "replica A never learned of B's calls");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(beyond <= 4, "A admitted {beyond} beyond the limit");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while shared().await < 10 + beyond {
+        assert!(Instant::now() < deadline, "the replicas never shared every call");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(shared().await, 10 + beyond);
 }

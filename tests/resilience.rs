@@ -30,7 +30,8 @@ async fn the_gateway_rides_out_a_database_restart() {
     let app = TestApp::spawn(pool.clone()).await;
     let acme = TenantSlug::parse("acme").unwrap();
     store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
-    let key = store::keys::create(&pool, &Actor::system(), &acme, "k", None).await.unwrap().1;
+    let key =
+        store::keys::create(&pool, &Actor::system(), &acme, "k", None, Default::default()).await.unwrap().1;
     let token = common::admin_token(&pool, "ops").await;
     let http = reqwest::Client::new();
     let tools = || {

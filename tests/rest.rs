@@ -187,3 +187,136 @@ async fn work_per_request_and_per_key_is_bounded(pool: PgPool) {
     statuses.sort();
     assert_eq!(statuses, [StatusCode::OK, StatusCode::OK, StatusCode::TOO_MANY_REQUESTS]);
 }
+
+/// A spent rate limit answers 429 with `Retry-After` and a problem naming the limit; the limits
+/// are set through the admin API, their use is read back there, and refusals are counted.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_spent_limit_is_refused_with_429_naming_it(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    let admin = reqwest::Client::new();
+    let token = common::admin_token(&pool, "limits").await;
+    let edited: Value = admin
+        .patch(app.url("/api/admin/v1/tenants/acme"))
+        .bearer_auth(&token)
+        .json(&json!({"limits": {"per_minute": 3}, "tool_limits": {"list_directory": {"per_day": 1000}}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(edited["limits"], json!({"per_minute": 3}), "{edited}");
+    let refused = admin
+        .patch(app.url("/api/admin/v1/tenants/acme"))
+        .bearer_auth(&token)
+        .json(&json!({"limits": {"per_minute": 0}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    assert!(refused.text().await.unwrap().contains("nonzero"));
+
+    // Calls pass until the gateway's catalog has the limit, then three a minute.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let answer = loop {
+        let answer = reqwest::Client::new()
+            .post(app.url("/api/v1/tools/list_directory/invoke"))
+            .bearer_auth(&key)
+            .json(&json!({"arguments": {}}))
+            .send()
+            .await
+            .unwrap();
+        if answer.status() != StatusCode::OK {
+            break answer;
+        }
+        assert!(Instant::now() < deadline, "the limit never applied");
+    };
+    assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry: u64 = answer.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    let problem: Value = answer.json().await.unwrap();
+    assert_eq!(problem["code"], "rate_limited");
+    assert_eq!(
+        problem["limit"],
+        json!({"limit": "per_minute", "scope": "tenant", "max": 3, "retry_after_seconds": retry})
+    );
+    assert_eq!(
+        problem["detail"],
+        format!("the limit of 3 calls per minute for this tenant is reached; try again in {retry} s")
+    );
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    assert!(
+        metrics
+            .contains(r#"toolgate_calls_refused_total{tenant="acme",scope="tenant",limit="per_minute"} 1"#),
+        "{metrics}"
+    );
+
+    // The counts reach the database within a sync interval; the usage shows them.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let usage = loop {
+        let usage: Value = admin
+            .get(app.url("/api/admin/v1/usage"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if usage.as_array().unwrap().iter().any(|u| u["scope"] == "tenant" && u["used"] == 3)
+            || Instant::now() > deadline
+        {
+            break usage;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        usage.as_array().unwrap().contains(
+            &json!({"tenant": "acme", "scope": "tenant", "limit": "per_minute", "max": 3, "used": 3})
+        ),
+        "{usage}"
+    );
+    assert!(
+        usage
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["scope"] == "tool" && u["tool"] == "list_directory" && u["max"] == 1000),
+        "{usage}"
+    );
+
+    // A key made with limits, and its limits changed.
+    let made: Value = admin
+        .post(app.url("/api/admin/v1/tenants/acme/keys"))
+        .bearer_auth(&token)
+        .json(&json!({"name": "batch", "limits": {"per_day": 50, "concurrent": 2}}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = made["id"].as_str().unwrap();
+    let changed: Value = admin
+        .put(app.url(&format!("/api/admin/v1/tenants/acme/keys/{id}/limits")))
+        .bearer_auth(&token)
+        .json(&json!({"per_minute": 5}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(changed["limits"], json!({"per_minute": 5}), "{changed}");
+    let keys: Value = admin
+        .get(app.url("/api/admin/v1/tenants/acme/keys"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(keys[1]["limits"], json!({"per_minute": 5}), "{keys}");
+}

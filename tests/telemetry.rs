@@ -121,7 +121,10 @@ impl ServerHandler for Traced {
 async fn a_call_through_toolgate_is_one_trace_from_the_caller_to_the_upstream(pool: PgPool) {
     let acme = engine::model::TenantSlug::parse("acme").unwrap();
     store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
-    let key = store::keys::create(&pool, &Actor::system(), &acme, "traced", None).await.unwrap().1;
+    let key = store::keys::create(&pool, &Actor::system(), &acme, "traced", None, Default::default())
+        .await
+        .unwrap()
+        .1;
     let upstream = Traced::default();
     common::register_upstream(&pool, "up", upstream.clone()).await;
     let (otlp, received) = receiver().await;

@@ -86,7 +86,7 @@ pub mod ssr {
                 Error::Conflict(_) => StatusCode::CONFLICT,
                 Error::NotFound(_) => StatusCode::NOT_FOUND,
                 Error::Forbidden(_) => StatusCode::FORBIDDEN,
-                Error::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
+                Error::Limited(_) => StatusCode::TOO_MANY_REQUESTS,
                 Error::Upstream(_) => StatusCode::BAD_GATEWAY,
                 Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                 Error::Internal(err) => return PanelError::internal(err),

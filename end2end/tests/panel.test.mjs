@@ -149,6 +149,66 @@ test('a tenant: tag toggles change the effective tool list; keys are shown once 
   assert.equal(await page.locator('figure.new-key').count(), 0, 'a key is never shown again');
 });
 
+test('an owner limits a tenant, a tool and a key; calls beyond are refused and the dashboard shows the use', async () => {
+  await open(page, toolgate, '/tenants/acme');
+  await page.locator('input[name="tenant-limit-per-minute"]').fill('2');
+  await page.locator('input[name="tenant-limit-per-day"]').fill('0');
+  await page.locator('select[name="limit-tool"]').selectOption('view_text_file');
+  await page.getByRole('button', { name: 'Add', exact: true }).click();
+  await page.locator('input[name="tool-limit-view_text_file-concurrent"]').fill('3');
+  await page.getByRole('button', { name: 'Save limits' }).click();
+  await page.getByText('calls per day: `0` is not a whole number of at least 1').waitFor();
+  await page.locator('input[name="tenant-limit-per-day"]').fill('');
+  await page.getByRole('button', { name: 'Save limits' }).click();
+  await page.getByText('Limits saved.').waitFor();
+  await page.reload();
+  assert.equal(await page.locator('input[name="tenant-limit-per-minute"]').inputValue(), '2');
+  assert.equal(await page.locator('input[name="tool-limit-view_text_file-concurrent"]').inputValue(), '3');
+
+  await page.locator('input[name="key-name"]').fill('limited');
+  await page.locator('input[name="key-limit-per-day"]').fill('5');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  const key = await page.locator('figure.new-key pre').innerText();
+  await page.locator('td.key-limits', { hasText: '5/day' }).waitFor();
+  await page.screenshot({ path: `${screenshots}/tenant-limits.png`, fullPage: true });
+
+  // Through the REST gateway: two calls a minute, then 429 naming the limit.
+  const invoke = () => fetch(`${toolgate.url}/api/v1/tools/list_directory/invoke`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ arguments: {} }),
+  });
+  let answer;
+  for (let tries = 0; tries < 100; tries += 1) {
+    answer = await invoke();
+    if (answer.status !== 401) break; // the new key reaches the gateway within milliseconds
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  for (let calls = 0; answer.status === 200 && calls < 5; calls += 1) answer = await invoke();
+  assert.equal(answer.status, 429);
+  assert.ok(Number(answer.headers.get('retry-after')) >= 1);
+  const problem = await answer.json();
+  assert.match(problem.detail, /^the limit of 2 calls per minute for this tenant is reached/);
+
+  await open(page, toolgate, '/');
+  const limits = page.locator('table.limits');
+  await eventually(page, async () => {
+    await limits.locator('tr', { hasText: 'key limited' }).getByText(/^[1-5] of 5 today$/).waitFor({ timeout: 1000 });
+  }, 'the dashboard never showed the key\'s use');
+  await limits.locator('tr', { hasText: 'all calls' }).getByText(/of 2 this minute$/).waitFor();
+  await page.screenshot({ path: `${screenshots}/dashboard-limits.png`, fullPage: true });
+
+  // Lifted again, for the tests that follow.
+  await open(page, toolgate, '/tenants/acme');
+  await page.locator('input[name="tenant-limit-per-minute"]').fill('');
+  await page.locator('.tool-limit', { hasText: 'view_text_file' }).getByRole('button', { name: 'Remove' }).click();
+  await page.getByRole('button', { name: 'Save limits' }).click();
+  await page.getByText('Limits saved.').waitFor();
+  await page.reload();
+  assert.equal(await page.locator('.tool-limit').count(), 0);
+  assert.equal(await page.locator('input[name="tenant-limit-per-minute"]').inputValue(), '');
+});
+
 test('the playground runs a tool through a form generated from its schema', async () => {
   await open(page, toolgate, '/playground');
   await page.locator('select[name=tenant]').selectOption('acme');

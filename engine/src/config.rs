@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use crate::catalog::naming::exposed_name;
 use crate::catalog::visibility::Ceiling;
+use crate::exec::CallLimits;
 use crate::model::{Name, SourceKind, Tag, TenantSlug, parse_tags, tag_strings};
 use crate::secret::SecretBox;
 use crate::store::overrides::{self, OverrideInput};
@@ -103,6 +104,12 @@ pub struct TenantConfig {
     /// The owner's limit on the tags, sources and groups the tenant may use; left out = none.
     #[serde(default, skip_serializing_if = "Ceiling::is_open")]
     pub ceiling: Ceiling,
+    /// The limits on all of the tenant's calls; left out = none.
+    #[serde(default, skip_serializing_if = "CallLimits::is_none")]
+    pub limits: CallLimits,
+    /// The limits on the calls of single tools, by default exposed name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool_limits: BTreeMap<String, CallLimits>,
 }
 
 impl TenantConfig {
@@ -221,6 +228,8 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
             meta_tool: tenant.meta_tool,
             tools,
             ceiling: tenant.ceiling.clone(),
+            limits: tenant.limits,
+            tool_limits: tenant.tool_limits.clone(),
         });
     }
 
@@ -352,6 +361,8 @@ fn tenant_view(
         "meta_tool": tenant.meta_tool,
         "tools": tools,
         "ceiling": tenant.ceiling,
+        "limits": tenant.limits,
+        "tool_limits": tenant.tool_limits,
     }))
 }
 
@@ -498,16 +509,17 @@ pub async fn apply(
     }
     let mut tenant_ids = current.tenant_ids.clone();
     for tenant in desired.tenants.iter().filter(|t| changed_any("tenant", t.slug.as_str())) {
-        let enabled_tags = tenant.enabled_tags.as_deref().map(tag_strings);
-        let id = tenants::put(
-            &mut *tx,
-            &tenant.slug,
-            tenant.name(),
-            enabled_tags.as_deref(),
-            tenant.meta_tool,
-            &tenant.ceiling,
-        )
-        .await?;
+        let stored = tenants::Tenant {
+            id: Uuid::nil(),
+            slug: tenant.slug.to_string(),
+            name: tenant.name().to_string(),
+            enabled_tags: tenant.enabled_tags.as_deref().map(tag_strings),
+            meta_tool: tenant.meta_tool,
+            ceiling: tenant.ceiling.clone(),
+            limits: tenant.limits,
+            tool_limits: tenant.tool_limits.clone(),
+        };
+        let id = tenants::put(&mut *tx, &stored).await?;
         tenant_ids.insert(tenant.slug.to_string(), id);
     }
     for change in changes.iter().filter(|c| c.action == Action::Delete && c.kind == "server") {
@@ -546,6 +558,9 @@ pub async fn apply(
             kept.push((source_id, upstream));
         }
         overrides::retain(&mut *tx, id, &kept).await?;
+        for key in tenant.tool_limits.keys() {
+            index.resolve(key, Some(id)).map_err(at(format!("tenants.{}.tool_limits.{key}", tenant.slug)))?;
+        }
     }
     for change in changes.iter().filter(|c| c.action == Action::Delete && c.kind == "tenant") {
         tenants::remove(&mut *tx, &change.name).await?;

@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use crate::exec::Busy;
+use crate::exec::Limited;
 use crate::model::Invalid;
 use crate::upstream::UpstreamError;
 
@@ -21,10 +21,10 @@ pub enum Error {
     /// The caller's role does not allow this; the message says who may (HTTP 403).
     #[error("{0}")]
     Forbidden(String),
-    /// Too many calls of the tenant or key are running (HTTP 429 with `Retry-After`; a tool
-    /// error for an LLM, which can wait and retry).
+    /// A limit on the calls of the tenant, tool or key refuses this one (HTTP 429 with
+    /// `Retry-After`; a tool error for an LLM, which can wait and retry).
     #[error(transparent)]
-    Busy(#[from] Busy),
+    Limited(#[from] Limited),
     /// An upstream MCP server failed or could not be reached; the message says how (HTTP
     /// 502).
     #[error(transparent)]

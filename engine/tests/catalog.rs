@@ -334,7 +334,8 @@ async fn the_audit_log_names_tools_shows_revocations_and_skips_writes_that_chang
     let hide = OverrideInput { enabled: Some(false), ..Default::default() };
     store::overrides::set(&pool, &secrets, &actor(), &slug("t"), ids[0], &hide).await.unwrap();
     store::overrides::clear(&pool, &actor(), &slug("t"), ids[0]).await.unwrap();
-    let (key, _) = store::keys::create(&pool, &actor(), &slug("t"), "ci", None).await.unwrap();
+    let (key, _) =
+        store::keys::create(&pool, &actor(), &slug("t"), "ci", None, Default::default()).await.unwrap();
     store::keys::revoke(&pool, &actor(), &slug("t"), key.id).await.unwrap();
 
     type Event = (String, Option<serde_json::Value>, Option<serde_json::Value>);

@@ -308,3 +308,43 @@ async fn a_bad_document_is_refused_with_its_place_and_nothing_is_applied(pool: P
     let unknown_key = serde_json::from_value::<Document>(json!({"tenant": []})).unwrap_err();
     assert!(unknown_key.to_string().contains("unknown field `tenant`"), "{unknown_key}");
 }
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_tenants_limits_round_trip_and_a_wrong_limit_is_refused_with_its_place(pool: PgPool) {
+    let mut limited = example();
+    limited["tenants"][0]["limits"] = json!({"per_minute": 600, "per_day": 100000, "concurrent": 16});
+    limited["tenants"][0]["tool_limits"] = json!({"everything_get-sum": {"per_minute": 10}});
+    apply(&pool, limited.clone(), false).await.unwrap();
+    let exported = serde_json::to_value(config::export(&pool).await.unwrap()).unwrap();
+    assert_eq!(exported["tenants"][0]["limits"], limited["tenants"][0]["limits"]);
+    assert_eq!(exported["tenants"][0]["tool_limits"], limited["tenants"][0]["tool_limits"]);
+    assert!(
+        apply(&pool, exported.clone(), true).await.unwrap().is_empty(),
+        "the export applies as no change"
+    );
+
+    // Left out, they are removed like anything else the document leaves out.
+    let mut unlimited = exported;
+    unlimited["tenants"][0].as_object_mut().unwrap().retain(|k, _| k != "limits" && k != "tool_limits");
+    let changes = apply(&pool, unlimited, false).await.unwrap();
+    assert_eq!(changes[0].before.as_ref().unwrap()["limits"]["per_minute"], 600);
+    assert_eq!(changes[0].after.as_ref().unwrap()["limits"], json!({}));
+    let exported = serde_json::to_value(config::export(&pool).await.unwrap()).unwrap();
+    assert!(exported["tenants"][0].get("limits").is_none(), "{exported}");
+
+    let mut zero = example();
+    zero["tenants"][0]["limits"] = json!({"per_minute": 0});
+    let err = serde_json::from_value::<Document>(zero).unwrap_err();
+    assert!(err.to_string().contains("nonzero"), "{err}");
+    let mut typo = example();
+    typo["tenants"][0]["limits"] = json!({"per_minut": 5});
+    let err = serde_json::from_value::<Document>(typo).unwrap_err();
+    assert!(err.to_string().contains("unknown field `per_minut`"), "{err}");
+    let mut nobody = example();
+    nobody["tenants"][0]["tool_limits"] = json!({"nobody_tool": {"per_day": 5}});
+    let err = apply(&pool, nobody, false).await.unwrap_err();
+    assert!(
+        err.to_string().starts_with("tenants.acme.tool_limits.nobody_tool: `nobody_tool` names no tool"),
+        "{err}"
+    );
+}

@@ -1,6 +1,7 @@
 //! Tool execution end to end: tools registered in a real database, resolved through the live
 //! catalog, run by the executor.
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -8,12 +9,14 @@ use std::time::{Duration, Instant};
 use engine::Missing;
 use engine::builtin;
 use engine::catalog::{Catalog, CatalogOptions, CatalogTool};
-use engine::exec::{CallRequest, ExecConfig, Executor, Status};
+use engine::exec::limits::{Kind, Limits, Scope};
+use engine::exec::{CallLimits, CallRequest, ExecConfig, Executor, Limited, Status};
 use engine::model::{Name, SourceKind, TenantSlug};
 use engine::secret::SecretBox;
 use engine::store::SecretInput;
 use engine::store::overrides::OverrideInput;
 use engine::store::sources::{NewSource, ToolDefinition};
+use engine::store::tenants::TenantUpdate;
 use engine::store::{self, Actor};
 use engine::tool::{Caller, Tool, ToolContext, ToolError, ToolOutput, ToolProvider, ToolResult, TypedTool};
 use schemars::JsonSchema;
@@ -444,4 +447,133 @@ async fn registering_unchanged_providers_again_writes_nothing(pool: PgPool) {
     let providers: Vec<Arc<dyn ToolProvider>> = vec![Arc::new(TestTools(s.slept.clone()))];
     builtin::register(&s.pool, &providers).await.unwrap();
     assert_eq!(count().await, before);
+}
+
+/// Sets the tenant's limits and waits until the catalog carries them.
+async fn limit_tenant(s: &Setup, update: TenantUpdate, applied: impl Fn(&Limits) -> bool) {
+    store::tenants::update(&s.pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), update)
+        .await
+        .unwrap();
+    let mut versions = s.catalog.versions();
+    while !applied(&s.catalog.snapshot().tenant("acme").unwrap().limits) {
+        tokio::time::timeout(Duration::from_secs(5), versions.changed()).await.unwrap().unwrap();
+    }
+}
+
+fn per(minute: Option<u32>, day: Option<u32>, concurrent: Option<u32>) -> CallLimits {
+    let n = |n: Option<u32>| n.and_then(NonZeroU32::new);
+    CallLimits { per_minute: n(minute), per_day: n(day), concurrent: n(concurrent) }
+}
+
+fn refusal(outcome: Result<engine::exec::CallResult, engine::Error>) -> Limited {
+    match outcome {
+        Err(engine::Error::Limited(limited)) => limited,
+        other => panic!("not refused by a limit: {other:?}"),
+    }
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_limits_of_a_tenant_a_tool_and_a_key_refuse_calls_naming_themselves(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    let acme = TenantSlug::parse("acme").unwrap();
+    let (key, _) =
+        store::keys::create(&s.pool, &Actor::system(), &acme, "ci", None, per(Some(1), None, None))
+            .await
+            .unwrap();
+    let update = TenantUpdate {
+        limits: Some(per(None, Some(4), None)),
+        tool_limits: Some([("echo".to_string(), per(Some(2), None, None))].into()),
+        ..Default::default()
+    };
+    limit_tenant(&s, update, |l| l.tools.len() == 1 && l.keys.len() == 1).await;
+    let run = |name: &'static str, caller: Caller| {
+        let executor = s.executor.clone();
+        let arguments = if name == "echo" { json!({"to": "x"}) } else { json!({"a": 1, "b": 2}) };
+        async move { executor.call("acme", &caller, call(name, arguments), None).await }
+    };
+
+    run("echo", admin()).await.unwrap();
+    run("echo", admin()).await.unwrap();
+    let limited = refusal(run("echo", admin()).await);
+    assert_eq!((limited.scope, limited.limit, limited.max), (Scope::Tool("echo".into()), Kind::PerMinute, 2));
+    assert!((1..=60).contains(&limited.retry_after.as_secs()), "{:?}", limited.retry_after);
+
+    run("add", Caller::ApiKey(key.id)).await.unwrap();
+    let limited = refusal(run("add", Caller::ApiKey(key.id)).await);
+    assert_eq!((&limited.scope, limited.limit), (&Scope::Key, Kind::PerMinute));
+    assert_eq!(
+        limited.to_string(),
+        format!(
+            "the limit of 1 calls per minute for this API key is reached; try again in {} s",
+            limited.retry_after.as_secs()
+        )
+    );
+
+    // Refused calls used nothing: the tenant's day has one call left.
+    run("add", admin()).await.unwrap();
+    let limited = refusal(run("add", admin()).await);
+    assert_eq!((limited.scope, limited.limit, limited.max), (Scope::Tenant, Kind::PerDay, 4));
+    let records: i64 =
+        sqlx::query_scalar("select count(*) from invocation").fetch_one(&s.pool).await.unwrap();
+    assert!(records <= 4, "refusals are not calls: {records} records");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_concurrent_limit_refuses_a_call_that_waited_too_long_for_a_place(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    let update = TenantUpdate {
+        tool_limits: Some([("sleep".to_string(), per(None, None, Some(1)))].into()),
+        ..Default::default()
+    };
+    limit_tenant(&s, update, |l| !l.tools.is_empty()).await;
+    let executor = s.executor.clone();
+    let long = tokio::spawn(async move {
+        executor.call("acme", &admin(), call("sleep", json!({"ms": 3000})), None).await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let limited = refusal(s.executor.call("acme", &admin(), call("sleep", json!({"ms": 1})), None).await);
+    assert_eq!(
+        (limited.scope, limited.limit, limited.max),
+        (Scope::Tool("sleep".into()), Kind::Concurrent, 1)
+    );
+    // Other tools are not held back by one tool's limit.
+    s.executor.call("acme", &admin(), call("add", json!({"a": 1, "b": 2})), None).await.unwrap();
+    assert_eq!(long.await.unwrap().unwrap().status, Status::Ok);
+}
+
+/// Two executors on one database stand for two replicas: each learns the other's calls at its
+/// next sync, so together they admit the day's limit.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn replicas_share_their_counts_through_the_database(pool: PgPool) {
+    let config = ExecConfig { limit_sync: Duration::from_millis(50), ..ExecConfig::default() };
+    let s = setup(pool, config.clone()).await;
+    let providers: Vec<Arc<dyn ToolProvider>> = vec![Arc::new(TestTools(s.slept.clone()))];
+    let other = Executor::new(s.catalog.clone(), s.pool.clone(), s.secrets.clone(), &providers, None, config);
+    limit_tenant(&s, TenantUpdate { limits: Some(per(None, Some(5), None)), ..Default::default() }, |l| {
+        l.tenant.per_day.is_some()
+    })
+    .await;
+    let add = || call("add", json!({"a": 1, "b": 2}));
+    for _ in 0..3 {
+        s.executor.call("acme", &admin(), add(), None).await.unwrap();
+    }
+    let shared = || async {
+        sqlx::query_scalar::<_, i64>(
+            "select coalesce(sum(calls), 0)::bigint from call_usage where span = 'day'",
+        )
+        .fetch_one(&s.pool)
+        .await
+        .unwrap()
+    };
+    while shared().await < 3 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    other.call("acme", &admin(), add(), None).await.unwrap();
+    other.call("acme", &admin(), add(), None).await.unwrap();
+    let limited = refusal(other.call("acme", &admin(), add(), None).await);
+    assert_eq!((limited.scope, limited.limit, limited.max), (Scope::Tenant, Kind::PerDay, 5));
+    // And the first learns the second's two at its next sync.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    refusal(s.executor.call("acme", &admin(), add(), None).await);
+    assert_eq!(shared().await, 5);
 }

@@ -23,6 +23,9 @@ async fn records_aged(pool: &PgPool, tenant: uuid::Uuid, days: i32) {
             "insert into audit_event (at, actor, action, entity_kind, entity_id) select {at}, 'system', 'test', 'tenant', $1::text"
         ),
         format!("insert into login_failure (failed_at, username, address) select {at}, 'admin', $1::text"),
+        format!(
+            "insert into call_usage (subject, span, window_start, calls) values ($1, 'day', date_trunc('day', {at}), 1)"
+        ),
     ] {
         sqlx::query(&statement).bind(tenant).execute(pool).await.unwrap();
     }
@@ -30,7 +33,7 @@ async fn records_aged(pool: &PgPool, tenant: uuid::Uuid, days: i32) {
 
 async fn counts(pool: &PgPool) -> Vec<i64> {
     let mut counts = Vec::new();
-    for table in ["invocation", "pending_call", "audit_event", "login_failure"] {
+    for table in ["invocation", "pending_call", "audit_event", "login_failure", "call_usage"] {
         let count =
             sqlx::query_scalar(&format!("select count(*) from {table}")).fetch_one(pool).await.unwrap();
         counts.push(count);
@@ -58,11 +61,15 @@ async fn records_past_their_age_are_pruned_and_others_kept(pool: PgPool) {
     let (first, second) = tokio::join!(prune(&pool, &retention), prune(&pool, &retention));
     let deleted: Vec<u64> =
         first.unwrap().iter().zip(second.unwrap()).map(|((_, a), (_, b))| a + b).collect();
-    assert_eq!(deleted, [2, 3, 1, 3], "invocation, pending_call, audit_event, login_failure");
-    assert_eq!(counts(&pool).await, [2, 1, 3, 1]);
+    assert_eq!(deleted, [2, 3, 1, 3, 3], "invocation, pending_call, audit_event, login_failure, call_usage");
+    assert_eq!(counts(&pool).await, [2, 1, 3, 1, 1]);
 
     let forever = Retention { invocations: None, pending_calls: None, audit_events: None };
     records_aged(&pool, tenant, 4000).await;
     prune(&pool, &forever).await.unwrap();
-    assert_eq!(counts(&pool).await, [3, 2, 4, 1], "without an age only sign-in failures go");
+    assert_eq!(
+        counts(&pool).await,
+        [3, 2, 4, 1, 1],
+        "without an age only sign-in failures and call counts go"
+    );
 }

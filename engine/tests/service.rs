@@ -43,7 +43,7 @@ fn tool(name: &str) -> ToolDefinition {
 async fn a_tenants_detail_is_its_configuration_and_exactly_what_its_llm_sees(pool: PgPool) {
     let (actor, acme) = (Actor::system(), TenantSlug::parse("acme").unwrap());
     store::tenants::create(&pool, &actor, &acme, "Acme").await.unwrap();
-    store::keys::create(&pool, &actor, &acme, "ci", None).await.unwrap();
+    store::keys::create(&pool, &actor, &acme, "ci", None, Default::default()).await.unwrap();
     let up = NewSource {
         kind: SourceKind::Mcp,
         name: Name::parse("up").unwrap(),

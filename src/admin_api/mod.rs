@@ -11,10 +11,10 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::{Extension, Json, Router};
 use engine::admin::{AdminUser, Role, Scope};
-use engine::exec::CallRequest;
+use engine::exec::{CallLimits, CallRequest};
 use engine::model::{Name, TenantSlug};
 use engine::schema::Provider;
 use engine::service::{Admin, Services, global, tenants};
@@ -47,6 +47,8 @@ pub fn router<S: Clone + Send + Sync + 'static>(services: Services) -> Router<S>
     Router::new()
         .route("/api/admin/v1/tenants/{slug}/keys", get(resources::list_keys).post(create_key))
         .route("/api/admin/v1/tenants/{slug}/keys/{id}", delete(revoke_key))
+        .route("/api/admin/v1/tenants/{slug}/keys/{id}/limits", put(set_key_limits))
+        .route("/api/admin/v1/usage", get(usage))
         .route("/api/admin/v1/tenants/{slug}/invoke", post(invoke))
         .route("/api/admin/v1/tools/{id}/schema", get(schema))
         .route("/api/admin/v1/admin_tokens", get(list_tokens).post(create_token))
@@ -174,9 +176,13 @@ struct NewKey {
     /// RFC 3339; the key never expires when left out.
     #[serde(default, with = "time::serde::rfc3339::option")]
     expires_at: Option<time::OffsetDateTime>,
+    /// `{"per_minute", "per_day", "concurrent"}`, each optional; none when left out.
+    #[serde(default)]
+    limits: CallLimits,
 }
 
-/// `POST /api/admin/v1/tenants/{slug}/keys` `{"name", "expires_at"?}` -> `201 {"id", "key"}`.
+/// `POST /api/admin/v1/tenants/{slug}/keys` `{"name", "expires_at"?, "limits"?}` ->
+/// `201 {"id", "key"}`.
 async fn create_key(
     State(state): State<Services>,
     Extension(admin): Extension<Admin>,
@@ -184,7 +190,8 @@ async fn create_key(
     Body(body): Body<NewKey>,
 ) -> Answer {
     let tenant = admin.tenant(&tenant)?;
-    let (key, secret) = tenants::create_key(&state, &tenant, &body.name, body.expires_at).await?;
+    let (key, secret) =
+        tenants::create_key(&state, &tenant, &body.name, body.expires_at, body.limits).await?;
     Ok((StatusCode::CREATED, Json(json!({"id": key.id, "key": secret}))).into_response())
 }
 
@@ -196,6 +203,24 @@ async fn revoke_key(
 ) -> Answer {
     tenants::revoke_key(&state, &admin.tenant(&tenant)?, id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `PUT /api/admin/v1/tenants/{slug}/keys/{id}/limits` `{"per_minute"?, "per_day"?,
+/// "concurrent"?}` -> the key; what is left out is no limit.
+async fn set_key_limits(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path((tenant, id)): Path<(String, Uuid)>,
+    Body(limits): Body<CallLimits>,
+) -> Answer {
+    let key = tenants::set_key_limits(&state, &admin.tenant(&tenant)?, id, limits).await?;
+    Ok(Json(key).into_response())
+}
+
+/// `GET /api/admin/v1/usage` -> every rate limit of the tenants the caller manages, with the
+/// calls counted against it in its current window.
+async fn usage(State(state): State<Services>, Extension(admin): Extension<Admin>) -> Answer {
+    Ok(Json(tenants::usage(&state, &admin).await?).into_response())
 }
 
 #[derive(Deserialize)]

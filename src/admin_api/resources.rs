@@ -8,6 +8,7 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post, put};
 use axum::{Extension, Json, Router};
 use engine::catalog::visibility::Ceiling;
+use engine::exec::CallLimits;
 use engine::model::{Tag, TenantSlug};
 use engine::service::{Admin, Services, global, servers, tenants};
 use engine::store::SecretInput;
@@ -114,6 +115,10 @@ struct TenantEdit {
     meta_tool: Option<bool>,
     /// The owner's limit on the tags, sources and groups the tenant may use.
     ceiling: Option<Ceiling>,
+    /// The owner's limits on all of the tenant's calls.
+    limits: Option<CallLimits>,
+    /// The owner's limits on single tools' calls, by default exposed name (the whole map).
+    tool_limits: Option<BTreeMap<String, CallLimits>>,
 }
 
 /// Tells a key given as `null` (`Some(None)`) from a key left out (`None`).
@@ -132,6 +137,8 @@ async fn update_tenant(
         enabled_tags: body.enabled_tags,
         meta_tool: body.meta_tool,
         ceiling: body.ceiling,
+        limits: body.limits,
+        tool_limits: body.tool_limits,
     };
     ok(tenants::update(&state, &admin.tenant(&slug)?, update).await?)
 }

@@ -499,8 +499,10 @@ fn complete(outcome: Result<CallResult, engine::Error>) -> Result<CallToolRespon
     match outcome {
         Ok(result) => Ok(CallToolResponse::Complete(mcp_result(result.output))),
         // A tool error the LLM reads, so it can wait and call again.
-        Err(engine::Error::Busy(busy)) => {
-            Ok(CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(busy.to_string())])))
+        Err(engine::Error::Limited(limited)) => {
+            Ok(CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(
+                limited.to_string(),
+            )])))
         }
         Err(err) => Err(error_data(err)),
     }

@@ -153,11 +153,7 @@ impl From<engine::Error> for Failure {
                 problem(StatusCode::NOT_FOUND, code, missing.to_string())
             }
             Error::Forbidden(message) => problem(StatusCode::FORBIDDEN, "forbidden", message),
-            Error::Busy(busy) => {
-                let mut response = problem(StatusCode::TOO_MANY_REQUESTS, "busy", busy.to_string());
-                response.headers_mut().insert(header::RETRY_AFTER, busy.retry_after.as_secs().into());
-                response
-            }
+            Error::Limited(limited) => limited_problem(&limited),
             Error::Upstream(err) => problem(StatusCode::BAD_GATEWAY, "upstream_unavailable", err.to_string()),
             err @ Error::Unavailable(_) => {
                 tracing::warn!(error = ?err, "request while the database is unreachable");
@@ -219,16 +215,43 @@ pub struct Problem {
     code: String,
     /// For people: what was wrong.
     detail: String,
+    /// With `busy` and `rate_limited`: the limit that refused the call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    limit: Option<engine::exec::Limited>,
 }
 
 /// An RFC 9457 problem response with a stable `code`.
 pub fn problem(status: StatusCode, code: &str, detail: impl Into<String>) -> Response {
+    problem_with(status, code, detail.into(), None)
+}
+
+/// A call a limit refused: 429 with `Retry-After`, code `busy` for too many running calls and
+/// `rate_limited` for a spent rate, and the limit in `limit`.
+fn limited_problem(limited: &engine::exec::Limited) -> Response {
+    let code = match limited.limit {
+        engine::exec::limits::Kind::Concurrent => "busy",
+        _ => "rate_limited",
+    };
+    let mut response =
+        problem_with(StatusCode::TOO_MANY_REQUESTS, code, limited.to_string(), Some(limited.clone()));
+    response.headers_mut().insert(header::RETRY_AFTER, limited.retry_after.as_secs().into());
+    response
+}
+
+fn problem_with(
+    status: StatusCode,
+    code: &str,
+    detail: String,
+    limit: Option<engine::exec::Limited>,
+) -> Response {
     let body = Problem {
         kind: "about:blank",
         title: status.canonical_reason().unwrap_or("Error"),
         status: status.as_u16(),
         code: code.to_string(),
-        detail: detail.into(),
+        detail,
+        limit,
     };
     let body = serde_json::to_string(&body).expect("problems serialise");
     let mut response = (status, [(header::CONTENT_TYPE, "application/problem+json")], body).into_response();

@@ -56,6 +56,7 @@ impl TestApp {
                 concurrent_calls_per_key: 32,
                 input_waits_per_key: 16,
                 pending_calls_per_tenant: 1000,
+                limit_sync_ms: 100,
             },
             retention: RetentionSettings {
                 keep_invocations_days: 30,
@@ -129,7 +130,8 @@ pub async fn tenant_key(app: &TestApp, pool: &PgPool) -> String {
     use engine::store::{self, Actor};
     let slug = TenantSlug::parse("acme").unwrap();
     store::tenants::create(pool, &Actor::system(), &slug, "Acme").await.unwrap();
-    let key = store::keys::create(pool, &Actor::system(), &slug, "test", None).await.unwrap().1;
+    let key =
+        store::keys::create(pool, &Actor::system(), &slug, "test", None, Default::default()).await.unwrap().1;
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while reqwest::Client::new()
         .get(app.url("/api/v1/tools"))

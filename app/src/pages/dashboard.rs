@@ -1,7 +1,8 @@
 //! The landing page: calls and errors over the last hour, day or week as a chart (for every
 //! tenant or one), latency per server and per tool, the slowest and most failing tools, and
 //! the servers by status. Everything is aggregated in the database from the invocation
-//! records; the chart is SVG drawn on the server, no script of its own.
+//! records; the chart is SVG drawn on the server, no script of its own. Beside them, each rate
+//! limit with the calls counted against it now.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -41,6 +42,19 @@ pub struct Overview {
     pub tenants: Vec<Usage>,
     pub sources: Vec<Usage>,
     pub tools: Vec<Usage>,
+    pub limits: Vec<LimitRow>,
+}
+
+/// One rate limit and its use in the current UTC minute or day, summed over the replicas.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitRow {
+    pub tenant: String,
+    /// `all calls`, `tool weather_get` or `key ci (tg_AbC…)`.
+    pub whose: String,
+    /// `minute` or `day`.
+    pub per: String,
+    pub used: u64,
+    pub max: u32,
 }
 
 /// The spans the dashboard looks back over: (value, label, heading).
@@ -77,6 +91,25 @@ pub async fn load_overview(window: String, tenant: String) -> Result<Overview, P
     };
     let choices =
         engine::service::tenants::list(&state, &caller).await?.into_iter().map(|t| t.slug).collect();
+    let limits = engine::service::tenants::usage(&state, &caller)
+        .await?
+        .into_iter()
+        .filter(|u| tenant.is_none_or(|t| t == u.tenant))
+        .map(|u| {
+            use engine::exec::limits::{Kind, Scope};
+            LimitRow {
+                whose: match (&u.scope, u.key) {
+                    (Scope::Tool(tool), _) => format!("tool {tool}"),
+                    (Scope::Key, Some(key)) => format!("key {key}"),
+                    _ => "all calls".into(),
+                },
+                per: if u.limit == Kind::PerMinute { "minute" } else { "day" }.into(),
+                tenant: u.tenant,
+                used: u.used,
+                max: u.max,
+            }
+        })
+        .collect();
     let label = match span {
         Window::Hour | Window::Day => format_description!("[hour]:[minute]"),
         Window::Week => format_description!("[month repr:short] [day] [hour]:[minute]"),
@@ -108,6 +141,7 @@ pub async fn load_overview(window: String, tenant: String) -> Result<Overview, P
         tenants: usage(activity.tenants),
         sources: usage(activity.sources),
         tools: usage(activity.tools),
+        limits,
     })
 }
 
@@ -289,6 +323,7 @@ pub fn Dashboard() -> impl IntoView {
                     {chart(&o.bars, heading)}
                 </section>
                 <div class="cards">
+                    {(!o.limits.is_empty()).then(|| limits_card(o.limits))}
                     {o.servers.map(servers_card)}
                     <section class="card">
                         <h2>"Per tenant"</h2>
@@ -313,6 +348,46 @@ pub fn Dashboard() -> impl IntoView {
             .into_any()
         })}
     }
+}
+
+/// Each rate limit with its use, the nearest to its limit first.
+fn limits_card(mut limits: Vec<LimitRow>) -> AnyView {
+    let share = |l: &LimitRow| l.used as f64 / f64::from(l.max);
+    limits.sort_by(|a, b| share(b).total_cmp(&share(a)));
+    view! {
+        <section class="card">
+            <h2>"Limits now"</h2>
+            <table class="grid usage limits">
+                <thead>
+                    <tr><th>"Tenant"</th><th>"Whose"</th><th>"Calls"</th></tr>
+                </thead>
+                <tbody>
+                    {limits
+                        .into_iter()
+                        .map(|l| {
+                            let full = l.used >= u64::from(l.max);
+                            let drawn = (100.0 * share(&l)).min(100.0);
+                            let window = if l.per == "minute" { "this minute" } else { "today" };
+                            let label = format!("{} of {} {window}", l.used, l.max);
+                            view! {
+                                <tr>
+                                    <td><a href=format!("/tenants/{}", l.tenant)>{l.tenant.clone()}</a></td>
+                                    <td>{l.whose}</td>
+                                    <td class:failing=full>
+                                        {label}
+                                        <svg class="meter" viewBox="0 0 100 4" preserveAspectRatio="none" aria-hidden="true">
+                                            <rect width=drawn height="4" />
+                                        </svg>
+                                    </td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+    .into_any()
 }
 
 /// Every server by name with its status, troubled ones first.

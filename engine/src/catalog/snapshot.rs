@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use super::naming;
 use super::visibility::{self, Facts};
+use crate::exec::limits::Limits;
 use crate::exec::validate::ArgumentValidator;
 use crate::model::SourceKind;
 use crate::schema;
@@ -155,6 +156,9 @@ pub struct TenantTools {
     /// With the meta tool on: every group a session may equip.
     #[serde(skip)]
     pub groups: Arc<Vec<GroupInfo>>,
+    /// The limits on the tenant's calls.
+    #[serde(skip)]
+    pub limits: Arc<Limits>,
 }
 
 impl TenantTools {
@@ -186,6 +190,7 @@ impl TenantTools {
             .collect();
         let mut equipped = tenant_tools(self.tenant_id, &self.slug, self.meta_tool, visible);
         equipped.groups = self.groups.clone();
+        equipped.limits = self.limits.clone();
         Ok(equipped)
     }
 }
@@ -377,9 +382,18 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
             .map(|g| GroupInfo { id: g.id, name: g.name.clone(), description: g.description.clone() })
             .collect::<Vec<_>>(),
     );
+    let mut key_limits: HashMap<Uuid, HashMap<Uuid, _>> = HashMap::new();
+    for key in loaded.keys.iter().filter(|k| !k.limits.is_none()) {
+        key_limits.entry(key.tenant_id).or_default().insert(key.id, *key.limits);
+    }
     let mut tenants = HashMap::with_capacity(loaded.tenants.len());
     let mut groups_active = Vec::new();
     for tenant in &loaded.tenants {
+        let mut limits = Limits {
+            tenant: tenant.limits,
+            tools: HashMap::new(),
+            keys: key_limits.remove(&tenant.id).unwrap_or_default(),
+        };
         let whitelist = tenant.enabled_tags.as_ref().unwrap_or(&loaded.settings.default_tags);
         let mut visible = Vec::new();
         let mut equippable = Vec::new();
@@ -390,6 +404,10 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
             .iter()
             .filter(|b| tools_enabled && tenant.may_use(b.owner, &b.tool.source_name, &b.tool.tags))
         {
+            if let Some(tool_limits) = tenant.tool_limits.get(&base.tool.exposed_name) {
+                // Named by the default exposed name: the base's, before any override.
+                limits.tools.insert(base.tool.tool_id, (base.tool.exposed_name.clone(), *tool_limits));
+            }
             let ov = overrides.get(&(tenant.id, base.tool.tool_id)).copied();
             groups_active.clear();
             groups_active.extend(base.tool.groups.iter().map(|g| {
@@ -424,6 +442,7 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
             }
         }
         let mut view = tenant_tools(tenant.id, &tenant.slug, tenant.meta_tool, visible);
+        view.limits = Arc::new(limits);
         if tenant.meta_tool {
             view.equippable = equippable;
             view.groups = if ceiling.groups.is_none() {
@@ -475,5 +494,6 @@ fn tenant_tools(
         conflicts,
         equippable: Vec::new(),
         groups: Arc::default(),
+        limits: Arc::default(),
     }
 }

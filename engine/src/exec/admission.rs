@@ -1,6 +1,8 @@
-//! Bounds on concurrent executions, per tenant and per API key: one tenant cannot take every
-//! worker from the others, nor one key from its tenant. A call waits [`ADMISSION_WAIT`] at
-//! most for a place, then is refused as [`Busy`], naming the limit it met.
+//! Bounds on concurrent executions, on each replica: the process's own per tenant and per API
+//! key (one tenant cannot take every worker from the others, nor one key from its tenant), and
+//! the `concurrent` limits administrators set for a tenant, a tool or a key (the smaller bound
+//! applies). A call waits [`ADMISSION_WAIT`] at most for a place, then is refused as
+//! [`Limited`], naming the limit it met.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,76 +11,96 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
-use crate::tool::Caller;
+use super::limits::{CallLimits, Kind, Limited, Limits, Scope};
 
 /// How long a call waits for a place before it is refused.
 pub const ADMISSION_WAIT: Duration = Duration::from_secs(2);
-
-/// A call refused because too many of its tenant's or key's calls are running.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error(
-    "too many calls are running for this {scope} (at most {max} at once); try again in {} s",
-    retry_after.as_secs()
-)]
-pub struct Busy {
-    /// `tenant` or `API key`.
-    pub scope: &'static str,
-    pub max: usize,
-    /// When a retry may find a place.
-    pub retry_after: Duration,
-}
 
 /// The running calls' places.
 pub(crate) struct Admission {
     per_tenant: usize,
     per_key: usize,
-    tenants: Mutex<HashMap<Uuid, Arc<Semaphore>>>,
-    keys: Mutex<HashMap<Uuid, Arc<Semaphore>>>,
+    /// By subject: a tenant, a key, or a tenant and its tool.
+    places: Mutex<HashMap<(Uuid, Scope), Places>>,
+}
+
+/// One subject's places, and the bound they were made for.
+struct Places {
+    max: usize,
+    semaphore: Arc<Semaphore>,
+}
+
+impl Places {
+    fn new(max: usize) -> Self {
+        Places { max, semaphore: Arc::new(Semaphore::new(max)) }
+    }
 }
 
 /// A running call's places; dropping it frees them.
 pub(crate) struct Permit {
-    _tenant: OwnedSemaphorePermit,
-    _key: Option<OwnedSemaphorePermit>,
+    _places: Vec<OwnedSemaphorePermit>,
 }
 
 impl Admission {
     pub(crate) fn new(per_tenant: usize, per_key: usize) -> Self {
-        Admission { per_tenant, per_key, tenants: Mutex::default(), keys: Mutex::default() }
+        Admission { per_tenant, per_key, places: Mutex::default() }
     }
 
-    /// Places for a call of `tenant` by `caller` (API keys have a bound of their own).
-    pub(crate) async fn admit(&self, tenant: Uuid, caller: &Caller) -> Result<Permit, Busy> {
-        let tenant = acquire(&self.tenants, tenant, self.per_tenant, "tenant").await?;
-        let key = match caller {
-            Caller::ApiKey(key) => Some(acquire(&self.keys, *key, self.per_key, "API key").await?),
-            _ => None,
+    /// Places for a call of `tool` by `key` (if made with one) of `tenant`, under `limits`.
+    pub(crate) async fn admit(
+        &self,
+        limits: &Limits,
+        tenant: Uuid,
+        tool: Uuid,
+        key: Option<Uuid>,
+    ) -> Result<Permit, Limited> {
+        let bound = |process: Option<usize>, limits: Option<&CallLimits>| {
+            let set = limits.and_then(|l| l.concurrent).map(|n| n.get() as usize);
+            process.into_iter().chain(set).min()
         };
-        Ok(Permit { _tenant: tenant, _key: key })
+        let mut bounds = vec![(tenant, Scope::Tenant, bound(Some(self.per_tenant), Some(&limits.tenant)))];
+        if let Some((name, tool_limits)) = limits.tools.get(&tool) {
+            bounds.push((tenant, Scope::Tool(name.clone()), bound(None, Some(tool_limits))));
+        }
+        if let Some(key) = key {
+            bounds.push((key, Scope::Key, bound(Some(self.per_key), limits.keys.get(&key))));
+        }
+        let mut places = Vec::with_capacity(bounds.len());
+        for (subject, scope, max) in bounds {
+            if let Some(max) = max {
+                places.push(self.acquire(subject, scope, max).await?);
+            }
+        }
+        Ok(Permit { _places: places })
     }
-}
 
-async fn acquire(
-    semaphores: &Mutex<HashMap<Uuid, Arc<Semaphore>>>,
-    id: Uuid,
-    max: usize,
-    scope: &'static str,
-) -> Result<OwnedSemaphorePermit, Busy> {
-    let semaphore = semaphores
-        .lock()
-        .expect("admission")
-        .entry(id)
-        .or_insert_with(|| Arc::new(Semaphore::new(max)))
-        .clone();
-    // A free place needs no timer: that is the common case, on every call.
-    if let Ok(permit) = semaphore.clone().try_acquire_owned() {
-        return Ok(permit);
-    }
-    match tokio::time::timeout(ADMISSION_WAIT, semaphore.acquire_owned()).await {
-        Ok(Ok(permit)) => Ok(permit),
-        _ => {
-            metrics::counter!("toolgate_calls_refused_total", "limit" => scope).increment(1);
-            Err(Busy { scope, max, retry_after: Duration::from_secs(1) })
+    async fn acquire(
+        &self,
+        subject: Uuid,
+        scope: Scope,
+        max: usize,
+    ) -> Result<OwnedSemaphorePermit, Limited> {
+        let semaphore = {
+            let mut places = self.places.lock().expect("admission");
+            let entry = places.entry((subject, scope.clone())).or_insert_with(|| Places::new(max));
+            if entry.max != max {
+                // The limit changed: calls holding the old places finish under it.
+                *entry = Places::new(max);
+            }
+            entry.semaphore.clone()
+        };
+        // A free place needs no timer: that is the common case, on every call.
+        if let Ok(permit) = semaphore.clone().try_acquire_owned() {
+            return Ok(permit);
+        }
+        match tokio::time::timeout(ADMISSION_WAIT, semaphore.acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(Limited {
+                limit: Kind::Concurrent,
+                scope,
+                max: max as u32,
+                retry_after: Duration::from_secs(1),
+            }),
         }
     }
 }

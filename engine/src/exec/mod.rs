@@ -3,14 +3,16 @@
 //! dispatched to its source under the tool's timeout. Every outcome becomes a [`CallResult`]:
 //! a tool error's message reaches the caller verbatim; any other failure (a panic included)
 //! becomes a generic message with a correlation id, and the details go to the log only.
-//! Concurrent calls are bounded per tenant and per key ([`admission`]).
+//! Calls are bounded by the limits set for their tenant, tool and key ([`limits`]), and
+//! concurrent calls by each process per tenant and per key ([`admission`]).
 
 mod admission;
+pub mod limits;
 mod record;
 pub mod validate;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use rmcp::model::ContentBlock;
@@ -30,8 +32,10 @@ use crate::tool::{
     Caller, ClientRelay, ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, ToolProvider,
     block_size,
 };
+pub use admission::ADMISSION_WAIT;
 use admission::Admission;
-pub use admission::{ADMISSION_WAIT, Busy};
+use limits::Quotas;
+pub use limits::{CallLimits, Limited};
 pub use record::{CALL_SECONDS, CALLS_TOTAL};
 use record::{Record, Recorder, Unfinished};
 
@@ -47,6 +51,9 @@ pub struct ExecConfig {
     pub max_concurrent_per_key: usize,
     /// The most calls of one tenant waiting for their results (external tools) at once.
     pub max_pending_per_tenant: i64,
+    /// How often this process shares the calls it counted against rate limits with the other
+    /// replicas (and learns theirs).
+    pub limit_sync: Duration,
 }
 
 impl Default for ExecConfig {
@@ -57,6 +64,7 @@ impl Default for ExecConfig {
             max_concurrent_per_tenant: 128,
             max_concurrent_per_key: 32,
             max_pending_per_tenant: 1000,
+            limit_sync: Duration::from_secs(1),
         }
     }
 }
@@ -161,6 +169,7 @@ struct Inner {
     config: ExecConfig,
     recorder: Recorder,
     admission: Admission,
+    quotas: Arc<Quotas>,
 }
 
 /// What the dispatch produced, before it is shaped into a [`CallResult`].
@@ -191,7 +200,9 @@ impl Executor {
             .collect();
         let recorder = Recorder::start(pool.clone());
         let admission = Admission::new(config.max_concurrent_per_tenant, config.max_concurrent_per_key);
-        let inner = Inner { catalog, pool, secrets, builtins, upstream, config, recorder, admission };
+        let quotas = Arc::new(Quotas::default());
+        tokio::spawn(share_usage(Arc::downgrade(&quotas), pool.clone(), config.limit_sync));
+        let inner = Inner { catalog, pool, secrets, builtins, upstream, config, recorder, admission, quotas };
         Executor { inner: Arc::new(inner) }
     }
 
@@ -256,12 +267,13 @@ impl Executor {
             match tool.validator().check(arguments) {
                 Err(problems) => Outcome::ToolError(problems),
                 Ok(()) => {
-                    let _places = match self.inner.admission.admit(view.tenant_id, caller).await {
+                    let _places = match self.admit(view, &tool, caller).await {
                         Ok(places) => places,
-                        Err(busy) => {
+                        Err(limited) => {
                             // Refused before it started: not a call.
+                            limited.count(tenant);
                             unfinished.discard();
-                            return Err(busy.into());
+                            return Err(limited.into());
                         }
                     };
                     self.dispatch(view.tenant_id, &tool, arguments.clone(), ctx).await
@@ -329,6 +341,24 @@ impl Executor {
             arguments: resumed.arguments,
         });
         Ok(result)
+    }
+
+    /// Admits a call under its limits: places among the running calls, then its count
+    /// against the rate limits (a call that waited for a place and was refused is not counted).
+    async fn admit(
+        &self,
+        view: &TenantTools,
+        tool: &CatalogTool,
+        caller: &Caller,
+    ) -> Result<admission::Permit, Limited> {
+        let key = match caller {
+            Caller::ApiKey(key) => Some(*key),
+            _ => None,
+        };
+        let places = self.inner.admission.admit(&view.limits, view.tenant_id, tool.tool_id, key).await?;
+        let inner = &self.inner;
+        inner.quotas.admit(&inner.pool, &view.limits, view.tenant_id, tool.tool_id, key).await?;
+        Ok(places)
     }
 
     async fn dispatch(
@@ -463,6 +493,20 @@ impl Executor {
             correlation_id,
             pending,
             latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        }
+    }
+}
+
+/// Shares this process's rate counts every `every` until the executor is gone. A sync that
+/// fails (the database unreachable) is retried at the next: counting goes on locally meanwhile.
+async fn share_usage(quotas: Weak<Quotas>, pool: PgPool, every: Duration) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(quotas) = quotas.upgrade() else { return };
+        if let Err(err) = quotas.sync(&pool).await {
+            tracing::warn!(error = %err, "call usage could not be shared with the other replicas");
         }
     }
 }

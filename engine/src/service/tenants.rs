@@ -11,7 +11,8 @@ use super::Services;
 use super::access::{Admin, ManagedTenant, Owner};
 use crate::Result;
 use crate::catalog::Conflict;
-use crate::exec::{CallRequest, CallResult};
+use crate::exec::limits::{Kind, Scope};
+use crate::exec::{CallLimits, CallRequest, CallResult};
 use crate::model::{Name, TenantSlug};
 use crate::store;
 use crate::store::SecretInput;
@@ -85,13 +86,68 @@ pub async fn summaries(services: &Services, admin: &Admin) -> Result<Vec<TenantS
         .collect())
 }
 
+/// One rate limit of a tenant's, with the calls counted against it in its current window (the
+/// UTC minute or day) by every replica, as of their last sync.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LimitUsage {
+    pub tenant: String,
+    #[serde(flatten)]
+    pub scope: Scope,
+    /// With scope `key`: the key's name and prefix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// `per_minute` or `per_day`.
+    pub limit: Kind,
+    pub max: u32,
+    pub used: u64,
+}
+
+/// Every rate limit of the tenants `admin` manages, with its use now.
+pub async fn usage(services: &Services, admin: &Admin) -> Result<Vec<LimitUsage>> {
+    let tenants = list(services, admin).await?;
+    let keys = store::keys::limited(&services.pool).await?;
+    let used: HashMap<(Uuid, String, Kind), u64> = store::usage::current(&services.pool)
+        .await?
+        .into_iter()
+        .map(|u| ((u.subject, u.tool, u.limit), u.calls))
+        .collect();
+    let mut rows = Vec::new();
+    for tenant in &tenants {
+        let mut row = |subject: Uuid, scope: Scope, key: Option<String>, limits: &CallLimits| {
+            let tool = match &scope {
+                Scope::Tool(name) => name.clone(),
+                _ => String::new(),
+            };
+            for (limit, max) in [(Kind::PerMinute, limits.per_minute), (Kind::PerDay, limits.per_day)] {
+                let Some(max) = max else { continue };
+                rows.push(LimitUsage {
+                    tenant: tenant.slug.clone(),
+                    scope: scope.clone(),
+                    key: key.clone(),
+                    limit,
+                    max: max.get(),
+                    used: used.get(&(subject, tool.clone(), limit)).copied().unwrap_or(0),
+                });
+            }
+        };
+        row(tenant.id, Scope::Tenant, None, &tenant.limits);
+        for (name, limits) in &tenant.tool_limits {
+            row(tenant.id, Scope::Tool(name.clone()), None, limits);
+        }
+        for (_, key) in keys.iter().filter(|(owner, _)| *owner == tenant.id) {
+            row(key.id, Scope::Key, Some(format!("{} ({}…)", key.name, key.prefix)), &key.limits);
+        }
+    }
+    Ok(rows)
+}
+
 pub async fn create(services: &Services, owner: &Owner, slug: &TenantSlug, name: &str) -> Result<Tenant> {
     store::tenants::create(&services.pool, owner.actor(), slug, name).await
 }
 
-/// Changes what `update` sets; only an owner may set the ceiling.
+/// Changes what `update` sets; only an owner may set the ceiling and the limits.
 pub async fn update(services: &Services, tenant: &ManagedTenant<'_>, update: TenantUpdate) -> Result<Tenant> {
-    if update.ceiling.is_some() {
+    if update.owners_only() {
         tenant.owner()?;
     }
     store::tenants::update(&services.pool, tenant.actor(), tenant.slug(), update).await
@@ -164,8 +220,19 @@ pub async fn create_key(
     tenant: &ManagedTenant<'_>,
     name: &str,
     expires_at: Option<time::OffsetDateTime>,
+    limits: CallLimits,
 ) -> Result<(ApiKey, String)> {
-    store::keys::create(&services.pool, tenant.actor(), tenant.slug(), name, expires_at).await
+    store::keys::create(&services.pool, tenant.actor(), tenant.slug(), name, expires_at, limits).await
+}
+
+/// Sets the limits on an active key's calls.
+pub async fn set_key_limits(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+    id: Uuid,
+    limits: CallLimits,
+) -> Result<ApiKey> {
+    store::keys::set_limits(&services.pool, tenant.actor(), tenant.slug(), id, limits).await
 }
 
 pub async fn revoke_key(services: &Services, tenant: &ManagedTenant<'_>, id: Uuid) -> Result<()> {

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 use sqlx::PgPool;
+use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::Result;
@@ -11,6 +12,7 @@ use super::overrides::StoredOverride;
 use super::settings::{self, Settings};
 use super::sources::{self, Source};
 use super::tenants::{self, Tenant};
+use crate::exec::CallLimits;
 
 pub(crate) struct ToolRow {
     pub id: Uuid,
@@ -32,6 +34,7 @@ pub(crate) struct KeyRow {
     /// SHA-256 of the key.
     pub key_hash: Vec<u8>,
     pub expires_at: Option<time::OffsetDateTime>,
+    pub limits: Json<CallLimits>,
 }
 
 pub(crate) struct Loaded {
@@ -96,7 +99,8 @@ pub(crate) async fn load(
     let overrides = super::overrides::all(&mut *tx).await?;
     let keys = sqlx::query_as!(
         KeyRow,
-        "select id, tenant_id, key_hash, expires_at from api_key where revoked_at is null"
+        r#"select id, tenant_id, key_hash, expires_at, limits as "limits: Json<CallLimits>"
+           from api_key where revoked_at is null"#
     )
     .fetch_all(&mut *tx)
     .await?;

@@ -1,14 +1,16 @@
 //! Tenant API keys: shown once at creation, stored only as a SHA-256 hash with a short
-//! visible prefix, revocable, optionally expiring. Gateways check keys against the live catalog snapshot, so a
+//! visible prefix, revocable, optionally expiring, optionally limited in their calls. Gateways check keys against the live catalog snapshot, so a
 //! revocation reaches every replica with the next reload.
 
 use rand::distr::{Alphanumeric, SampleString};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
+use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::{Actor, Change, Error, Result, commit};
+use crate::exec::CallLimits;
 use crate::model::TenantSlug;
 
 /// Characters of the key kept visible, to tell keys apart.
@@ -28,14 +30,16 @@ pub struct ApiKey {
     /// After this the gateway refuses the key.
     #[serde(with = "time::serde::rfc3339::option")]
     pub expires_at: Option<time::OffsetDateTime>,
+    /// The limits on the key's calls.
+    pub limits: Json<CallLimits>,
 }
 
 pub fn hash(key: &str) -> Vec<u8> {
     Sha256::digest(key.as_bytes()).to_vec()
 }
 
-/// Creates a key, valid until `expires_at` when given; the returned string is the only time
-/// the key exists in the clear.
+/// Creates a key, valid until `expires_at` when given, under `limits`; the returned string is
+/// the only time the key exists in the clear.
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %tenant))]
 pub async fn create(
     pool: &PgPool,
@@ -43,6 +47,7 @@ pub async fn create(
     tenant: &TenantSlug,
     name: &str,
     expires_at: Option<time::OffsetDateTime>,
+    limits: CallLimits,
 ) -> Result<(ApiKey, String)> {
     if !(1..=100).contains(&name.chars().count()) {
         return Err(Error::Invalid("a key name is 1 to 100 characters".into()));
@@ -55,13 +60,16 @@ pub async fn create(
     let tenant_id = super::tenants::get(&mut *tx, tenant).await?.id;
     let key = sqlx::query_as!(
         ApiKey,
-        "insert into api_key (tenant_id, name, prefix, key_hash, expires_at) values ($1, $2, $3, $4, $5)
-         returning id, name, prefix, created_at, last_used_at, revoked_at, expires_at",
+        r#"insert into api_key (tenant_id, name, prefix, key_hash, expires_at, limits)
+           values ($1, $2, $3, $4, $5, $6)
+           returning id, name, prefix, created_at, last_used_at, revoked_at, expires_at,
+                     limits as "limits: Json<CallLimits>""#,
         tenant_id,
         name,
         &secret[..PREFIX_LEN],
         hash(&secret),
         expires_at,
+        Json(limits) as _,
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -82,12 +90,40 @@ pub async fn active_counts(pool: &PgPool) -> Result<std::collections::HashMap<Uu
 pub async fn list(pool: &PgPool, tenant: &TenantSlug) -> Result<Vec<ApiKey>> {
     Ok(sqlx::query_as!(
         ApiKey,
-        "select k.id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at, k.expires_at
-         from api_key k join tenant t on t.id = k.tenant_id where t.slug = $1 order by k.created_at",
+        r#"select k.id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at, k.expires_at,
+                  k.limits as "limits: Json<CallLimits>"
+           from api_key k join tenant t on t.id = k.tenant_id where t.slug = $1 order by k.created_at"#,
         tenant.as_str()
     )
     .fetch_all(pool)
     .await?)
+}
+
+/// Every active key with limits, with its tenant's id.
+pub async fn limited(pool: &PgPool) -> Result<Vec<(Uuid, ApiKey)>> {
+    let rows = sqlx::query!(
+        r#"select tenant_id, id, name, prefix, created_at, last_used_at, revoked_at, expires_at,
+                  limits as "limits: Json<CallLimits>"
+           from api_key where revoked_at is null and limits <> '{}' order by created_at"#
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let key = ApiKey {
+                id: r.id,
+                name: r.name,
+                prefix: r.prefix,
+                created_at: r.created_at,
+                last_used_at: r.last_used_at,
+                revoked_at: r.revoked_at,
+                expires_at: r.expires_at,
+                limits: r.limits,
+            };
+            (r.tenant_id, key)
+        })
+        .collect())
 }
 
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %tenant, %id))]
@@ -95,9 +131,10 @@ pub async fn revoke(pool: &PgPool, actor: &Actor, tenant: &TenantSlug, id: Uuid)
     let mut tx = pool.begin().await?;
     let revoked = sqlx::query_as!(
         ApiKey,
-        "update api_key k set revoked_at = now() from tenant t
-         where k.id = $1 and k.tenant_id = t.id and t.slug = $2 and k.revoked_at is null
-         returning k.id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at, k.expires_at",
+        r#"update api_key k set revoked_at = now() from tenant t
+           where k.id = $1 and k.tenant_id = t.id and t.slug = $2 and k.revoked_at is null
+           returning k.id, k.name, k.prefix, k.created_at, k.last_used_at, k.revoked_at, k.expires_at,
+                     k.limits as "limits: Json<CallLimits>""#,
         id,
         tenant.as_str()
     )
@@ -107,6 +144,42 @@ pub async fn revoke(pool: &PgPool, actor: &Actor, tenant: &TenantSlug, id: Uuid)
     // Only an active key is revoked: before, it was the same key without a revocation time.
     let before = ApiKey { revoked_at: None, ..revoked.clone() };
     commit(tx, actor, Change::new("revoke_key", "tenant", tenant).before(&before).after(&revoked)).await
+}
+
+/// Sets the limits on an active key's calls.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %tenant, %id))]
+pub async fn set_limits(
+    pool: &PgPool,
+    actor: &Actor,
+    tenant: &TenantSlug,
+    id: Uuid,
+    limits: CallLimits,
+) -> Result<ApiKey> {
+    let mut tx = pool.begin().await?;
+    let before = sqlx::query_scalar!(
+        r#"select k.limits as "limits: Json<CallLimits>" from api_key k join tenant t on t.id = k.tenant_id
+           where k.id = $1 and t.slug = $2 and k.revoked_at is null for update of k"#,
+        id,
+        tenant.as_str()
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| Error::not_found(format!("active key {id} of `{tenant}`")))?;
+    let key = sqlx::query_as!(
+        ApiKey,
+        r#"update api_key set limits = $2 where id = $1
+           returning id, name, prefix, created_at, last_used_at, revoked_at, expires_at,
+                     limits as "limits: Json<CallLimits>""#,
+        id,
+        Json(limits) as _,
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    let change = Change::new("set_key_limits", "tenant", tenant)
+        .before(&serde_json::json!({ "key": id, "limits": before }))
+        .after(&serde_json::json!({ "key": id, "limits": key.limits }));
+    commit(tx, actor, change).await?;
+    Ok(key)
 }
 
 /// Records that a key was used; at most once a minute per key, so the hot path rarely writes.

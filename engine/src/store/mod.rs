@@ -17,6 +17,7 @@ pub mod settings;
 pub mod sources;
 pub mod tenants;
 pub mod tokens;
+pub mod usage;
 
 pub use crate::error::{Error, Missing, Result};
 

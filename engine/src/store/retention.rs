@@ -1,6 +1,7 @@
-//! Retention: invocation records, audit events, calls waiting for their results and sign-in
-//! failures are deleted once older than their settings, in batches, by a task every process
-//! runs. Replicas pruning at once are safe: a row another one deleted first is simply gone.
+//! Retention: invocation records, audit events, calls waiting for their results, sign-in
+//! failures and counts of calls against the limits are deleted once older than their
+//! settings, in batches, by a task every process runs. Replicas pruning at once are safe: a
+//! row another one deleted first is simply gone.
 
 use std::time::Duration;
 
@@ -17,6 +18,10 @@ pub struct Retention {
 /// Sign-in failures count for 15 minutes; a day of them is kept for the record.
 const LOGIN_FAILURES: Duration = Duration::from_secs(24 * 3600);
 
+/// Calls counted against the limits are needed for their window only: the day's, and
+/// yesterday's for the dashboard.
+const CALL_USAGE: Duration = Duration::from_secs(2 * 24 * 3600);
+
 /// Rows deleted per statement, so no statement holds locks for long.
 const BATCH: i64 = 5_000;
 
@@ -31,6 +36,7 @@ impl Retention {
             ("pending_call", "created_at", self.pending_calls),
             ("audit_event", "at", self.audit_events),
             ("login_failure", "failed_at", Some(LOGIN_FAILURES)),
+            ("call_usage", "window_start", Some(CALL_USAGE)),
         ]
         .into_iter()
         .filter_map(|(table, column, age)| Some((table, column, age?)))

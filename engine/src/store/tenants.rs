@@ -1,14 +1,16 @@
-//! Tenants: their tag whitelist, meta tool switch, group activations and the owner's ceiling
-//! over them (no tag or group beyond it can be chosen).
+//! Tenants: their tag whitelist, meta tool switch, group activations, the owner's ceiling
+//! over them (no tag or group beyond it can be chosen) and the owner's limits on their calls.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use sqlx::types::Json;
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{Actor, Change, Error, Result, commit};
 use crate::catalog::visibility::Ceiling;
+use crate::exec::CallLimits;
 use crate::model::{Name, Tag, TenantSlug, tag_strings};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -20,6 +22,10 @@ pub struct Tenant {
     pub enabled_tags: Option<Vec<String>>,
     pub meta_tool: bool,
     pub ceiling: Ceiling,
+    /// The limits on all of the tenant's calls.
+    pub limits: CallLimits,
+    /// The limits on the calls of single tools, by default exposed name.
+    pub tool_limits: BTreeMap<String, CallLimits>,
 }
 
 impl Tenant {
@@ -44,6 +50,8 @@ struct Row {
     ceiling_tags: Option<Vec<String>>,
     ceiling_sources: Option<Vec<String>>,
     ceiling_groups: Option<Vec<String>>,
+    limits: Json<CallLimits>,
+    tool_limits: Json<BTreeMap<String, CallLimits>>,
 }
 
 impl From<Row> for Tenant {
@@ -57,17 +65,29 @@ impl From<Row> for Tenant {
             enabled_tags: row.enabled_tags,
             meta_tool: row.meta_tool,
             ceiling,
+            limits: row.limits.0,
+            tool_limits: row.tool_limits.0,
         }
     }
 }
 
-/// What an edit sets; `None` fields stay as they are. Only owners may set `ceiling`.
+/// What an edit sets; `None` fields stay as they are. Only owners may set `ceiling` and the
+/// limits.
 #[derive(Debug, Clone, Default)]
 pub struct TenantUpdate {
     pub name: Option<String>,
     pub enabled_tags: Option<Option<Vec<Tag>>>,
     pub meta_tool: Option<bool>,
     pub ceiling: Option<Ceiling>,
+    pub limits: Option<CallLimits>,
+    pub tool_limits: Option<BTreeMap<String, CallLimits>>,
+}
+
+impl TenantUpdate {
+    /// Whether it sets anything only an owner may.
+    pub fn owners_only(&self) -> bool {
+        self.ceiling.is_some() || self.limits.is_some() || self.tool_limits.is_some()
+    }
 }
 
 fn check_name(name: &str) -> Result<()> {
@@ -81,8 +101,9 @@ fn check_name(name: &str) -> Result<()> {
 pub async fn get(db: impl PgExecutor<'_>, slug: &TenantSlug) -> Result<Tenant> {
     sqlx::query_as!(
         Row,
-        "select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups
-         from tenant where slug = $1",
+        r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups,
+                limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>"
+           from tenant where slug = $1"#,
         slug.as_str()
     )
     .fetch_optional(db)
@@ -94,8 +115,9 @@ pub async fn get(db: impl PgExecutor<'_>, slug: &TenantSlug) -> Result<Tenant> {
 pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Tenant>> {
     let rows = sqlx::query_as!(
         Row,
-        "select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups
-         from tenant order by slug"
+        r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups,
+                limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>"
+           from tenant order by slug"#
     )
     .fetch_all(db)
     .await?;
@@ -108,8 +130,9 @@ pub async fn create(pool: &PgPool, actor: &Actor, slug: &TenantSlug, name: &str)
     let mut tx = pool.begin().await?;
     let tenant = sqlx::query_as!(
         Row,
-        "insert into tenant (slug, name) values ($1, $2) on conflict (slug) do nothing
-         returning id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups",
+        r#"insert into tenant (slug, name) values ($1, $2) on conflict (slug) do nothing
+           returning id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups,
+                limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>""#,
         slug.as_str(),
         name,
     )
@@ -139,6 +162,8 @@ pub async fn update(pool: &PgPool, actor: &Actor, slug: &TenantSlug, update: Ten
         },
         meta_tool: update.meta_tool.unwrap_or(before.meta_tool),
         ceiling: update.ceiling.unwrap_or_else(|| before.ceiling.clone()),
+        limits: update.limits.unwrap_or(before.limits),
+        tool_limits: update.tool_limits.unwrap_or_else(|| before.tool_limits.clone()),
         ..before.clone()
     };
     if choosing_tags
@@ -147,36 +172,33 @@ pub async fn update(pool: &PgPool, actor: &Actor, slug: &TenantSlug, update: Ten
     {
         return Err(Error::Invalid(refusal));
     }
-    put(&mut *tx, slug, &after.name, after.enabled_tags.as_deref(), after.meta_tool, &after.ceiling).await?;
+    put(&mut *tx, &after).await?;
     commit(tx, actor, Change::new("update", "tenant", slug).before(&before).after(&after)).await?;
     Ok(after)
 }
 
-/// Writes every field of the tenant `slug`, creating it if needed, unaudited (the caller's
-/// transaction records the change); its id.
-pub(crate) async fn put(
-    db: impl PgExecutor<'_>,
-    slug: &TenantSlug,
-    name: &str,
-    enabled_tags: Option<&[String]>,
-    meta_tool: bool,
-    ceiling: &Ceiling,
-) -> Result<Uuid> {
+/// Writes every field of `tenant` (but its id) to the tenant of its slug, creating it if
+/// needed, unaudited (the caller's transaction records the change); its id.
+pub(crate) async fn put(db: impl PgExecutor<'_>, tenant: &Tenant) -> Result<Uuid> {
+    let ceiling = &tenant.ceiling;
     let id = sqlx::query_scalar!(
-        "insert into tenant (slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups)
-         values ($1, $2, $3, $4, $5, $6, $7)
+        "insert into tenant (slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups,
+                             limits, tool_limits)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          on conflict (slug) do update set
             name = excluded.name, enabled_tags = excluded.enabled_tags, meta_tool = excluded.meta_tool,
             ceiling_tags = excluded.ceiling_tags, ceiling_sources = excluded.ceiling_sources,
-            ceiling_groups = excluded.ceiling_groups
+            ceiling_groups = excluded.ceiling_groups, limits = excluded.limits, tool_limits = excluded.tool_limits
          returning id",
-        slug.as_str(),
-        name,
-        enabled_tags,
-        meta_tool,
+        tenant.slug,
+        tenant.name,
+        tenant.enabled_tags.as_deref(),
+        tenant.meta_tool,
         ceiling.tags.as_deref(),
         ceiling.sources.as_deref(),
         ceiling.groups.as_deref(),
+        Json(&tenant.limits) as _,
+        Json(&tenant.tool_limits) as _,
     )
     .fetch_one(db)
     .await?;

@@ -1,20 +1,28 @@
-//! A tenant's API keys: create (shown once), list, revoke.
+//! A tenant's API keys: create (shown once, with its limits), list, revoke.
 
 use leptos::prelude::*;
 
+use super::limits::{LimitInputs, Limits};
 use super::page::TenantView;
 use crate::error::PanelError;
 use crate::pages::ui::{Confirm, ErrorNote, ExpiryCell, NameAndExpiry, SecretOnce, action_error};
 
-/// Creates an API key, expiring after `expires_in_days` unless that is empty, and returns it:
-/// the only time it is shown.
+/// Creates an API key, expiring after `expires_in_days` unless that is empty, under
+/// `limits`, and returns it: the only time it is shown.
 #[server]
-pub async fn create_key(slug: String, name: String, expires_in_days: String) -> Result<String, PanelError> {
+pub async fn create_key(
+    slug: String,
+    name: String,
+    expires_in_days: String,
+    limits: Limits,
+) -> Result<String, PanelError> {
     use crate::server::{caller, expiry_in_days, state};
     let caller = caller().await?;
     let tenant = caller.tenant(&slug)?;
     let expires_at = expiry_in_days(&expires_in_days)?;
-    let (_, key) = engine::service::tenants::create_key(&state(), &tenant, name.trim(), expires_at).await?;
+    let limits = super::limits::ssr::parse(&limits)?;
+    let (_, key) =
+        engine::service::tenants::create_key(&state(), &tenant, name.trim(), expires_at, limits).await?;
     Ok(key)
 }
 
@@ -36,6 +44,7 @@ pub(super) fn Keys(
     let slug = StoredValue::new(tenant.slug.clone());
     let name = RwSignal::new(String::new());
     let days = RwSignal::new(String::new());
+    let limits = RwSignal::new(Limits::default());
     view! {
         <section class="card">
             <h2>"API keys"</h2>
@@ -55,6 +64,7 @@ pub(super) fn Keys(
                         <th>"Created"</th>
                         <th>"Last used"</th>
                         <th>"Expires"</th>
+                        <th>"Limits"</th>
                         <th></th>
                     </tr>
                 </thead>
@@ -74,6 +84,7 @@ pub(super) fn Keys(
                                     <td>{k.created}</td>
                                     <td>{k.last_used.unwrap_or_else(|| "never".into())}</td>
                                     <ExpiryCell expires=k.expires expired=k.expired />
+                                    <td class="key-limits">{k.limits.summary()}</td>
                                     <td>
                                         {if k.revoked {
                                             view! { <span class="muted">"revoked"</span> }.into_any()
@@ -101,12 +112,18 @@ pub(super) fn Keys(
             </table>
             <div class="inline-form">
                 <NameAndExpiry what="key" label="Key name" placeholder="production" name days />
+                <LimitInputs name="key-limit".into() limits />
                 <button
                     type="button"
                     class="primary"
                     disabled=move || create.pending().get()
                     on:click=move |_| {
-                        create.dispatch(CreateKey { slug: slug.get_value(), name: name.get(), expires_in_days: days.get() });
+                        create.dispatch(CreateKey {
+                            slug: slug.get_value(),
+                            name: name.get(),
+                            expires_in_days: days.get(),
+                            limits: limits.get(),
+                        });
                     }
                 >
                     "Create key"

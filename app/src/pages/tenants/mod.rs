@@ -1,8 +1,10 @@
-//! Tenants: the list, and a tenant's page — tag and group toggles, per-tool overrides,
-//! exactly what its LLM sees (with its size in tokens), name conflicts, and API keys.
+//! Tenants: the list, and a tenant's page — tag and group toggles, limits, per-tool
+//! overrides, exactly what its LLM sees (with its size in tokens), name conflicts, and API
+//! keys.
 
 mod choices;
 mod keys;
+mod limits;
 mod overrides;
 mod page;
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::choices::{CeilingCard, GroupToggles, SaveCeiling, SaveGroups, SaveTags, TagToggles};
 use super::keys::{CreateKey, Keys, RevokeKey};
+use super::limits::{Limits, LimitsCard, SaveLimits};
 use super::overrides::{ClearOverride, Overrides, SaveOverride};
 use crate::error::PanelError;
 use crate::pages::ui::{loaded, succeeded};
@@ -32,7 +33,11 @@ pub struct TenantView {
     pub catalog: Vec<CatalogEntry>,
     pub overrides: Vec<OverrideView>,
     pub ceiling: CeilingView,
-    /// The viewer is an owner, who sets the ceiling.
+    /// The owner's limits on all of the tenant's calls.
+    pub limits: Limits,
+    /// The owner's limits on single tools' calls, by default exposed name.
+    pub tool_limits: Vec<(String, Limits)>,
+    /// The viewer is an owner, who sets the ceiling and the limits.
     pub owner_view: bool,
     /// Shared sources by name, which a ceiling may list.
     pub shared_sources: Vec<String>,
@@ -80,6 +85,7 @@ pub struct KeyView {
     /// When the key expires (or expired), if it does.
     pub expires: Option<String>,
     pub expired: bool,
+    pub limits: Limits,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,6 +171,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
                 revoked: k.revoked_at.is_some(),
                 expires: k.expires_at.map(minute),
                 expired: k.expires_at.is_some_and(|at| at <= time::OffsetDateTime::now_utc()),
+                limits: k.limits.0.into(),
             })
             .collect(),
         overrides: overrides
@@ -197,6 +204,8 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
             sources: tenant.ceiling.sources.clone(),
             groups: tenant.ceiling.groups.clone(),
         },
+        limits: tenant.limits.into(),
+        tool_limits: tenant.tool_limits.into_iter().map(|(tool, limits)| (tool, limits.into())).collect(),
         default_tags,
         enabled_tags: tenant.enabled_tags,
         meta_tool: tenant.meta_tool,
@@ -216,8 +225,10 @@ pub fn TenantPage() -> impl IntoView {
     let create_key = ServerAction::<CreateKey>::new();
     let revoke_key = ServerAction::<RevokeKey>::new();
     let save_ceiling = ServerAction::<SaveCeiling>::new();
+    let save_limits = ServerAction::<SaveLimits>::new();
     let changes = [
         succeeded(save_ceiling),
+        succeeded(save_limits),
         succeeded(save_tags),
         succeeded(save_groups),
         succeeded(save_override),
@@ -238,6 +249,7 @@ pub fn TenantPage() -> impl IntoView {
                 view! {
                     <h1>{t.name.clone()} " " <span class="muted small">{t.slug.clone()}</span></h1>
                     <CeilingCard tenant=t.clone() action=save_ceiling />
+                    <LimitsCard tenant=t.clone() action=save_limits />
                     <TagToggles tenant=t.clone() action=save_tags />
                     <GroupToggles tenant=t.clone() action=save_groups />
                     <EffectiveTools tenant=t.clone() />
