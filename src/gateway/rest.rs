@@ -129,6 +129,7 @@ struct Invoke {
     (status = 400, description = "The body is not valid JSON of this shape", body = Problem),
     (status = 401, description = "No valid API key", body = Problem),
     (status = 404, description = "The tenant has no such tool", body = Problem),
+    (status = 429, description = "A limit refused the call (`rate_limited`, or `busy` for calls at once), with `Retry-After` and the `limit`", body = Problem),
 ))]
 async fn invoke(
     State(rest): State<Rest>,
