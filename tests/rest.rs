@@ -4,7 +4,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{TestApp, tenant_key};
+use common::{TestApp, json_of, tenant_key};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -196,16 +196,11 @@ async fn a_spent_limit_is_refused_with_429_naming_it(pool: PgPool) {
     let key = tenant_key(&app, &pool).await;
     let admin = reqwest::Client::new();
     let token = common::admin_token(&pool, "limits").await;
-    let edited: Value = admin
-        .patch(app.url("/api/admin/v1/tenants/acme"))
-        .bearer_auth(&token)
-        .json(&json!({"limits": {"per_minute": 3}, "tool_limits": {"list_directory": {"per_day": 1000}}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let edited: Value =
+        json_of(admin.patch(app.url("/api/admin/v1/tenants/acme")).bearer_auth(&token).json(
+            &json!({"limits": {"per_minute": 3}, "tool_limits": {"list_directory": {"per_day": 1000}}}),
+        ))
+        .await;
     assert_eq!(edited["limits"], json!({"per_minute": 3}), "{edited}");
     let refused = admin
         .patch(app.url("/api/admin/v1/tenants/acme"))
@@ -255,15 +250,7 @@ async fn a_spent_limit_is_refused_with_429_naming_it(pool: PgPool) {
     // The counts reach the database within a sync interval; the usage shows them.
     let deadline = Instant::now() + Duration::from_secs(5);
     let usage = loop {
-        let usage: Value = admin
-            .get(app.url("/api/admin/v1/usage"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let usage: Value = json_of(admin.get(app.url("/api/admin/v1/usage")).bearer_auth(&token)).await;
         if usage.as_array().unwrap().iter().any(|u| u["scope"] == "tenant" && u["used"] == 3)
             || Instant::now() > deadline
         {
@@ -287,36 +274,18 @@ async fn a_spent_limit_is_refused_with_429_naming_it(pool: PgPool) {
     );
 
     // A key made with limits, and its limits changed.
-    let made: Value = admin
-        .post(app.url("/api/admin/v1/tenants/acme/keys"))
-        .bearer_auth(&token)
-        .json(&json!({"name": "batch", "limits": {"per_day": 50, "concurrent": 2}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let made: Value = json_of(
+        admin
+            .post(app.url("/api/admin/v1/tenants/acme/keys"))
+            .bearer_auth(&token)
+            .json(&json!({"name": "batch", "limits": {"per_day": 50, "concurrent": 2}})),
+    )
+    .await;
     let id = made["id"].as_str().unwrap();
-    let changed: Value = admin
-        .put(app.url(&format!("/api/admin/v1/tenants/acme/keys/{id}/limits")))
-        .bearer_auth(&token)
-        .json(&json!({"per_minute": 5}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let limits = app.url(&format!("/api/admin/v1/tenants/acme/keys/{id}/limits"));
+    let changed = json_of(admin.put(limits).bearer_auth(&token).json(&json!({"per_minute": 5}))).await;
     assert_eq!(changed["limits"], json!({"per_minute": 5}), "{changed}");
-    let keys: Value = admin
-        .get(app.url("/api/admin/v1/tenants/acme/keys"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let keys: Value =
+        json_of(admin.get(app.url("/api/admin/v1/tenants/acme/keys")).bearer_auth(&token)).await;
     assert_eq!(keys[1]["limits"], json!({"per_minute": 5}), "{keys}");
 }

@@ -231,10 +231,7 @@ fn usage_table(rows: Vec<Usage>, what: &'static str, link: impl Fn(&str) -> Opti
                                     <td>{format!("{:.1} ms", r.p50_ms)}</td>
                                     <td>
                                         {format!("{:.1} ms", r.p95_ms)}
-                                        // Drawn, not styled: the page's policy admits no inline style.
-                                        <svg class="meter" viewBox="0 0 100 4" preserveAspectRatio="none" aria-hidden="true">
-                                            <rect width=share height="4" />
-                                        </svg>
+                                        {meter(share)}
                                     </td>
                                 </tr>
                             }
@@ -350,6 +347,16 @@ pub fn Dashboard() -> impl IntoView {
     }
 }
 
+/// A bar `percent` of the cell wide; drawn, not styled: the page's policy admits no inline
+/// style.
+fn meter(percent: f64) -> impl IntoView {
+    view! {
+        <svg class="meter" viewBox="0 0 100 4" preserveAspectRatio="none" aria-hidden="true">
+            <rect width=percent height="4" />
+        </svg>
+    }
+}
+
 /// Each rate limit with its use, the nearest to its limit first.
 fn limits_card(mut limits: Vec<LimitRow>) -> AnyView {
     let share = |l: &LimitRow| l.used as f64 / f64::from(l.max);
@@ -375,9 +382,7 @@ fn limits_card(mut limits: Vec<LimitRow>) -> AnyView {
                                     <td>{l.whose}</td>
                                     <td class:failing=full>
                                         {label}
-                                        <svg class="meter" viewBox="0 0 100 4" preserveAspectRatio="none" aria-hidden="true">
-                                            <rect width=drawn height="4" />
-                                        </svg>
+                                        {meter(drawn)}
                                     </td>
                                 </tr>
                             }
