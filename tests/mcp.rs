@@ -860,6 +860,7 @@ async fn an_upstream_that_speaks_only_2026_07_28_is_served_to_clients_of_both_er
 /// which limit, and when to try again.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_spent_limit_is_a_tool_error_naming_it_in_both_eras(pool: PgPool) {
+    common::within_one_minute().await;
     let app = TestApp::spawn(pool.clone()).await;
     let acme = TenantSlug::parse("acme").unwrap();
     store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();

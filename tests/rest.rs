@@ -192,6 +192,7 @@ async fn work_per_request_and_per_key_is_bounded(pool: PgPool) {
 /// are set through the admin API, their use is read back there, and refusals are counted.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_spent_limit_is_refused_with_429_naming_it(pool: PgPool) {
+    common::within_one_minute().await;
     let app = TestApp::spawn(pool.clone()).await;
     let key = tenant_key(&app, &pool).await;
     let admin = reqwest::Client::new();

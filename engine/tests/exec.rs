@@ -477,12 +477,12 @@ async fn the_limits_of_a_tenant_a_tool_and_a_key_refuse_calls_naming_themselves(
     let s = setup(pool, ExecConfig::default()).await;
     let acme = TenantSlug::parse("acme").unwrap();
     let (key, _) =
-        store::keys::create(&s.pool, &Actor::system(), &acme, "ci", None, per(Some(1), None, None))
+        store::keys::create(&s.pool, &Actor::system(), &acme, "ci", None, per(None, Some(1), None))
             .await
             .unwrap();
     let update = TenantUpdate {
         limits: Some(per(None, Some(4), None)),
-        tool_limits: Some([("echo".to_string(), per(Some(2), None, None))].into()),
+        tool_limits: Some([("echo".to_string(), per(None, Some(2), None))].into()),
         ..Default::default()
     };
     limit_tenant(&s, update, |l| l.tools.len() == 1 && l.keys.len() == 1).await;
@@ -495,16 +495,16 @@ async fn the_limits_of_a_tenant_a_tool_and_a_key_refuse_calls_naming_themselves(
     run("echo", admin()).await.unwrap();
     run("echo", admin()).await.unwrap();
     let limited = refusal(run("echo", admin()).await);
-    assert_eq!((limited.scope, limited.limit, limited.max), (Scope::Tool("echo".into()), Kind::PerMinute, 2));
-    assert!((1..=60).contains(&limited.retry_after.as_secs()), "{:?}", limited.retry_after);
+    assert_eq!((limited.scope, limited.limit, limited.max), (Scope::Tool("echo".into()), Kind::PerDay, 2));
+    assert!((1..=86_400).contains(&limited.retry_after.as_secs()), "{:?}", limited.retry_after);
 
     run("add", Caller::ApiKey(key.id)).await.unwrap();
     let limited = refusal(run("add", Caller::ApiKey(key.id)).await);
-    assert_eq!((&limited.scope, limited.limit), (&Scope::Key, Kind::PerMinute));
+    assert_eq!((&limited.scope, limited.limit), (&Scope::Key, Kind::PerDay));
     assert_eq!(
         limited.to_string(),
         format!(
-            "the limit of 1 calls per minute for this API key is reached; try again in {} s",
+            "the limit of 1 calls per day for this API key is reached; try again in {} s",
             limited.retry_after.as_secs()
         )
     );

@@ -119,6 +119,15 @@ pub fn client_with_origin(origin: &str) -> reqwest::Client {
         .unwrap()
 }
 
+/// Waits, if the UTC minute ends within 10 s, for the next one: a test of a per-minute limit
+/// then runs within one window.
+pub async fn within_one_minute() {
+    let second = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() % 60;
+    if second >= 50 {
+        tokio::time::sleep(Duration::from_secs(61 - second)).await;
+    }
+}
+
 /// Sends `request` and reads its answer as JSON.
 pub async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Value {
     request.send().await.unwrap().json().await.unwrap()
