@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::{ListChangedCounter, TestApp};
+use common::{ListChangedCounter, TestApp, one_tool};
 use engine::model::{Tag, TenantSlug};
 use engine::store::tenants::TenantUpdate;
 use engine::store::{self, Actor};
@@ -46,16 +46,6 @@ async fn acme_client(
     let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key);
     let transport = StreamableHttpClientTransport::from_config(config);
     ListChangedCounter::default().serve_with_lifecycle(transport, lifecycle).await.unwrap()
-}
-
-/// An upstream's tool list: one tool without parameters.
-fn one_tool(
-    name: &'static str,
-    description: &'static str,
-) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
-    let schema = json!({"type": "object"}).as_object().cloned().unwrap();
-    let tool = rmcp::model::Tool::new(name, description, Arc::new(schema));
-    Ok(rmcp::model::ListToolsResult::with_all_items(vec![tool]))
 }
 
 /// An upstream tool's answer: `text`, complete.

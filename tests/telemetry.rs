@@ -19,7 +19,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 use prost::Message;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -101,8 +101,7 @@ impl ServerHandler for Traced {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let schema = Arc::new(json!({"type": "object"}).as_object().cloned().unwrap());
-        Ok(ListToolsResult::with_all_items(vec![Tool::new("echo", "Echoes", schema)]))
+        common::one_tool("echo", "Echoes")
     }
 
     async fn call_tool(

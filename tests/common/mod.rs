@@ -119,6 +119,16 @@ pub fn client_with_origin(origin: &str) -> reqwest::Client {
         .unwrap()
 }
 
+/// An upstream's tool list: one tool without parameters.
+pub fn one_tool(
+    name: &'static str,
+    description: &'static str,
+) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+    let schema = serde_json::json!({"type": "object"}).as_object().cloned().unwrap();
+    let tool = rmcp::model::Tool::new(name, description, std::sync::Arc::new(schema));
+    Ok(rmcp::model::ListToolsResult::with_all_items(vec![tool]))
+}
+
 /// Waits, if the UTC minute ends within 10 s, for the next one: a test of a per-minute limit
 /// then runs within one window.
 pub async fn within_one_minute() {
