@@ -362,9 +362,14 @@ async fn main() -> Result<()> {
         scenarios.push(through("Python upstream through Toolgate", "py_echo", echo.clone()));
     }
     scenarios.push(through("built-in tool through Toolgate", "list_directory", json!({"path": ""})));
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let mut results = Vec::new();
     for Scenario { name, url, key, tool, args, pid } in scenarios {
         for (driver, concurrency) in DRIVERS.iter().flat_map(|d| [(*d, 1), (*d, 16)]) {
+            if !format!("{name} {} {concurrency}", driver.as_str()).contains(&only) {
+                continue;
+            }
+            eprintln!("measuring: {name}, {}, c={concurrency}", driver.as_str());
             let m = measure(driver, url, key, tool, args.clone(), concurrency, seconds, pid).await?;
             println!(
                 "| {name} | {} | {concurrency} | {} | {:.0}/s | {} | {} | {} | {} |",
