@@ -222,7 +222,11 @@ fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
         .into_iter()
         .collect();
     let keys = gateway::KeyCheck::new(state.catalog.clone(), state.pool.clone());
-    let manager = Arc::new(LocalSessionManager::default());
+    let mut manager = LocalSessionManager::default();
+    // Idle sessions are closed by the session layer, which sees every request of a session;
+    // rmcp's own idle timer would see only those the MCP endpoint leaves to rmcp.
+    manager.session_config.keep_alive = None;
+    let manager = Arc::new(manager);
     let owners =
         SessionOwners::new(manager.clone(), state.pool.clone(), settings.limits.mcp_sessions_per_key);
     let service = mcp::service(
@@ -235,7 +239,7 @@ fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
     );
     // The key check runs first: a named session must then be the key's own.
     let mcp = Router::new()
-        .route_service("/mcp/{tenant}", service)
+        .route("/mcp/{tenant}", service)
         .route_layer(axum::middleware::from_fn_with_state(owners, sessions::bind_sessions))
         .route_layer(axum::middleware::from_fn_with_state(keys.clone(), gateway::require_key_of_path_tenant));
     mcp.merge(rest::router(state.catalog.clone(), state.executor.clone(), keys, settings.limits.batch_calls))

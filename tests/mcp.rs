@@ -874,3 +874,151 @@ async fn a_spent_limit_is_a_tool_error_naming_it_in_both_eras(pool: PgPool) {
         );
     }
 }
+
+/// POSTs one JSON-RPC message to acme's endpoint with `headers`; returns the answer's
+/// content type, its `Mcp-Session-Id` if any, and its messages (one JSON body, or the events
+/// of an SSE stream).
+async fn post_raw(
+    app: &TestApp,
+    key: &str,
+    headers: &[(&str, &str)],
+    message: Value,
+) -> (String, Option<String>, Vec<Value>) {
+    let mut request = reqwest::Client::new()
+        .post(app.url("/mcp/acme"))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let answer = request.json(&message).send().await.unwrap();
+    assert!(answer.status().is_success(), "{}", answer.status());
+    let header = |name: &str| answer.headers().get(name).map(|v| v.to_str().unwrap().to_string());
+    let (content_type, session) = (header("content-type").unwrap_or_default(), header("mcp-session-id"));
+    let text = answer.text().await.unwrap();
+    let messages = if content_type.starts_with("application/json") {
+        vec![serde_json::from_str(&text).unwrap()]
+    } else {
+        let events = text.lines().filter_map(|line| line.strip_prefix("data:"));
+        events
+            .filter(|data| !data.trim().is_empty())
+            .map(|data| serde_json::from_str(data).unwrap())
+            .collect()
+    };
+    (content_type, session, messages)
+}
+
+/// Opens a session of acme on revision 2025-11-25 the way a plain HTTP client does; returns
+/// the headers its requests carry.
+async fn open_raw_session(app: &TestApp, key: &str) -> Vec<(&'static str, String)> {
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}
+    }});
+    let (_, session, _) = post_raw(app, key, &[], initialize).await;
+    let headers = vec![("mcp-session-id", session.unwrap()), ("mcp-protocol-version", "2025-11-25".into())];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post_raw(app, key, &borrowed(&headers), initialized).await;
+    headers
+}
+
+fn borrowed<'a>(headers: &'a [(&'a str, String)]) -> Vec<(&'a str, &'a str)> {
+    headers.iter().map(|(name, value)| (*name, value.as_str())).collect()
+}
+
+/// A call in a session that sends its client nothing before its result is answered with one
+/// JSON body (rmcp answered each with an SSE stream: priming event, then the result), in the
+/// shape of the session's revision (no `resultType`).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_plain_call_in_a_session_is_answered_with_one_json_body(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = common::tenant_key(&app, &pool).await;
+    let session = open_raw_session(&app, &key).await;
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "list_directory", "arguments": {"path": ""}
+    }});
+    let (content_type, _, messages) = post_raw(&app, &key, &borrowed(&session), call).await;
+    assert!(content_type.starts_with("application/json"), "{content_type}");
+    let [answer] = &messages[..] else { panic!("{messages:?}") };
+    assert_eq!(
+        (answer["id"].clone(), answer["result"]["isError"].clone()),
+        (json!(7), json!(false)),
+        "{answer}"
+    );
+    assert!(answer["result"].get("resultType").is_none(), "{answer}");
+}
+
+/// An upstream tool that reports its progress three times before it answers.
+#[derive(Clone)]
+struct Counting;
+
+impl rmcp::ServerHandler for Counting {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(rmcp::model::ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<rmcp::model::PaginatedRequestParams>,
+        _: rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        one_tool("count", "Counts to three, reporting progress")
+    }
+
+    async fn call_tool(
+        &self,
+        _: CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let token = context.meta.get_progress_token().expect("the call asks for progress");
+        for step in 1..=3 {
+            let mut report = rmcp::model::ProgressNotificationParam::new(token.clone(), step as f64);
+            report.total = Some(3.0);
+            context.peer.notify_progress(report).await.unwrap();
+        }
+        // Reports sent just before a result may be handled after it; the test is about order.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        answer("counted")
+    }
+}
+
+/// A call that reports progress is answered with an SSE stream, in either era: its progress
+/// (under the client's token, in order), then its result.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_call_reporting_progress_streams_it_before_its_answer_in_both_eras(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = common::tenant_key(&app, &pool).await;
+    common::register_upstream(&pool, "up", Counting).await;
+    common::until_listed(&app.url(""), &key, "up_count").await;
+    let session = open_raw_session(&app, &key).await;
+    let current = [
+        ("mcp-protocol-version", "2026-07-28".to_string()),
+        ("mcp-method", "tools/call".into()),
+        ("mcp-name", "up_count".into()),
+    ];
+    let revision_meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    for (headers, mut meta) in [(&session[..], json!({})), (&current[..], revision_meta)] {
+        meta["progressToken"] = json!("p");
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "up_count", "arguments": {}, "_meta": meta
+        }});
+        let (content_type, _, messages) = post_raw(&app, &key, &borrowed(headers), call).await;
+        assert!(content_type.starts_with("text/event-stream"), "{content_type}");
+        let (answer, reports) = messages.split_last().unwrap();
+        let progress: Vec<Value> = reports
+            .iter()
+            .map(|m| {
+                assert_eq!(
+                    (m["method"].clone(), m["params"]["progressToken"].clone()),
+                    (json!("notifications/progress"), json!("p"))
+                );
+                m["params"]["progress"].clone()
+            })
+            .collect();
+        assert_eq!(progress, [json!(1.0), json!(2.0), json!(3.0)], "{messages:?}");
+        assert_eq!(answer["result"]["content"][0]["text"], "counted", "{answer}");
+    }
+}

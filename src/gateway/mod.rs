@@ -7,9 +7,10 @@ pub mod rounds;
 pub mod sessions;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
@@ -74,17 +75,28 @@ impl KeyCheck {
 }
 
 /// Each tenant's tools rendered for one provider, converted to `T`, kept for one snapshot
-/// version: listing tools costs a lookup, not a rendering, until the configuration changes.
+/// version with the answers serialised from them: listing tools costs a lookup and a copy of
+/// bytes, not a rendering, until the configuration changes.
 pub struct RenderCache<T> {
     provider: Provider,
     convert: fn(serde_json::Value) -> Option<T>,
-    entries: Mutex<HashMap<String, Rendered<T>>>,
+    entries: Mutex<HashMap<String, Arc<Rendered<T>>>>,
 }
 
-/// A tenant's rendered tools and the snapshot version they belong to.
-struct Rendered<T> {
+/// A tenant's rendered tools for one snapshot version.
+pub struct Rendered<T> {
     version: u64,
-    tools: Arc<Vec<T>>,
+    pub tools: Vec<T>,
+    /// Answers serialised from `tools`, each made on first use: one per form a surface serves
+    /// them in (the MCP endpoint's protocol eras; the REST API's one list).
+    bodies: [OnceLock<Bytes>; 2],
+}
+
+impl<T> Rendered<T> {
+    /// Answer `form`, made by `serialise` the first time it is asked for.
+    pub fn body(&self, form: usize, serialise: impl FnOnce(&[T]) -> Bytes) -> Bytes {
+        self.bodies[form].get_or_init(|| serialise(&self.tools)).clone()
+    }
 }
 
 impl<T> RenderCache<T> {
@@ -107,18 +119,17 @@ impl<T> RenderCache<T> {
     }
 
     /// The tenant's tools, rendered once per snapshot version.
-    pub fn tools(&self, catalog: &Catalog, tenant: &str) -> Arc<Vec<T>> {
+    pub fn tools(&self, catalog: &Catalog, tenant: &str) -> Arc<Rendered<T>> {
         let snapshot = catalog.snapshot();
         if let Some(cached) = self.entries.lock().expect("render cache").get(tenant)
             && cached.version == snapshot.version
         {
-            return cached.tools.clone();
+            return cached.clone();
         }
         let tools = self.render(snapshot.tenant(tenant).map(|view| view.tools()).unwrap_or_default());
-        let tools = Arc::new(tools);
-        let cached = Rendered { version: snapshot.version, tools: tools.clone() };
-        self.entries.lock().expect("render cache").insert(tenant.to_string(), cached);
-        tools
+        let rendered = Arc::new(Rendered { version: snapshot.version, tools, bodies: Default::default() });
+        self.entries.lock().expect("render cache").insert(tenant.to_string(), rendered.clone());
+        rendered
     }
 }
 

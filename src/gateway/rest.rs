@@ -111,8 +111,12 @@ async fn list_tools(
         let detail = format!("format `{format}` is unknown; use one of mcp, openai, anthropic, gemini");
         return problem(StatusCode::BAD_REQUEST, "unknown_format", detail);
     };
-    let tools = rest.rendered[&provider].tools(&rest.catalog, &access.tenant);
-    Json(ToolList { format: provider.as_str(), tools: tools.as_ref().clone() }).into_response()
+    let listed = rest.rendered[&provider].tools(&rest.catalog, &access.tenant);
+    let body = listed.body(0, |tools| {
+        let list = ToolList { format: provider.as_str(), tools: tools.to_vec() };
+        serde_json::to_vec(&list).expect("tool lists serialise").into()
+    });
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 #[derive(Deserialize, ToSchema)]

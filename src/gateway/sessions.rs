@@ -9,6 +9,9 @@
 //! stops an idle session's worker after five minutes but keeps its entry). A session ended by
 //! its client's `DELETE` is answered `204 No Content`.
 //!
+//! It also keeps each session's state (what it chose, what its client can answer) under the
+//! session's id and puts it into the session's requests, for the MCP endpoint's direct way.
+//!
 //! Sessions live in PostgreSQL too ([`StoredSessions`], rmcp's session store): a replica that
 //! gets a request for a session opened elsewhere (or before it restarted) checks its key there
 //! and rmcp replays the handshake, so a load balancer needs no sticky sessions. The cap counts
@@ -31,6 +34,7 @@ use rmcp::transport::streamable_http_server::session::store::{
 };
 use uuid::Uuid;
 
+use super::mcp::{Opening, SessionChoices, SessionHandle};
 use super::{Failure, TenantAccess, problem};
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -47,12 +51,22 @@ struct Owner {
     seen: Instant,
     /// Used since its use was last recorded in PostgreSQL.
     unrecorded: bool,
+    /// Its handler's state, once its handshake has run on this replica.
+    state: Option<Arc<SessionChoices>>,
 }
 
 impl Owner {
-    fn new(key: Uuid) -> Self {
-        Owner { key, seen: Instant::now(), unrecorded: false }
+    fn new(key: Uuid, state: Option<Arc<SessionChoices>>) -> Self {
+        Owner { key, seen: Instant::now(), unrecorded: false, state }
     }
+}
+
+/// A session a request names, as this replica knows it.
+struct Known {
+    key: Uuid,
+    /// The groups it equipped on the replica it comes from, when it first arrives here.
+    equipped: Option<EquippedElsewhere>,
+    state: Option<Arc<SessionChoices>>,
 }
 
 /// The keys of the sessions used on this replica, and the session manager that knows which
@@ -114,30 +128,42 @@ impl SessionOwners {
         owners
     }
 
-    /// The key of a session, marking the session as used; a session this replica does not
-    /// know is looked up in PostgreSQL (opened on another replica, or before a restart), with
-    /// the groups it equipped there.
-    async fn owner(&self, id: &str) -> Result<Option<(Uuid, Option<EquippedElsewhere>)>, engine::Error> {
+    /// A session by id, marking it as used; a session this replica does not know is looked
+    /// up in PostgreSQL (opened on another replica, or before a restart), with the groups it
+    /// equipped there.
+    async fn known(&self, id: &str) -> Result<Option<Known>, engine::Error> {
         if let Some(owner) = self.owners.lock().expect("session owners").get_mut(id) {
             owner.seen = Instant::now();
             owner.unrecorded = true;
-            return Ok(Some((owner.key, None)));
+            return Ok(Some(Known { key: owner.key, equipped: None, state: owner.state.clone() }));
         }
         let Some(stored) = mcp_sessions::get(&self.pool, id).await? else { return Ok(None) };
         let (Some(key), Some(_)) = (stored.key_id, stored.initialize) else { return Ok(None) };
-        self.owners.lock().expect("session owners").insert(id.into(), Owner::new(key));
-        Ok(Some((key, stored.equipped.map(EquippedElsewhere))))
+        self.owners.lock().expect("session owners").insert(id.into(), Owner::new(key, None));
+        Ok(Some(Known { key, equipped: stored.equipped.map(EquippedElsewhere), state: None }))
     }
 
     /// Records a new session of `key`, unless the key has its fill of sessions already.
-    async fn record(&self, id: Arc<str>, key: Uuid) -> Result<bool, engine::Error> {
+    async fn record(
+        &self,
+        id: Arc<str>,
+        key: Uuid,
+        state: Option<Arc<SessionChoices>>,
+    ) -> Result<bool, engine::Error> {
         if !mcp_sessions::bind(&self.pool, &id, key, self.per_key).await? {
             return Ok(false);
         }
         let mut owners = self.owners.lock().expect("session owners");
-        owners.insert(id, Owner::new(key));
+        owners.insert(id, Owner::new(key, state));
         metrics::gauge!("toolgate_mcp_sessions").set(owners.len() as f64);
         Ok(true)
+    }
+
+    /// Keeps the state of a session whose handshake rmcp replayed here.
+    fn restored(&self, id: &str, state: Arc<SessionChoices>) {
+        if let Some(owner) = self.owners.lock().expect("session owners").get_mut(id) {
+            owner.state.get_or_insert(state);
+        }
     }
 
     fn forget(&self, id: &str) {
@@ -180,16 +206,30 @@ pub async fn bind_sessions(
     let Some(key) = request.extensions().get::<TenantAccess>().map(|access| access.key_id) else {
         return next.run(request).await;
     };
-    let named = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string);
-    if let Some(id) = &named {
-        match owners.owner(id).await {
-            Ok(Some((owner, equipped))) if owner == key => {
-                if let Some(equipped) = equipped {
+    let named: Option<Arc<str>> =
+        request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(Into::into);
+    // Where a handshake run for this request leaves the session's state.
+    let opening = Opening::default();
+    match &named {
+        Some(id) => match owners.known(id).await {
+            Ok(Some(known)) if known.key == key => {
+                if let Some(equipped) = known.equipped {
                     request.extensions_mut().insert(equipped);
+                }
+                match known.state {
+                    Some(state) => {
+                        request.extensions_mut().insert(SessionHandle { id: id.clone(), state });
+                    }
+                    None => {
+                        request.extensions_mut().insert(opening.clone());
+                    }
                 }
             }
             Ok(_) => return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response(),
             Err(err) => return Failure::from(err).into_response(),
+        },
+        None => {
+            request.extensions_mut().insert(opening.clone());
         }
     }
     let deleting = request.method() == Method::DELETE;
@@ -197,7 +237,7 @@ pub async fn bind_sessions(
     match (named, response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())) {
         (None, Some(created)) => {
             let created: Arc<str> = created.into();
-            let refused = match owners.record(created.clone(), key).await {
+            let refused = match owners.record(created.clone(), key, opening.opened()).await {
                 Ok(true) => None,
                 Ok(false) => Some(too_many_sessions(owners.per_key)),
                 Err(err) => Some(Failure::from(err).into_response()),
@@ -212,6 +252,11 @@ pub async fn bind_sessions(
             owners.forget(&id);
             // rmcp answers 202; the SDKs expect 200 or 204 and log a failure otherwise.
             *response.status_mut() = StatusCode::NO_CONTENT;
+        }
+        (Some(id), _) => {
+            if let Some(state) = opening.opened() {
+                owners.restored(&id, state);
+            }
         }
         _ => {}
     }

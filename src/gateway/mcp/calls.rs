@@ -1,0 +1,482 @@
+//! What `tools/list` and `tools/call` do, whichever way the request came in: the listing with
+//! its cache hints, the call through the executor with what it relays to its client
+//! (progress, log messages, an upstream's questions), multi-round calls for clients on
+//! 2026-07-28, and how outcomes become MCP answers.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use axum::http::HeaderMap;
+use engine::catalog::{CatalogTool, GroupInfo, TenantTools};
+use engine::exec::{CallHooks, CallRequest, CallResult};
+use engine::tool::{Caller, ClientRelay, RelayFuture, ToolOutput};
+use rmcp::ErrorData;
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientResult,
+    ContentBlock, ListToolsResult, LoggingLevel, ProgressNotification, ProgressNotificationParam,
+    ProgressToken, RequestMetaObject, ResultType, ServerNotification, ServerRequest, ServerResult, Tool,
+};
+use rmcp::service::{Peer, RoleServer};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::super::TenantAccess;
+use super::super::rounds::{Owner, Question, Round, RunningCall};
+use super::super::{log_internal, shown};
+use super::direct::Outbox;
+use super::{META_TOOL, SessionChoices, Shared};
+
+/// The protocol era of a request, which decides the shape of its answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Era {
+    /// Revisions up to 2025-11-25: a session, opened by `initialize`.
+    Handshake,
+    /// Revision 2026-07-28: no session, every request carries what it needs.
+    Stateless,
+}
+
+impl Era {
+    /// Shapes `result` for a client of this era as rmcp's `ServerHandler` does: cache hints
+    /// filled for 2026-07-28; `resultType` and non-object output left out for older revisions.
+    pub(super) fn shape(self, result: &mut ServerResult) {
+        match self {
+            Era::Stateless => result.fill_missing_cache_hints(),
+            Era::Handshake => {
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+            }
+        }
+    }
+
+    /// Which of a tool list's serialised answers this era gets.
+    pub(super) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How a request reaches its client while it runs.
+#[derive(Clone)]
+pub(super) enum Client {
+    /// The request came through rmcp: its peer routes what is sent.
+    Peer(Peer<RoleServer>),
+    /// The request came the direct way: what is sent goes on its own answer stream.
+    Direct(Outbox),
+}
+
+impl Client {
+    async fn notify(&self, notification: ServerNotification) {
+        match self {
+            Client::Peer(peer) => {
+                let _ = peer.send_notification(notification).await;
+            }
+            Client::Direct(outbox) => outbox.notify(notification).await,
+        }
+    }
+
+    async fn ask(&self, request: ServerRequest) -> Result<ClientResult, String> {
+        match self {
+            Client::Peer(peer) => peer.send_request(request).await.map_err(|e| e.to_string()),
+            Client::Direct(outbox) => outbox.ask(request).await,
+        }
+    }
+}
+
+/// Where a call's notifications go: the request waiting for its answer. In a multi-round
+/// call that is a new request every round.
+pub(super) struct Listener {
+    pub(super) client: Client,
+    pub(super) progress: Option<ProgressToken>,
+    /// The least severe log message the request wants; `None`: none at all.
+    pub(super) level: Option<LoggingLevel>,
+    /// What the client said it can answer (elicitation, sampling).
+    pub(super) capabilities: Option<ClientCapabilities>,
+}
+
+pub(super) type Listening = Arc<Mutex<Listener>>;
+
+impl Listener {
+    /// The listener of a request of `era` with `meta`, from a session with `session_level`
+    /// (SEP-2575: a request on 2026-07-28 gets log messages only when it asks for them).
+    pub(super) fn new(
+        client: Client,
+        meta: &RequestMetaObject,
+        era: Era,
+        session_level: LoggingLevel,
+        capabilities: Option<ClientCapabilities>,
+    ) -> Self {
+        let level = match era {
+            Era::Stateless => meta.log_level(),
+            Era::Handshake => Some(session_level),
+        };
+        Listener { client, progress: meta.get_progress_token(), level, capabilities }
+    }
+
+    fn wants(&self, notification: &ServerNotification) -> bool {
+        match notification {
+            ServerNotification::LoggingMessageNotification(message) => {
+                self.level.is_some_and(|least| severity(message.params.level) >= severity(least))
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether the client can answer `method`.
+    fn answers(&self, method: &str) -> bool {
+        let capabilities = self.capabilities.as_ref();
+        match method {
+            "elicitation/create" => capabilities.is_some_and(|c| c.elicitation.is_some()),
+            "sampling/createMessage" => capabilities.is_some_and(|c| c.sampling.is_some()),
+            _ => false,
+        }
+    }
+}
+
+fn severity(level: LoggingLevel) -> u8 {
+    level as u8
+}
+
+/// The client of a call as the engine relays to it what an upstream server asks during the
+/// call (sampling, elicitation) and the log messages it sends.
+struct CallRelay {
+    listening: Listening,
+    /// Set for a client that takes no requests: questions become rounds of the call.
+    rounds: Option<mpsc::Sender<Question>>,
+    /// Notifications on their way to the client, through one task started by the first of
+    /// them. The queue is short: an upstream flooding messages faster than the client reads
+    /// loses messages, not Toolgate's memory.
+    notices: OnceLock<mpsc::Sender<ServerNotification>>,
+}
+
+/// How many relayed notifications wait for a slow client before more are dropped.
+const NOTICE_BUFFER: usize = 256;
+
+impl CallRelay {
+    fn new(listening: Listening, rounds: Option<mpsc::Sender<Question>>) -> Self {
+        CallRelay { listening, rounds, notices: OnceLock::new() }
+    }
+
+    fn notices(&self) -> &mpsc::Sender<ServerNotification> {
+        self.notices.get_or_init(|| {
+            let (sender, mut queue) = mpsc::channel(NOTICE_BUFFER);
+            let listening = self.listening.clone();
+            tokio::spawn(async move {
+                while let Some(notification) = queue.recv().await {
+                    let client = listening.lock().expect("listener").client.clone();
+                    client.notify(notification).await;
+                }
+            });
+            sender
+        })
+    }
+}
+
+impl ClientRelay for CallRelay {
+    fn request(&self, request: Value) -> RelayFuture {
+        let method = request["method"].as_str().unwrap_or_default().to_string();
+        let (client, answers) = {
+            let listener = self.listening.lock().expect("listener");
+            (listener.client.clone(), listener.answers(&method))
+        };
+        let rounds = self.rounds.clone();
+        Box::pin(async move {
+            if !answers {
+                return Err(format!("the caller's MCP client does not take {method} requests"));
+            }
+            if let Some(rounds) = rounds {
+                let (answer, answered) = oneshot::channel();
+                rounds
+                    .send(Question { request, answer })
+                    .await
+                    .map_err(|_| "the call has ended".to_string())?;
+                return answered.await.map_err(|_| "the call has ended".to_string())?;
+            }
+            let request: ServerRequest = serde_json::from_value(request).map_err(|e| e.to_string())?;
+            let answer = client.ask(request).await?;
+            serde_json::to_value(answer).map_err(|e| e.to_string())
+        })
+    }
+
+    fn notify(&self, notification: Value) {
+        match serde_json::from_value::<ServerNotification>(notification) {
+            Ok(notification) if self.listening.lock().expect("listener").wants(&notification) => {
+                if self.notices().try_send(notification).is_err() {
+                    tracing::debug!("upstream notification dropped: the client reads slower than it arrives");
+                }
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(error = %err, "upstream notification not relayed"),
+        }
+    }
+
+    fn log_level(&self) -> Option<String> {
+        let level = self.listening.lock().expect("listener").level?;
+        serde_json::to_value(level).ok()?.as_str().map(String::from)
+    }
+}
+
+/// A call's progress reports, sent to whichever request is waiting for the call.
+fn progress_reports(listening: &Listening) -> engine::tool::ProgressSink {
+    let (sink, mut reports) = engine::tool::progress_channel();
+    let listening = listening.clone();
+    tokio::spawn(async move {
+        while let Some(report) = reports.recv().await {
+            let (client, token) = {
+                let listener = listening.lock().expect("listener");
+                (listener.client.clone(), listener.progress.clone())
+            };
+            let Some(token) = token else { continue };
+            let mut param = ProgressNotificationParam::new(token, report.progress);
+            param.total = report.total;
+            param.message = report.message;
+            client.notify(ServerNotification::ProgressNotification(ProgressNotification::new(param))).await;
+        }
+    });
+    sink
+}
+
+/// The meta tool's definition, offering `groups`.
+fn meta_tool(groups: &[GroupInfo]) -> Option<Tool> {
+    let listing: Vec<String> = groups
+        .iter()
+        .map(|g| {
+            if g.description.is_empty() { g.name.clone() } else { format!("{} ({})", g.name, g.description) }
+        })
+        .collect();
+    let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+    serde_json::from_value(json!({
+        "name": META_TOOL,
+        "description": format!(
+            "Choose which tool groups are active in this session; the tool list changes to match. Groups: {}.",
+            listing.join("; ")
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "groups": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": names},
+                    "description": "The groups to activate; every other group is deactivated"
+                }
+            },
+            "required": ["groups"]
+        }
+    }))
+    .ok()
+}
+
+/// Whether a request of `era` is offered the meta tool: a session's, of a tenant with it on,
+/// unless a tool of the tenant has its name.
+pub(super) fn offers_meta_tool(view: &TenantTools, era: Era) -> bool {
+    view.meta_tool && era == Era::Handshake && view.resolve(META_TOOL).is_none()
+}
+
+/// A tool's output as an MCP result, as it came, with `resultType: "complete"`: clients on
+/// revision 2026-07-28 refuse a result without it, an upstream on an older revision sends none,
+/// and it is left out again for clients on older revisions ([`Era::shape`]).
+fn mcp_result(output: ToolOutput) -> CallToolResult {
+    let mut result = output.0;
+    result.result_type = Some(ResultType::COMPLETE);
+    result
+}
+
+/// A `tools/list` answer with its cache hints (SEP-2549): the list is the tenant's, so no
+/// shared cache may keep it, and it can change at any moment (an admin's change reaches the
+/// gateway in milliseconds), so it is never fresh for a fixed time — clients that want to know
+/// hear `list_changed`.
+pub(super) fn tool_list(tools: Vec<Tool>) -> ListToolsResult {
+    ListToolsResult::with_all_items(tools).with_ttl_ms(0).with_cache_scope(CacheScope::Private)
+}
+
+pub(super) fn not_authenticated() -> ErrorData {
+    ErrorData::invalid_request("the request carries no tenant authentication", None)
+}
+
+/// The span of one `tools/call`, following the caller's trace context: in `_meta` (SEP-414),
+/// else on the HTTP request.
+pub(super) fn call_span(tool: &str, meta: &RequestMetaObject, headers: Option<&HeaderMap>) -> tracing::Span {
+    let span = tracing::info_span!("mcp tools/call", tool = %tool);
+    let header = |name: &str| headers.and_then(|h| h.get(name)?.to_str().ok());
+    let field = |name: &str| meta.get(name).and_then(Value::as_str);
+    match field("traceparent") {
+        Some(traceparent) => engine::telemetry::follow(&span, Some(traceparent), field("tracestate")),
+        None => engine::telemetry::follow(&span, header("traceparent"), header("tracestate")),
+    }
+    span
+}
+
+/// One `tools/call` to run, however it came in.
+pub(super) struct Call {
+    pub(super) access: TenantAccess,
+    pub(super) view: Arc<TenantTools>,
+    pub(super) params: CallToolRequestParams,
+    pub(super) listener: Listener,
+    pub(super) era: Era,
+    /// Cancelled when the client gives up on a session's request.
+    pub(super) cancelled: CancellationToken,
+}
+
+impl Shared {
+    /// The tools a request sees listed: `Some` list when it is not the tenant's plain list
+    /// (a session's own choice of groups, or the meta tool added), `None` for the tenant's
+    /// list as [`Shared::lists`] keeps it.
+    pub(super) fn own_listing(&self, view: &TenantTools, equipped: bool, era: Era) -> Option<Vec<Tool>> {
+        let offers = offers_meta_tool(view, era);
+        if !equipped && !offers {
+            return None;
+        }
+        let mut tools = self.lists.render(view.tools());
+        if offers {
+            tools.extend(meta_tool(&view.groups));
+        }
+        Some(tools)
+    }
+
+    /// The tools a request sees listed, as a `tools/list` result.
+    pub(super) fn listing(
+        &self,
+        tenant: &str,
+        session: Option<&SessionChoices>,
+        era: Era,
+    ) -> ListToolsResult {
+        let Some((view, equipped)) = self.view(tenant, session) else {
+            return tool_list(Vec::new());
+        };
+        let tools = self
+            .own_listing(&view, equipped, era)
+            .unwrap_or_else(|| self.lists.tools(&self.catalog, tenant).tools.clone());
+        tool_list(tools)
+    }
+
+    /// The tools a request sees, for telling changes apart.
+    fn listed(&self, tenant: &str, session: Option<&SessionChoices>) -> Vec<Arc<CatalogTool>> {
+        self.view(tenant, session).map(|(view, _)| view.tools().to_vec()).unwrap_or_default()
+    }
+
+    /// Calls `announce` whenever the tenant's tool list (as `session` sees it) changes — a
+    /// tool added or removed, or one's name, description, schemas or annotations — until
+    /// `announce` fails or the catalog closes.
+    pub(super) async fn announce_changes<F, E>(
+        &self,
+        tenant: &str,
+        session: Option<&SessionChoices>,
+        mut announce: impl FnMut() -> F,
+    ) where
+        F: Future<Output = Result<(), E>>,
+    {
+        let mut versions = self.catalog.versions();
+        let mut listed = self.listed(tenant, session);
+        while versions.changed().await.is_ok() {
+            let now = self.listed(tenant, session);
+            let alike = now.len() == listed.len()
+                && now.iter().zip(&listed).all(|(a, b)| Arc::ptr_eq(a, b) || a.listed_alike(b));
+            if !alike {
+                listed = now;
+                if announce().await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Runs a call: in rounds for a client on 2026-07-28, else until it ends or its client
+    /// cancels it.
+    pub(super) async fn call(&self, call: Call) -> Result<CallToolResponse, ErrorData> {
+        let Call { access, view, params, listener, era, cancelled } = call;
+        if era == Era::Stateless {
+            let owner = Owner { tenant: access.tenant, key: access.key_id, tool: params.name.to_string() };
+            return self.call_in_rounds(owner, view, params, listener).await;
+        }
+        let listening = Arc::new(Mutex::new(listener));
+        let progress = listening.lock().expect("listener").progress.is_some();
+        let hooks = CallHooks {
+            progress: progress.then(|| progress_reports(&listening)),
+            client: Some(Arc::new(CallRelay::new(listening, None))),
+        };
+        let caller = Caller::ApiKey(access.key_id);
+        let call = self.executor.call_in(&view, &caller, call_request(params), hooks);
+        // rmcp runs a handler to its end after the client cancels the request (and drops the
+        // answer): stop waiting instead, which cancels the call upstream too.
+        tokio::select! {
+            result = call => complete(result),
+            () = cancelled.cancelled() => Err(ErrorData::internal_error("the client cancelled the call", None)),
+        }
+    }
+
+    /// Runs a call for a client that takes no requests from the server: what an upstream asks
+    /// during the call becomes an `InputRequiredResult`, and the retry carrying its
+    /// `requestState` continues the same call.
+    async fn call_in_rounds(
+        &self,
+        owner: Owner,
+        view: Arc<TenantTools>,
+        request: CallToolRequestParams,
+        listener: Listener,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(handle) = &request.request_state {
+            let resumed = self.rounds.resume(handle, &owner, request.input_responses).ok_or_else(|| {
+                ErrorData::invalid_params(
+                    "unknown or expired `requestState`: call the tool again without it",
+                    None,
+                )
+            })?;
+            let (call, listening) = resumed.map_err(|message| ErrorData::invalid_params(message, None))?;
+            *listening.lock().expect("listener") = listener;
+            return self.round(owner, call, listening).await;
+        }
+        let listening = Arc::new(Mutex::new(listener));
+        let (asks, questions) = mpsc::channel(1);
+        let hooks = CallHooks {
+            progress: Some(progress_reports(&listening)),
+            client: Some(Arc::new(CallRelay::new(listening.clone(), Some(asks)))),
+        };
+        let (executor, caller, call) =
+            (self.executor.clone(), Caller::ApiKey(owner.key), call_request(request));
+        let task = tokio::spawn(async move { executor.call_in(&view, &caller, call, hooks).await });
+        self.round(owner, RunningCall { task, questions }, listening).await
+    }
+
+    async fn round(
+        &self,
+        owner: Owner,
+        call: RunningCall,
+        listening: Listening,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match self.rounds.next(owner, call, listening).await {
+            Round::Done(outcome) => complete(outcome),
+            Round::Asks(input) => Ok(CallToolResponse::InputRequired(input)),
+            Round::Lost(err) => Err(ErrorData::internal_error(log_internal(&err), None)),
+        }
+    }
+}
+
+fn call_request(request: CallToolRequestParams) -> CallRequest {
+    CallRequest {
+        name: request.name.to_string(),
+        arguments: request.arguments.map(Value::Object).unwrap_or(Value::Null),
+    }
+}
+
+/// A finished call as the MCP answer to `tools/call`.
+fn complete(outcome: Result<CallResult, engine::Error>) -> Result<CallToolResponse, ErrorData> {
+    match outcome {
+        Ok(result) => Ok(CallToolResponse::Complete(mcp_result(result.output))),
+        // A tool error the LLM reads, so it can wait and call again.
+        Err(engine::Error::Limited(limited)) => {
+            Ok(CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(
+                limited.to_string(),
+            )])))
+        }
+        Err(err) => Err(error_data(err)),
+    }
+}
+
+/// An engine error as MCP's: what the request named or sent is the client's mistake
+/// (invalid params); the rest is the server's, with Toolgate's own faults only logged.
+fn error_data(err: engine::Error) -> ErrorData {
+    match err {
+        engine::Error::NotFound(_) | engine::Error::Invalid(_) => {
+            ErrorData::invalid_params(err.to_string(), None)
+        }
+        err => ErrorData::internal_error(shown(&err), None),
+    }
+}

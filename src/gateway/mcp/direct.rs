@@ -1,0 +1,487 @@
+//! The direct way in: `tools/call` and `tools/list` answered without rmcp's per-request
+//! machinery (a service and a task per request on 2026-07-28, a session worker, channels and an
+//! SSE stream per request in a session), which cost several times the gateway's own work.
+//!
+//! A request is taken when it is plainly valid for its era: on 2026-07-28 with the revision's
+//! per-request metadata and its `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers
+//! agreeing with the body; on an older revision, in a session this replica knows. Anything
+//! else goes to rmcp unread, which answers what is wrong with its own errors, so both ways
+//! accept and refuse alike. Answers are shaped by rmcp's own rules for the era ([`Era::shape`]).
+//!
+//! A call is answered with one JSON body when it finishes before it sends its client anything;
+//! otherwise the answer becomes an SSE stream: progress, log messages and an upstream's
+//! questions, then the result. A question to a session's client (elicitation, sampling) goes on
+//! that stream, and the client's answer, posted on the session, is taken here, as is its
+//! `notifications/cancelled` for a call running here. A call that stays silent for
+//! [`KEEP_ALIVE`] also becomes a stream, so keep-alive comments keep idle connections open.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE, HOST};
+use axum::http::request::Parts;
+use axum::http::uri::Authority;
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
+use futures::StreamExt;
+use rmcp::ErrorData;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, ClientResult, GetMeta, JsonRpcRequest,
+    LoggingLevel, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerNotification,
+    ServerRequest, ServerResult,
+};
+use rmcp::service::ServiceError;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::super::TenantAccess;
+use super::calls::{Call, Client, Era, Listener, call_span, offers_meta_tool, tool_list};
+use super::{Gateway, META_TOOL, SessionHandle, Shared};
+
+/// The largest request body taken, as rmcp takes.
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// How long a call's answer waits in silence before it becomes an SSE stream carrying
+/// keep-alive comments (rmcp's keep-alive interval).
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// How many messages to its client a call may have on their way at once.
+const MESSAGES: usize = 16;
+
+/// `/mcp/{tenant}`: the direct way, and rmcp's service for everything else.
+pub(super) struct Endpoint {
+    shared: Arc<Shared>,
+    rmcp: StreamableHttpService<Gateway, LocalSessionManager>,
+    /// The hosts a request may name (DNS-rebinding protection), checked for both ways in.
+    hosts: Vec<(String, Option<u16>)>,
+    sessions: Arc<SessionCalls>,
+}
+
+impl Endpoint {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        rmcp: StreamableHttpService<Gateway, LocalSessionManager>,
+        hosts: Vec<String>,
+    ) -> Self {
+        let hosts = hosts
+            .iter()
+            .map(|allowed| match Authority::try_from(allowed.trim()) {
+                Ok(authority) => (normal_host(authority.host()), authority.port_u16()),
+                Err(_) => (normal_host(allowed.trim()), None),
+            })
+            .collect();
+        Endpoint { shared, rmcp, hosts, sessions: Arc::default() }
+    }
+
+    pub(super) fn into_route(self) -> MethodRouter {
+        axum::routing::any(serve).with_state(Arc::new(self))
+    }
+
+    /// Refuses a request naming a host other than the allowed ones, as rmcp would.
+    fn check_host(&self, request: &Request) -> Result<(), Response> {
+        let authority = match request.headers().get(HOST) {
+            Some(host) => host.to_str().ok().and_then(|host| Authority::try_from(host).ok()),
+            None => request.uri().authority().cloned(),
+        };
+        let Some(authority) = authority else {
+            return Err((StatusCode::BAD_REQUEST, "Bad Request: Invalid Host header").into_response());
+        };
+        let host = normal_host(authority.host());
+        let allowed = self.hosts.iter().any(|(allowed, port)| {
+            *allowed == host && port.is_none_or(|port| authority.port_u16() == Some(port))
+        });
+        if allowed {
+            return Ok(());
+        }
+        tracing::warn!(%host, "refused a request naming another host (possible DNS rebinding)");
+        Err((StatusCode::FORBIDDEN, "Forbidden: Host header is not allowed").into_response())
+    }
+
+    /// Answers `request` the direct way, or gives it back for rmcp.
+    async fn take(&self, request: Request) -> Result<Response, Request> {
+        if !plain_post(request.method(), request.headers()) {
+            return Err(request);
+        }
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+            return Ok((StatusCode::BAD_REQUEST, "Bad Request: the body could not be read").into_response());
+        };
+        let taken = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+            Ok(message) => self.message(&parts, message).await,
+            Err(_) => None,
+        };
+        taken.ok_or_else(|| Request::from_parts(parts, Body::from(bytes)))
+    }
+
+    /// Answers one message the direct way, or `None` to leave it to rmcp.
+    async fn message(&self, parts: &Parts, message: ClientJsonRpcMessage) -> Option<Response> {
+        let session = parts.extensions.get::<SessionHandle>();
+        let answered = match message {
+            ClientJsonRpcMessage::Request(request) => return self.request(parts, request).await,
+            ClientJsonRpcMessage::Response(response) => {
+                self.sessions.answer(session?, response.id, Ok(response.result))
+            }
+            ClientJsonRpcMessage::Error(error) => self.sessions.answer(
+                session?,
+                error.id?,
+                Err(ServiceError::McpError(error.error).to_string()),
+            ),
+            ClientJsonRpcMessage::Notification(notification) => match notification.notification {
+                ClientNotification::CancelledNotification(cancelled) => {
+                    self.sessions.cancel(session?, cancelled.params.request_id?)
+                }
+                _ => false,
+            },
+        };
+        answered.then(|| StatusCode::ACCEPTED.into_response())
+    }
+
+    async fn request(&self, parts: &Parts, request: JsonRpcRequest<ClientRequest>) -> Option<Response> {
+        let JsonRpcRequest { id, mut request, .. } = request;
+        let meta = std::mem::take(request.get_meta_mut());
+        let session = parts.extensions.get::<SessionHandle>();
+        let access = parts.extensions.get::<TenantAccess>()?.clone();
+        let (method, name) = match &request {
+            ClientRequest::CallToolRequest(call) => ("tools/call", Some(call.params.name.as_ref())),
+            ClientRequest::ListToolsRequest(_) => ("tools/list", None),
+            _ => return None,
+        };
+        let era = era(&parts.headers, &meta, method, name, session.is_some())?;
+        let session = session.filter(|_| era == Era::Handshake);
+        let (view, equipped) = self.shared.view(&access.tenant, session.map(|s| &*s.state))?;
+        let ClientRequest::CallToolRequest(call) = request else {
+            let result = match self.shared.own_listing(&view, equipped, era) {
+                Some(tools) => list_result(tools, era),
+                None => {
+                    let listed = self.shared.lists.tools(&self.shared.catalog, &access.tenant);
+                    listed.body(era.index(), |tools| list_result(tools.to_vec(), era))
+                }
+            };
+            return Some(respond_with(&id, &result));
+        };
+        let params = call.params;
+        if params.name == META_TOOL && offers_meta_tool(&view, era) {
+            // Choosing groups tells the session's GET stream: rmcp's.
+            return None;
+        }
+        let (messages, outgoing) = mpsc::channel(MESSAGES);
+        let outbox =
+            Outbox { messages, session: session.map(|s| s.id.clone()), sessions: self.sessions.clone() };
+        let (level, capabilities) = match session {
+            Some(session) => {
+                let state = session.state.lock();
+                (state.level, state.capabilities.clone())
+            }
+            None => (LoggingLevel::Debug, meta.client_capabilities()),
+        };
+        let listener = Listener::new(Client::Direct(outbox), &meta, era, level, capabilities);
+        let cancelled = CancellationToken::new();
+        let running = session.map(|s| self.sessions.calls.add((s.id.clone(), id.clone()), cancelled.clone()));
+        let span = call_span(&params.name, &meta, Some(&parts.headers));
+        let shared = self.shared.clone();
+        let call = Call { access, view, params, listener, era, cancelled };
+        let answer = async move {
+            let _running = running;
+            let outcome = shared.call(call).await;
+            final_message(outcome.map(ServerResult::from), id, era)
+        };
+        Some(respond(Box::pin(answer.instrument(span)), outgoing).await)
+    }
+}
+
+async fn serve(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
+    if let Err(refused) = endpoint.check_host(&request) {
+        return refused;
+    }
+    match endpoint.take(request).await {
+        Ok(response) => response,
+        Err(request) => endpoint.rmcp.handle(request).await.map(Body::new),
+    }
+}
+
+/// Hosts compared as rmcp compares them: brackets off, lower case.
+fn normal_host(host: &str) -> String {
+    host.trim_matches(['[', ']']).to_ascii_lowercase()
+}
+
+/// Whether the request is a POST the direct way can read: JSON of a known length within the
+/// limit, from a client accepting both JSON and SSE answers (media types without parameters;
+/// anything subtler is left to rmcp's negotiation).
+fn plain_post(method: &Method, headers: &HeaderMap) -> bool {
+    let accepted = |wanted: &str| {
+        headers
+            .get_all(ACCEPT)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .any(|entry| entry.trim().eq_ignore_ascii_case(wanted))
+    };
+    let json = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok()).is_some_and(|value| {
+        value.split(';').next().unwrap_or_default().trim().eq_ignore_ascii_case("application/json")
+    });
+    let length = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<usize>().ok())
+        .is_some_and(|length| length <= MAX_BODY);
+    method == Method::POST && json && length && accepted("application/json") && accepted("text/event-stream")
+}
+
+/// The era of a request the direct way takes, or `None` to leave it to rmcp: on 2026-07-28,
+/// complete per-request metadata and a protocol version header matching it, and the standard
+/// headers (SEP-2243) matching the body; before it, no per-request version, a session this
+/// replica knows, and a known revision (if the header names one).
+fn era(
+    headers: &HeaderMap,
+    meta: &RequestMetaObject,
+    method: &str,
+    name: Option<&str>,
+    in_session: bool,
+) -> Option<Era> {
+    let current = ProtocolVersion::V_2026_07_28;
+    let header = match headers.get("mcp-protocol-version") {
+        Some(value) => Some(value.to_str().ok()?),
+        None => None,
+    };
+    match meta.protocol_version() {
+        Some(version) => {
+            let complete = version == current && meta.missing_required_keys(&current).is_empty();
+            let agree = header == Some(current.as_str())
+                && sole(headers, "mcp-method") == Some(method)
+                && name.is_none_or(|name| sole(headers, "mcp-name") == Some(name));
+            (complete && agree).then_some(Era::Stateless)
+        }
+        None => {
+            let known = header.is_none_or(|header| {
+                header < current.as_str()
+                    && ProtocolVersion::KNOWN_VERSIONS.iter().any(|v| v.as_str() == header)
+            });
+            (in_session && known).then_some(Era::Handshake)
+        }
+    }
+}
+
+/// The one value of header `name`, if it has exactly one.
+fn sole<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    let mut values = headers.get_all(name).iter();
+    let value = values.next()?;
+    values.next().is_none().then(|| value.to_str().ok()).flatten()
+}
+
+/// A `tools/list` result of `tools` for `era`, serialised.
+fn list_result(tools: Vec<rmcp::model::Tool>, era: Era) -> Bytes {
+    let mut result = ServerResult::ListToolsResult(tool_list(tools));
+    era.shape(&mut result);
+    Bytes::from(serde_json::to_vec(&result).expect("tool lists serialise"))
+}
+
+/// A JSON-RPC answer carrying the serialised `result`.
+fn respond_with(id: &RequestId, result: &[u8]) -> Response {
+    let id = serde_json::to_vec(id).expect("ids serialise");
+    let mut body = Vec::with_capacity(result.len() + id.len() + 32);
+    body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    body.extend_from_slice(&id);
+    body.extend_from_slice(br#","result":"#);
+    body.extend_from_slice(result);
+    body.push(b'}');
+    json(body)
+}
+
+fn json(body: Vec<u8>) -> Response {
+    ([(CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// The final message of a call: its result shaped for `era`, or its error.
+fn final_message(outcome: Result<ServerResult, ErrorData>, id: RequestId, era: Era) -> ServerJsonRpcMessage {
+    match outcome {
+        Ok(mut result) => {
+            era.shape(&mut result);
+            ServerJsonRpcMessage::response(result, id)
+        }
+        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+    }
+}
+
+type Answering = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
+
+/// The answer to a call: one JSON body if it finishes before it sends its client anything,
+/// else an SSE stream of what it sends and then its answer.
+async fn respond(mut answering: Answering, mut outgoing: mpsc::Receiver<ServerJsonRpcMessage>) -> Response {
+    let first = tokio::select! {
+        biased;
+        Some(message) = outgoing.recv() => event(&message),
+        answer = &mut answering => {
+            return json(serde_json::to_vec(&answer).expect("messages serialise"));
+        }
+        () = tokio::time::sleep(KEEP_ALIVE) => Bytes::from_static(KEEP_ALIVE_COMMENT),
+    };
+    let stream = Streaming {
+        first: Some(first),
+        answering: Some(answering),
+        outgoing,
+        keep_alive: tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE),
+    };
+    let body = futures::stream::unfold(stream, Streaming::next).map(Ok::<_, Infallible>);
+    let headers = [
+        (CONTENT_TYPE, "text/event-stream"),
+        (axum::http::header::CACHE_CONTROL, "no-cache"),
+        (axum::http::HeaderName::from_static("x-accel-buffering"), "no"),
+    ];
+    (headers, Body::from_stream(body)).into_response()
+}
+
+/// An SSE comment: keeps an idle stream's connection open.
+const KEEP_ALIVE_COMMENT: &[u8] = b":\n\n";
+
+fn event(message: &ServerJsonRpcMessage) -> Bytes {
+    let data = serde_json::to_string(message).expect("messages serialise");
+    Bytes::from(format!("data: {data}\n\n"))
+}
+
+/// A call's answer stream: what the call sends its client, keep-alive comments while it is
+/// silent, then its answer.
+struct Streaming {
+    first: Option<Bytes>,
+    /// `None` once answered.
+    answering: Option<Answering>,
+    outgoing: mpsc::Receiver<ServerJsonRpcMessage>,
+    keep_alive: tokio::time::Interval,
+}
+
+enum Next {
+    Sent(ServerJsonRpcMessage),
+    Answered(ServerJsonRpcMessage),
+    Silent,
+}
+
+impl Streaming {
+    async fn next(mut self) -> Option<(Bytes, Self)> {
+        if let Some(first) = self.first.take() {
+            return Some((first, self));
+        }
+        let answering = self.answering.as_mut()?;
+        let next = tokio::select! {
+            biased;
+            Some(message) = self.outgoing.recv() => Next::Sent(message),
+            answer = answering => Next::Answered(answer),
+            _ = self.keep_alive.tick() => Next::Silent,
+        };
+        let bytes = match next {
+            Next::Sent(message) => event(&message),
+            Next::Answered(answer) => {
+                self.answering = None;
+                event(&answer)
+            }
+            Next::Silent => Bytes::from_static(KEEP_ALIVE_COMMENT),
+        };
+        Some((bytes, self))
+    }
+}
+
+/// What a direct call sends its client before its answer: notifications, and for a session's
+/// call, requests whose answers the client posts on the session.
+#[derive(Clone)]
+pub(super) struct Outbox {
+    messages: mpsc::Sender<ServerJsonRpcMessage>,
+    /// The session the client answers on; none on 2026-07-28, whose questions are rounds.
+    session: Option<Arc<str>>,
+    sessions: Arc<SessionCalls>,
+}
+
+/// Ids of the requests the direct way sends clients; strings, so they never meet rmcp's
+/// numbered ones on the same session.
+static ASKED: AtomicU64 = AtomicU64::new(0);
+
+impl Outbox {
+    pub(super) async fn notify(&self, notification: ServerNotification) {
+        let _ = self.messages.send(ServerJsonRpcMessage::notification(notification)).await;
+    }
+
+    pub(super) async fn ask(&self, request: ServerRequest) -> Result<ClientResult, String> {
+        let session =
+            self.session.clone().ok_or("a request on 2026-07-28 takes no requests from the server")?;
+        let id = RequestId::String(format!("toolgate-{}", ASKED.fetch_add(1, Ordering::Relaxed)).into());
+        let (answer, answered) = oneshot::channel();
+        let _waiting = self.sessions.answers.add((session, id.clone()), answer);
+        self.messages
+            .send(ServerJsonRpcMessage::request(request, id))
+            .await
+            .map_err(|_| "the call has ended".to_string())?;
+        answered.await.map_err(|_| "the client did not answer".to_string())?
+    }
+}
+
+/// What a session's client may post about the direct calls of its session: answers to the
+/// requests they sent it, and `notifications/cancelled` for the calls themselves.
+#[derive(Default)]
+struct SessionCalls {
+    answers: Arc<Table<oneshot::Sender<Result<ClientResult, String>>>>,
+    calls: Arc<Table<CancellationToken>>,
+}
+
+impl SessionCalls {
+    /// Hands a session's answer to the request that waits for it; `false` if none does here.
+    fn answer(&self, session: &SessionHandle, id: RequestId, answer: Result<ClientResult, String>) -> bool {
+        let waiting = self.answers.take(&(session.id.clone(), id));
+        waiting.is_some_and(|waiting| waiting.send(answer).is_ok())
+    }
+
+    /// Cancels a session's call running here; `false` if none is.
+    fn cancel(&self, session: &SessionHandle, id: RequestId) -> bool {
+        let running = self.calls.take(&(session.id.clone(), id));
+        running.inspect(CancellationToken::cancel).is_some()
+    }
+}
+
+type SessionKey = (Arc<str>, RequestId);
+
+/// Entries that live as long as the [`Entry`] their adding returned (or until taken).
+struct Table<V> {
+    entries: Mutex<HashMap<SessionKey, (u64, V)>>,
+    /// Tells an entry from a later one under the same key (a client may reuse a request id
+    /// once its request is over).
+    added: AtomicU64,
+}
+
+impl<V> Default for Table<V> {
+    fn default() -> Self {
+        Table { entries: Mutex::default(), added: AtomicU64::new(0) }
+    }
+}
+
+impl<V> Table<V> {
+    fn add(self: &Arc<Self>, key: SessionKey, value: V) -> Entry<V> {
+        let generation = self.added.fetch_add(1, Ordering::Relaxed);
+        self.entries.lock().expect("session calls").insert(key.clone(), (generation, value));
+        Entry { table: self.clone(), key, generation }
+    }
+
+    fn take(&self, key: &SessionKey) -> Option<V> {
+        self.entries.lock().expect("session calls").remove(key).map(|(_, value)| value)
+    }
+}
+
+/// Removes its own entry when dropped.
+struct Entry<V> {
+    table: Arc<Table<V>>,
+    key: SessionKey,
+    generation: u64,
+}
+
+impl<V> Drop for Entry<V> {
+    fn drop(&mut self) {
+        let mut entries = self.table.entries.lock().expect("session calls");
+        if entries.get(&self.key).is_some_and(|(generation, _)| *generation == self.generation) {
+            entries.remove(&self.key);
+        }
+    }
+}
