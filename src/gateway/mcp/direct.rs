@@ -15,6 +15,7 @@
 //! `notifications/cancelled` for a call running here. A call that stays silent for
 //! [`KEEP_ALIVE`] also becomes a stream, so keep-alive comments keep idle connections open.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -33,13 +34,15 @@ use axum::routing::MethodRouter;
 use futures::StreamExt;
 use rmcp::ErrorData;
 use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, ClientResult, GetMeta, JsonRpcRequest,
-    LoggingLevel, ProtocolVersion, RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerNotification,
-    ServerRequest, ServerResult,
+    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ClientResult, JsonRpcVersion2_0,
+    LoggingLevel, PaginatedRequestParams, ProtocolVersion, RequestId, RequestMetaObject,
+    ServerJsonRpcMessage, ServerNotification, ServerRequest, ServerResult,
 };
 use rmcp::service::ServiceError;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -57,6 +60,21 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// How many messages to its client a call may have on their way at once.
 const MESSAGES: usize = 16;
+
+/// The parts of a JSON-RPC message the direct way reads first, borrowed from the body. A
+/// request's params are then read as its method's own rmcp type: reading the whole message as
+/// rmcp's `ClientJsonRpcMessage` tries each kind of message, and each of 22 kinds of request,
+/// in turn.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "jsonrpc")]
+    _version: JsonRpcVersion2_0,
+    id: Option<RequestId>,
+    #[serde(borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
 
 /// `/mcp/{tenant}`: the direct way, and rmcp's service for everything else.
 pub(super) struct Endpoint {
@@ -116,18 +134,22 @@ impl Endpoint {
         let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
             return Ok((StatusCode::BAD_REQUEST, "Bad Request: the body could not be read").into_response());
         };
-        let taken = match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
-            Ok(message) => self.message(&parts, message).await,
+        let taken = match serde_json::from_slice::<Envelope>(&bytes) {
+            Ok(Envelope { id: Some(id), method: Some(method), params, .. }) => {
+                self.request(&parts, id, &method, params).await
+            }
+            Ok(_) => serde_json::from_slice(&bytes).ok().and_then(|message| self.reply(&parts, message)),
             Err(_) => None,
         };
         taken.ok_or_else(|| Request::from_parts(parts, Body::from(bytes)))
     }
 
-    /// Answers one message the direct way, or `None` to leave it to rmcp.
-    async fn message(&self, parts: &Parts, message: ClientJsonRpcMessage) -> Option<Response> {
+    /// Takes what a session's client posts about a direct call (an answer to its question,
+    /// `notifications/cancelled`), or `None` to leave the message to rmcp.
+    fn reply(&self, parts: &Parts, message: ClientJsonRpcMessage) -> Option<Response> {
         let session = parts.extensions.get::<SessionHandle>();
         let answered = match message {
-            ClientJsonRpcMessage::Request(request) => return self.request(parts, request).await,
+            ClientJsonRpcMessage::Request(_) => false,
             ClientJsonRpcMessage::Response(response) => {
                 self.sessions.answer(session?, response.id, Ok(response.result))
             }
@@ -146,20 +168,37 @@ impl Endpoint {
         answered.then(|| StatusCode::ACCEPTED.into_response())
     }
 
-    async fn request(&self, parts: &Parts, request: JsonRpcRequest<ClientRequest>) -> Option<Response> {
-        let JsonRpcRequest { id, mut request, .. } = request;
-        let meta = std::mem::take(request.get_meta_mut());
-        let session = parts.extensions.get::<SessionHandle>();
-        let access = parts.extensions.get::<TenantAccess>()?.clone();
-        let (method, name) = match &request {
-            ClientRequest::CallToolRequest(call) => ("tools/call", Some(call.params.name.as_ref())),
-            ClientRequest::ListToolsRequest(_) => ("tools/list", None),
+    /// Answers a `tools/list` or `tools/call` the direct way, or `None` to leave the request
+    /// to rmcp.
+    async fn request(
+        &self,
+        parts: &Parts,
+        id: RequestId,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Option<Response> {
+        let (meta, call): (_, Option<CallToolRequestParams>) = match method {
+            "tools/list" => {
+                let params = match params {
+                    Some(params) => Some(read::<PaginatedRequestParams>(params)?),
+                    None => None,
+                };
+                (params.and_then(|p| p.meta), None)
+            }
+            "tools/call" => {
+                let mut call = read::<CallToolRequestParams>(params?)?;
+                (call.meta.take(), Some(call))
+            }
             _ => return None,
         };
+        let meta = meta.unwrap_or_default();
+        let session = parts.extensions.get::<SessionHandle>();
+        let access = parts.extensions.get::<TenantAccess>()?.clone();
+        let name = call.as_ref().map(|call| call.name.as_ref());
         let era = era(&parts.headers, &meta, method, name, session.is_some())?;
         let session = session.filter(|_| era == Era::Handshake);
         let (view, equipped) = self.shared.view(&access.tenant, session.map(|s| &*s.state))?;
-        let ClientRequest::CallToolRequest(call) = request else {
+        let Some(params) = call else {
             let result = match self.shared.own_listing(&view, equipped, era) {
                 Some(tools) => list_result(tools, era),
                 None => {
@@ -169,7 +208,6 @@ impl Endpoint {
             };
             return Some(respond_with(&id, &result));
         };
-        let params = call.params;
         if params.name == META_TOOL && offers_meta_tool(&view, era) {
             // Choosing groups tells the session's GET stream: rmcp's.
             return None;
@@ -207,6 +245,11 @@ async fn serve(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Respo
         Ok(response) => response,
         Err(request) => endpoint.rmcp.handle(request).await.map(Body::new),
     }
+}
+
+/// A request's params as its method's type.
+fn read<T: serde::de::DeserializeOwned>(params: &RawValue) -> Option<T> {
+    serde_json::from_str(params.get()).ok()
 }
 
 /// Hosts compared as rmcp compares them: brackets off, lower case.
