@@ -177,7 +177,13 @@ impl Setup {
     async fn start(pool: &PgPool, servers: &[(&str, SocketAddr)], overrides: Value) -> Self {
         let toolgate = start_process("serve", pool);
         let token = common::admin_token(pool, "faults").await;
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+        // No idle keep-alive connections: Toolgate serves each open one with a task, which the
+        // task count below would take for work that outlived its calls.
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap();
         let servers: Vec<Value> = servers
             .iter()
             .map(|(name, address)| {

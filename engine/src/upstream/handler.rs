@@ -58,13 +58,19 @@ impl Handler {
     }
 }
 
+/// Who Toolgate is to upstreams, and what it can answer them: sampling and elicitation, relayed
+/// to its callers.
+pub(super) fn client_config() -> ClientConfig {
+    let mut info = ClientConfig::default();
+    #[allow(deprecated)]
+    let capabilities = ClientCapabilities::builder().enable_sampling().enable_elicitation().build();
+    info.capabilities = capabilities;
+    info
+}
+
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        let mut info = ClientConfig::default();
-        #[allow(deprecated)]
-        let capabilities = ClientCapabilities::builder().enable_sampling().enable_elicitation().build();
-        info.capabilities = capabilities;
-        info
+        client_config()
     }
 
     #[allow(deprecated)]

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::connect::{MAX_ANSWER, connect, is_stateless};
+use super::direct::DirectCalls;
 use super::handler::{Handler, token_key};
 use super::{ConnectionStatus, UpstreamConfig, UpstreamError};
 use crate::catalog::CatalogTool;
@@ -47,6 +48,8 @@ pub(super) struct Slot {
     pub(super) joined: tokio::sync::Notify,
     pub(super) pool: PgPool,
     pub(super) config: UpstreamConfig,
+    /// Where direct calls go out ([`DirectCalls`]).
+    pub(super) http: reqwest::Client,
     pub(super) state: watch::Sender<SlotState>,
     /// Progress sinks of calls in flight, by progress token.
     pub(super) progress: Mutex<HashMap<String, ProgressSink>>,
@@ -84,6 +87,8 @@ const PROGRESS_DRAIN: Duration = Duration::from_millis(250);
 pub(super) struct SlotState {
     pub(super) status: ConnectionStatus,
     pub(super) peer: Option<Peer<RoleClient>>,
+    /// Set while the connection takes calls straight over HTTP.
+    pub(super) direct: Option<Arc<DirectCalls>>,
     pub(super) last_error: Option<Failure>,
     pub(super) last_seen: Option<Instant>,
     /// Reconnecting after a failure: calls fail at once instead of waiting for the attempt
@@ -112,6 +117,7 @@ impl SlotState {
     fn fail(&mut self, reason: String) {
         self.status = ConnectionStatus::Down;
         self.peer = None;
+        self.direct = None;
         self.last_error = Some(Failure::now(reason));
         self.retrying = true;
     }
@@ -167,9 +173,11 @@ impl Slot {
                 Ok(service) => {
                     backoff = Duration::from_millis(200);
                     let peer = service.peer().clone();
+                    let direct = DirectCalls::of(&endpoint, &peer, &self.http).map(Arc::new);
                     self.set(|s| {
                         s.status = ConnectionStatus::Ready;
                         s.peer = Some(peer.clone());
+                        s.direct = direct;
                         s.last_seen = Some(Instant::now());
                         s.retrying = false;
                         s.connection = connection;
@@ -238,6 +246,7 @@ impl Slot {
         self.set(|s| {
             s.status = ConnectionStatus::Down;
             s.peer = None;
+            s.direct = None;
         });
     }
 
@@ -378,6 +387,7 @@ impl Slot {
     ) -> Result<ToolOutput, ToolError> {
         let server = &tool.source_name;
         let (peer, connection) = self.peer(server).await?;
+        let direct = self.state.borrow().direct.clone().filter(|direct| direct.takes(tool));
         let arguments = match arguments {
             Value::Object(map) => map,
             _ => Default::default(),
@@ -406,7 +416,11 @@ impl Slot {
         let mut rounds = 0;
         let rounds_of_the_call = async {
             loop {
-                match self.send_call(&peer, params.clone(), ctx).await {
+                let sent = match &direct {
+                    Some(direct) => direct.call(params.clone(), ctx).await,
+                    None => self.send_call(&peer, params.clone(), ctx).await,
+                };
+                match sent {
                     Ok(ServerResult::InputRequiredResult(asked)) if rounds < DEFAULT_MRTR_MAX_ROUNDS => {
                         rounds += 1;
                         let questions = asked.input_requests.unwrap_or_default();
