@@ -34,7 +34,9 @@ impl ToolgateProcess {
         Self::start_with_env(bin, command, data_dir, database_url, &[])
     }
 
-    /// The same, with the environment variables `env` besides.
+    /// The same, with the environment variables `env` besides (or instead of the ones set
+    /// here: only warnings are logged unless `RUST_LOG` says otherwise); an empty value leaves
+    /// a variable unset.
     pub fn start_with_env(
         bin: &str,
         command: &str,
@@ -43,7 +45,6 @@ impl ToolgateProcess {
         env: &[(&str, &str)],
     ) -> Result<Self> {
         let mut process = Command::new(bin);
-        process.envs(env.iter().copied());
         process
             .arg(command)
             .env("TOOLGATE_ADDR", "127.0.0.1:0")
@@ -53,6 +54,12 @@ impl ToolgateProcess {
             .env("RUST_LOG", "warn,toolgate::startup=info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        for (name, value) in env {
+            match value {
+                &"" => process.env_remove(name),
+                value => process.env(name, value),
+            };
+        }
         if let Some(url) = database_url {
             process.env("DATABASE_URL", url);
         }
