@@ -2,15 +2,19 @@
 //! private cluster). Each scenario gets a fresh database.
 //!
 //! - rebuild: load + build of a snapshot for 100 tenants x 1,000 tools;
-//! - lookup: a tenant's visible set and a name resolution, for a tenant of 5,000 tools;
+//! - lookup: a tenant's visible set and a name resolution, for a tenant of 5,000 tools, and
+//!   the heap its snapshot holds, and its tools rendered for MCP;
 //! - propagation: commit-to-visible latency in a second catalog instance over 200 changes.
 
 mod common;
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use engine::catalog::{Catalog, CatalogOptions};
 use engine::model::{Name, SourceKind, Tag, TenantSlug};
+use engine::schema::Provider;
 use engine::secret::SecretBox;
 use engine::store::overrides::OverrideInput;
 use engine::store::sources::{NewSource, ToolDefinition};
@@ -21,6 +25,42 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use common::{fresh_database, report};
+
+/// The system allocator, counting the bytes in use: what a structure holds is the count's
+/// growth while it is built.
+struct Counting;
+
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is passed on to the system allocator unchanged; only a counter is kept.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        IN_USE.fetch_add(layout.size(), Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        IN_USE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        IN_USE.fetch_add(new_size, Ordering::Relaxed);
+        IN_USE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn in_use() -> usize {
+    IN_USE.load(Ordering::Relaxed)
+}
+
+fn report_bytes(name: &str, bytes: usize) {
+    println!("{name:<56} {:>10.1} MiB", bytes as f64 / (1024.0 * 1024.0));
+}
 
 fn tool(i: usize) -> ToolDefinition {
     ToolDefinition {
@@ -96,8 +136,17 @@ async fn lookup_in_a_tenant_of_5000_tools() {
     source_with_tools(&pool, 5000).await;
     let slug = TenantSlug::parse("big").unwrap();
     store::tenants::create(&pool, &Actor::system(), &slug, "Big").await.unwrap();
+    let before = in_use();
     let catalog = Catalog::start(pool.clone(), CatalogOptions::default()).await.unwrap();
+    let snapshot = in_use() - before;
     assert_eq!(catalog.snapshot().tenant("big").unwrap().tools().len(), 5000);
+    let before = in_use();
+    let rendered: Vec<_> =
+        catalog.snapshot().tenant("big").unwrap().tools().iter().map(|t| t.render(Provider::Mcp)).collect();
+    let rendering = in_use() - before;
+    drop(rendered);
+    report_bytes("heap of a catalog with a tenant of 5000 tools", snapshot);
+    report_bytes("heap of those 5000 tools rendered for MCP", rendering);
 
     let mut visible = Vec::new();
     let mut resolve = Vec::new();
