@@ -2,8 +2,11 @@
 //! background task inserts them in batches. A full channel drops records (with a warning)
 //! rather than slow calls down.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use metrics::{Counter, Histogram};
 use sqlx::PgPool;
 use tokio::sync::mpsc;
 
@@ -23,13 +26,43 @@ pub(super) use crate::store::invocations::Invocation as Record;
 
 pub(super) struct Recorder {
     sender: mpsc::Sender<Record>,
+    /// The metric handles of each tenant's tools, by tenant slug then tool name: registered
+    /// on a tool's first call, so later calls neither build labels nor look them up in the
+    /// metrics registry.
+    meters: Mutex<HashMap<String, HashMap<String, Meters>>>,
+}
+
+/// One tool's metrics in one tenant.
+struct Meters {
+    seconds: Histogram,
+    /// A counter per status seen, a handful at most.
+    calls: Vec<(&'static str, Counter)>,
+}
+
+impl Meters {
+    fn register(tenant: &str, tool: &str) -> Self {
+        let labels = [("tenant", tenant.to_string()), ("tool", tool.to_string())];
+        Meters { seconds: metrics::histogram!(CALL_SECONDS, &labels), calls: Vec::new() }
+    }
+
+    fn calls(&mut self, tenant: &str, tool: &str, status: &'static str) -> &Counter {
+        let at = match self.calls.iter().position(|(seen, _)| *seen == status) {
+            Some(at) => at,
+            None => {
+                let labels = [("tenant", tenant.to_string()), ("tool", tool.to_string()), ("status", status.to_string())];
+                self.calls.push((status, metrics::counter!(CALLS_TOTAL, &labels)));
+                self.calls.len() - 1
+            }
+        };
+        &self.calls[at].1
+    }
 }
 
 impl Recorder {
     pub fn start(pool: PgPool) -> Self {
         let (sender, receiver) = mpsc::channel(CAPACITY);
         tokio::spawn(write_batches(pool, receiver));
-        Recorder { sender }
+        Recorder { sender, meters: Mutex::default() }
     }
 
     /// Counts the call in the process's metrics and queues its invocation row.
@@ -38,14 +71,28 @@ impl Recorder {
             // PostgreSQL would refuse the row, and with it the whole batch.
             record.arguments = serde_json::json!({"unrecorded": "the arguments contained U+0000"});
         }
-        let labels = [("tenant", record.tenant.clone()), ("tool", record.tool_name.clone())];
-        metrics::histogram!(CALL_SECONDS, &labels).record(record.latency.as_secs_f64());
-        let [tenant, tool] = labels;
-        metrics::counter!(CALLS_TOTAL, &[tenant, tool, ("status", record.status.to_string())]).increment(1);
+        self.measure(&record);
         if let Err(err) = self.sender.try_send(record) {
             tracing::warn!(error = %err, "invocation record dropped: the recorder is behind");
         }
     }
+
+    fn measure(&self, record: &Record) {
+        let (tenant, tool) = (record.tenant.as_str(), record.tool_name.as_str());
+        let mut meters = self.meters.lock().expect("no panic while measuring");
+        let tools = entry(&mut meters, tenant, HashMap::new);
+        let meters = entry(tools, tool, || Meters::register(tenant, tool));
+        meters.seconds.record(record.latency.as_secs_f64());
+        meters.calls(tenant, tool, record.status).increment(1);
+    }
+}
+
+/// `map`'s value at `key`, made by `new` if it has none; the key is copied only then.
+fn entry<'m, V>(map: &'m mut HashMap<String, V>, key: &str, new: impl FnOnce() -> V) -> &'m mut V {
+    if !map.contains_key(key) {
+        map.insert(key.to_string(), new());
+    }
+    map.get_mut(key).expect("inserted above")
 }
 
 /// The invocation record of a call under way, queued when the call ends: with its outcome when
