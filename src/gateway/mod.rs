@@ -74,29 +74,21 @@ impl KeyCheck {
     }
 }
 
-/// Each tenant's tools rendered for one provider, converted to `T`, kept for one snapshot
-/// version with the answers serialised from them: listing tools costs a lookup and a copy of
-/// bytes, not a rendering, until the configuration changes.
+/// Each tenant's tools rendered for one provider, converted to `T` and serialised, kept for
+/// one snapshot version: listing tools costs a lookup and a copy of bytes, not a rendering,
+/// until the configuration changes. Only the bytes are kept (the rendered values cost
+/// several times their size).
 pub struct RenderCache<T> {
     provider: Provider,
     convert: fn(serde_json::Value) -> Option<T>,
-    entries: Mutex<HashMap<String, Arc<Rendered<T>>>>,
+    entries: Mutex<HashMap<String, Arc<Rendered>>>,
 }
 
-/// A tenant's rendered tools for one snapshot version.
-pub struct Rendered<T> {
+/// A tenant's serialised tool lists for one snapshot version: one per form a surface serves
+/// them in (the MCP endpoint's protocol eras; the REST API's one list), each made on first use.
+struct Rendered {
     version: u64,
-    pub tools: Vec<T>,
-    /// Answers serialised from `tools`, each made on first use: one per form a surface serves
-    /// them in (the MCP endpoint's protocol eras; the REST API's one list).
     bodies: [OnceLock<Bytes>; 2],
-}
-
-impl<T> Rendered<T> {
-    /// Answer `form`, made by `serialise` the first time it is asked for.
-    pub fn body(&self, form: usize, serialise: impl FnOnce(&[T]) -> Bytes) -> Bytes {
-        self.bodies[form].get_or_init(|| serialise(&self.tools)).clone()
-    }
 }
 
 impl<T> RenderCache<T> {
@@ -118,18 +110,24 @@ impl<T> RenderCache<T> {
             .collect()
     }
 
-    /// The tenant's tools, rendered once per snapshot version.
-    pub fn tools(&self, catalog: &Catalog, tenant: &str) -> Arc<Rendered<T>> {
+    /// The tenant's tools as answer `form`, which `serialise` makes of their rendering once
+    /// per snapshot version.
+    pub fn body(&self, catalog: &Catalog, tenant: &str, form: usize, serialise: impl FnOnce(Vec<T>) -> Bytes) -> Bytes {
         let snapshot = catalog.snapshot();
-        if let Some(cached) = self.entries.lock().expect("render cache").get(tenant)
-            && cached.version == snapshot.version
-        {
-            return cached.clone();
-        }
-        let tools = self.render(snapshot.tenant(tenant).map(|view| view.tools()).unwrap_or_default());
-        let rendered = Arc::new(Rendered { version: snapshot.version, tools, bodies: Default::default() });
-        self.entries.lock().expect("render cache").insert(tenant.to_string(), rendered.clone());
-        rendered
+        let rendered = {
+            let mut entries = self.entries.lock().expect("render cache");
+            match entries.get(tenant) {
+                Some(cached) if cached.version == snapshot.version => cached.clone(),
+                _ => {
+                    let fresh = Arc::new(Rendered { version: snapshot.version, bodies: Default::default() });
+                    entries.insert(tenant.to_string(), fresh.clone());
+                    fresh
+                }
+            }
+        };
+        rendered.bodies[form]
+            .get_or_init(|| serialise(self.render(snapshot.tenant(tenant).map(|view| view.tools()).unwrap_or_default())))
+            .clone()
     }
 }
 

@@ -111,9 +111,8 @@ async fn list_tools(
         let detail = format!("format `{format}` is unknown; use one of mcp, openai, anthropic, gemini");
         return problem(StatusCode::BAD_REQUEST, "unknown_format", detail);
     };
-    let listed = rest.rendered[&provider].tools(&rest.catalog, &access.tenant);
-    let body = listed.body(0, |tools| {
-        let list = ToolList { format: provider.as_str(), tools: tools.to_vec() };
+    let body = rest.rendered[&provider].body(&rest.catalog, &access.tenant, 0, |tools| {
+        let list = ToolList { format: provider.as_str(), tools };
         serde_json::to_vec(&list).expect("tool lists serialise").into()
     });
     ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()

@@ -343,7 +343,7 @@ impl Shared {
         };
         let tools = self
             .own_listing(&view, equipped, era)
-            .unwrap_or_else(|| self.lists.tools(&self.catalog, tenant).tools.clone());
+            .unwrap_or_else(|| self.lists.render(view.tools()));
         tool_list(tools)
     }
 
