@@ -4,6 +4,7 @@
 mod admin_api;
 pub mod cli;
 mod gateway;
+mod memory;
 mod operations;
 pub mod settings;
 pub mod startup;

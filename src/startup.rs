@@ -106,6 +106,7 @@ impl Application {
         };
         let services =
             Services::start(pool, secrets, &providers, options).await.context("loading the tool catalog")?;
+        crate::memory::after_rebuilds(&services.catalog);
         let operations = operations::router(Operations {
             pool: services.pool.clone(),
             catalog: services.catalog.clone(),

@@ -84,6 +84,10 @@ pub struct RenderCache<T> {
     entries: Mutex<HashMap<String, Arc<Rendered>>>,
 }
 
+/// The size of a serialised tool list whose rendering freed enough memory (a dozen times its
+/// size) to return it to the system.
+const BIG_LIST: usize = 1 << 20;
+
 /// A tenant's serialised tool lists for one snapshot version: one per form a surface serves
 /// them in (the MCP endpoint's protocol eras; the REST API's one list), each made on first use.
 struct Rendered {
@@ -126,7 +130,14 @@ impl<T> RenderCache<T> {
             }
         };
         rendered.bodies[form]
-            .get_or_init(|| serialise(self.render(snapshot.tenant(tenant).map(|view| view.tools()).unwrap_or_default())))
+            .get_or_init(|| {
+                let tools = self.render(snapshot.tenant(tenant).map(|view| view.tools()).unwrap_or_default());
+                let body = serialise(tools);
+                if body.len() >= BIG_LIST {
+                    crate::memory::release_soon();
+                }
+                body
+            })
             .clone()
     }
 }
