@@ -49,7 +49,11 @@ impl Meters {
         let at = match self.calls.iter().position(|(seen, _)| *seen == status) {
             Some(at) => at,
             None => {
-                let labels = [("tenant", tenant.to_string()), ("tool", tool.to_string()), ("status", status.to_string())];
+                let labels = [
+                    ("tenant", tenant.to_string()),
+                    ("tool", tool.to_string()),
+                    ("status", status.to_string()),
+                ];
                 self.calls.push((status, metrics::counter!(CALLS_TOTAL, &labels)));
                 self.calls.len() - 1
             }

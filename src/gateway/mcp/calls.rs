@@ -341,9 +341,7 @@ impl Shared {
         let Some((view, equipped)) = self.view(tenant, session) else {
             return tool_list(Vec::new());
         };
-        let tools = self
-            .own_listing(&view, equipped, era)
-            .unwrap_or_else(|| self.lists.render(view.tools()));
+        let tools = self.own_listing(&view, equipped, era).unwrap_or_else(|| self.lists.render(view.tools()));
         tool_list(tools)
     }
 

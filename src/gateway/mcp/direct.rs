@@ -105,24 +105,24 @@ impl Endpoint {
         axum::routing::any(serve).with_state(Arc::new(self))
     }
 
-    /// Refuses a request naming a host other than the allowed ones, as rmcp would.
-    fn check_host(&self, request: &Request) -> Result<(), Response> {
+    /// The refusal of a request naming a host other than the allowed ones, as rmcp refuses it.
+    fn host_refusal(&self, request: &Request) -> Option<Response> {
         let authority = match request.headers().get(HOST) {
             Some(host) => host.to_str().ok().and_then(|host| Authority::try_from(host).ok()),
             None => request.uri().authority().cloned(),
         };
         let Some(authority) = authority else {
-            return Err((StatusCode::BAD_REQUEST, "Bad Request: Invalid Host header").into_response());
+            return Some((StatusCode::BAD_REQUEST, "Bad Request: Invalid Host header").into_response());
         };
         let host = normal_host(authority.host());
         let allowed = self.hosts.iter().any(|(allowed, port)| {
             *allowed == host && port.is_none_or(|port| authority.port_u16() == Some(port))
         });
         if allowed {
-            return Ok(());
+            return None;
         }
         tracing::warn!(%host, "refused a request naming another host (possible DNS rebinding)");
-        Err((StatusCode::FORBIDDEN, "Forbidden: Host header is not allowed").into_response())
+        Some((StatusCode::FORBIDDEN, "Forbidden: Host header is not allowed").into_response())
     }
 
     /// Answers `request` the direct way, or gives it back for rmcp.
@@ -201,9 +201,10 @@ impl Endpoint {
         let Some(params) = call else {
             let result = match self.shared.own_listing(&view, equipped, era) {
                 Some(tools) => list_result(tools, era),
-                None => self.shared.lists.body(&self.shared.catalog, &access.tenant, era.index(), |tools| {
-                    list_result(tools, era)
-                }),
+                None => self
+                    .shared
+                    .lists
+                    .body(&self.shared.catalog, &access.tenant, era.index(), |tools| list_result(tools, era)),
             };
             return Some(respond_with(&id, &result));
         };
@@ -237,8 +238,8 @@ impl Endpoint {
 }
 
 async fn serve(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
-    if let Err(refused) = endpoint.check_host(&request) {
-        return refused;
+    if let Some(refusal) = endpoint.host_refusal(&request) {
+        return refusal;
     }
     match endpoint.take(request).await {
         Ok(response) => response,
