@@ -97,7 +97,8 @@ async fn client(url: &str, key: Option<&str>, revision: Revision) -> Result<Runn
 /// How a scenario's clients talk to the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Driver {
-    /// rmcp's client (reqwest; sets `TCP_NODELAY`): a session in the handshake era.
+    /// rmcp's client (reqwest; sets `TCP_NODELAY`): a session in the handshake era, none on
+    /// 2026-07-28.
     Rmcp(Revision),
     /// One plain HTTP/1.1 keep-alive connection per client, Nagle left on.
     Raw(Revision),
@@ -352,9 +353,17 @@ struct Target {
     met: bool,
 }
 
-/// Whether a row's name matches `BENCH_ONLY`.
-fn wanted(only: &str, name: &str, driver: Driver, concurrency: usize) -> bool {
-    format!("{name} {} {concurrency}", driver.name()).contains(only)
+/// The rows of scenario `name`: each of `drivers` at concurrency 1 and 16, those whose
+/// "name client c" contains `only` (`BENCH_ONLY`).
+fn runs<'a>(
+    drivers: &'a [Driver],
+    only: &'a str,
+    name: &'a str,
+) -> impl Iterator<Item = (Driver, usize)> + 'a {
+    drivers
+        .iter()
+        .flat_map(|d| [(*d, 1), (*d, 16)])
+        .filter(move |(d, c)| format!("{name} {} {c}", d.name()).contains(only))
 }
 
 #[tokio::main]
@@ -426,10 +435,9 @@ async fn main() -> Result<()> {
     if let Some((_, url)) = &python {
         pairs.push(Pair { name: "FastMCP (Python)", direct_url: url, through_tool: "py_echo" });
     }
-    let runs = MCP_DRIVERS.iter().flat_map(|d| [(*d, 1), (*d, 16)]);
     let mut pair_rows = Vec::new();
     for pair in &pairs {
-        for (driver, c) in runs.clone().filter(|(d, c)| wanted(&only, pair.name, *d, *c)) {
+        for (driver, c) in runs(&MCP_DRIVERS, &only, pair.name) {
             eprintln!("measuring: {} directly and through Toolgate, {}, c={c}", pair.name, driver.name());
             let direct = measure(driver, pair.direct_url, None, "echo", &echo, c, seconds, None).await?;
             let through =
@@ -446,10 +454,7 @@ async fn main() -> Result<()> {
         ("Rust upstream", vec![Driver::RestBatch], "up_echo", &echo, serve.url.as_str()),
     ];
     for (name, drivers, tool, arguments, url) in own {
-        for (driver, c) in drivers.iter().flat_map(|d| [(*d, 1), (*d, 16)]) {
-            if !wanted(&only, name, driver, c) {
-                continue;
-            }
+        for (driver, c) in runs(&drivers, &only, name) {
             eprintln!("measuring: {name} through Toolgate, {}, c={c}", driver.name());
             let measured = measure(driver, url, Some(&key), tool, arguments, c, seconds, Some(pid)).await?;
             own_rows.push(OwnRow { name, driver, concurrency: c, measured });
@@ -635,9 +640,19 @@ fn targets(
             });
         }
     }
-    for (upstream, ratio_target, added_target) in
-        [("Rust (rmcp)", 0.7, 0.25), ("FastMCP (Python)", 0.97, 0.3)]
-    {
+    let bounds = [
+        (
+            "Rust (rmcp)",
+            (0.7, "Rust upstream through Toolgate ≥ 0.7× direct throughput at c=16"),
+            (0.25, "p50 added at c=1 over a Rust upstream ≤ 0.25 ms"),
+        ),
+        (
+            "FastMCP (Python)",
+            (0.97, "FastMCP upstream through Toolgate ≥ 0.97× direct throughput at c=16"),
+            (0.3, "p50 added at c=1 over FastMCP ≤ 0.3 ms"),
+        ),
+    ];
+    for (upstream, (ratio_target, ratio_what), (added_target, added_what)) in bounds {
         let rows: Vec<&PairRow> = pairs.iter().filter(|r| r.upstream == upstream).collect();
         let ratios: Vec<f64> = rows
             .iter()
@@ -646,12 +661,7 @@ fn targets(
             .collect();
         if !ratios.is_empty() {
             let (measured, low, _) = range(ratios, "×");
-            let what = if upstream.starts_with("Rust") {
-                "Rust upstream through Toolgate ≥ 0.7× direct throughput at c=16"
-            } else {
-                "FastMCP upstream through Toolgate ≥ 0.97× direct throughput at c=16"
-            };
-            targets.push(Target { what, measured, met: low >= ratio_target });
+            targets.push(Target { what: ratio_what, measured, met: low >= ratio_target });
         }
         let added: Vec<f64> = rows
             .iter()
@@ -660,12 +670,7 @@ fn targets(
             .collect();
         if !added.is_empty() {
             let (measured, _, high) = range(added, " ms");
-            let what = if upstream.starts_with("Rust") {
-                "p50 added at c=1 over a Rust upstream ≤ 0.25 ms"
-            } else {
-                "p50 added at c=1 over FastMCP ≤ 0.3 ms"
-            };
-            targets.push(Target { what, measured, met: high <= added_target });
+            targets.push(Target { what: added_what, measured, met: high <= added_target });
         }
     }
     let list_p50: Vec<f64> =

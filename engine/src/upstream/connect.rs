@@ -1,5 +1,6 @@
 //! Opening a connection to an upstream server, over any of its transports.
 
+use std::collections::HashMap;
 use std::sync::Weak;
 use std::time::Duration;
 
@@ -62,11 +63,9 @@ pub(super) async fn connect(
             start(handler, transport).await
         }
         Transport::StreamableHttp => {
-            let headers =
-                headers(endpoint)?.into_iter().filter_map(|(name, value)| Some((name?, value))).collect();
             let url = endpoint.url.clone().unwrap_or_default();
             let config = StreamableHttpClientTransportConfig::with_uri(url)
-                .custom_headers(headers)
+                .custom_headers(custom_headers(endpoint)?)
                 .max_sse_event_size(MAX_ANSWER)
                 .max_json_response_size(MAX_ANSWER);
             start(handler, StreamableHttpClientTransport::from_config(config)).await
@@ -99,6 +98,13 @@ fn headers(endpoint: &Endpoint) -> Result<http::HeaderMap, UpstreamError> {
         headers.insert(name, value);
     }
     Ok(headers)
+}
+
+/// The endpoint's headers, as rmcp's streamable HTTP client takes them.
+pub(super) fn custom_headers(
+    endpoint: &Endpoint,
+) -> Result<HashMap<http::HeaderName, http::HeaderValue>, UpstreamError> {
+    Ok(headers(endpoint)?.into_iter().filter_map(|(name, value)| Some((name?, value))).collect())
 }
 
 /// Starts the MCP lifecycle on `transport`: `server/discover` first (revision 2026-07-28), the

@@ -33,7 +33,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::connect::MAX_ANSWER;
+use super::connect::{MAX_ANSWER, custom_headers};
 use super::handler::client_config;
 use crate::catalog::CatalogTool;
 use crate::store::servers::{Endpoint, Transport};
@@ -52,6 +52,8 @@ pub(super) struct DirectCalls {
     /// What every request on 2026-07-28 carries in `_meta`: the revision, the client's
     /// information and capabilities.
     meta: RequestMetaObject,
+    /// The largest answer read, as on the rmcp connection.
+    limits: StreamableHttpResponseLimits,
     /// Ids of this connection's requests.
     ids: AtomicI64,
 }
@@ -63,13 +65,7 @@ impl DirectCalls {
         if endpoint.transport != Transport::StreamableHttp || version != ProtocolVersion::V_2026_07_28 {
             return None;
         }
-        let mut headers = HashMap::new();
-        for (name, value) in &endpoint.headers {
-            headers.insert(
-                HeaderName::try_from(name.as_str()).ok()?,
-                HeaderValue::try_from(value.as_str()).ok()?,
-            );
-        }
+        let mut headers = custom_headers(endpoint).ok()?;
         let revision = HeaderValue::from_str(version.as_str()).ok()?;
         headers.insert(HeaderName::from_static("mcp-protocol-version"), revision);
         headers.insert(HeaderName::from_static("mcp-method"), HeaderValue::from_static("tools/call"));
@@ -79,7 +75,10 @@ impl DirectCalls {
         meta.set_client_info(client.client_info);
         meta.set_client_capabilities(client.capabilities);
         let url = endpoint.url.as_deref()?.into();
-        Some(DirectCalls { http: http.clone(), url, headers, meta, ids: AtomicI64::new(0) })
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = MAX_ANSWER;
+        limits.max_json_response_size = MAX_ANSWER;
+        Some(DirectCalls { http: http.clone(), url, headers, meta, limits, ids: AtomicI64::new(0) })
     }
 
     /// Whether a call of `tool` can go this way: its name travels as a bare header value and
@@ -115,12 +114,9 @@ impl DirectCalls {
             ClientRequest::CallToolRequest(CallToolRequest::new(params)),
             id.clone(),
         );
-        let mut limits = StreamableHttpResponseLimits::default();
-        limits.max_sse_event_size = MAX_ANSWER;
-        limits.max_json_response_size = MAX_ANSWER;
         let response = self
             .http
-            .post_message_with_response_limits(self.url.clone(), message, None, None, headers, limits)
+            .post_message_with_response_limits(self.url.clone(), message, None, None, headers, self.limits)
             .await
             .map_err(http_error)?;
         match response {
