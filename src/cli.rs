@@ -91,6 +91,8 @@ enum TokenCommand {
 enum RoleArg {
     Owner,
     TenantAdmin,
+    /// Authorizes MCP clients for its tenants (`--tenant`); sees only its connected apps.
+    Member,
 }
 
 pub fn main() -> ExitCode {
@@ -158,6 +160,7 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
             let role = match role {
                 RoleArg::Owner => Role::Owner,
                 RoleArg::TenantAdmin => Role::TenantAdmin,
+                RoleArg::Member => Role::Member,
             };
             admin::create(db.pool(), &username, role, &password).await?;
             for tenant in &tenants {

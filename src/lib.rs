@@ -5,6 +5,7 @@ mod admin_api;
 pub mod cli;
 mod gateway;
 mod memory;
+mod oauth;
 mod operations;
 pub mod settings;
 pub mod startup;

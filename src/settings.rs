@@ -8,6 +8,7 @@ use clap::Args;
 use engine::builtin::BuiltinConfig;
 use engine::builtin::shell::ProgramRule;
 use engine::exec::ExecConfig;
+use engine::oauth::OAuthConfig;
 use engine::store::retention::Retention;
 use engine::upstream::UpstreamConfig;
 
@@ -60,6 +61,9 @@ pub struct ServeSettings {
     #[command(flatten)]
     pub retention: RetentionSettings,
 
+    #[command(flatten)]
+    pub oauth: OAuthSettings,
+
     /// Seconds of inactivity after which an admin session ends (default 12 hours).
     #[arg(long, env = "TOOLGATE_SESSION_IDLE_SECONDS", default_value_t = 12 * 60 * 60)]
     pub session_idle_seconds: u64,
@@ -101,6 +105,41 @@ pub struct LimitSettings {
     /// administrators' rate limits to PostgreSQL and reads the other replicas'.
     #[arg(long, env = "TOOLGATE_LIMIT_SYNC_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub limit_sync_ms: u64,
+}
+
+/// Toolgate as the OAuth authorization server of its endpoints.
+#[derive(Debug, Clone, Args)]
+pub struct OAuthSettings {
+    /// How long an access token works, in seconds.
+    #[arg(long, env = "TOOLGATE_OAUTH_ACCESS_TOKEN_SECONDS", default_value_t = 3600,
+          value_parser = clap::value_parser!(u64).range(10..=86_400))]
+    pub access_token_seconds: u64,
+
+    /// A refresh token unused this many days expires (each refresh makes a new one).
+    #[arg(long, env = "TOOLGATE_OAUTH_REFRESH_TOKEN_DAYS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=365))]
+    pub refresh_token_days: u64,
+
+    /// Fetch clients' metadata documents from private and loopback addresses, and over plain
+    /// HTTP on loopback: for development and tests only.
+    #[arg(long, env = "TOOLGATE_OAUTH_ALLOW_PRIVATE_CLIENT_METADATA", default_value_t = false, action = clap::ArgAction::Set)]
+    pub allow_private_client_metadata: bool,
+
+    /// Dynamic client registrations one address may make per hour.
+    #[arg(long, env = "TOOLGATE_OAUTH_REGISTRATIONS_PER_HOUR", default_value_t = 20)]
+    pub registrations_per_hour: u32,
+}
+
+impl OAuthSettings {
+    pub fn config(&self) -> OAuthConfig {
+        OAuthConfig {
+            access_token_ttl: Duration::from_secs(self.access_token_seconds),
+            refresh_token_ttl: Duration::from_secs(self.refresh_token_days * 24 * 3600),
+            allow_private_metadata: self.allow_private_client_metadata,
+            registrations_per_hour: self.registrations_per_hour,
+            ..OAuthConfig::default()
+        }
+    }
 }
 
 /// How long records are kept, in days; 0 keeps them for ever.

@@ -32,6 +32,7 @@ use tower_sessions_sqlx_store::PostgresStore;
 use crate::admin_api;
 use crate::gateway::sessions::{self, SessionOwners};
 use crate::gateway::{self, mcp, rest};
+use crate::oauth;
 use crate::operations::{self, Operations};
 use crate::settings::ServeSettings;
 use crate::web;
@@ -72,6 +73,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub struct Application {
     listener: TcpListener,
     router: Router,
+    services: Services,
 }
 
 impl Application {
@@ -103,6 +105,7 @@ impl Application {
             upstream: settings.upstream_config(),
             exec: settings.exec_config(),
             login_policy,
+            oauth: settings.oauth.config(),
         };
         let services =
             Services::start(pool, secrets, &providers, options).await.context("loading the tool catalog")?;
@@ -114,14 +117,20 @@ impl Application {
             metrics_token: settings.metrics_token.clone(),
             loopback: listener.local_addr()?.ip().is_loopback(),
         });
-        let state = AppState { leptos_options, services };
+        let public_url = settings.public_url.as_deref().map(Into::into);
+        let state = AppState { leptos_options, services: services.clone(), public_url };
         let mut router = gateway_router(&state, settings).merge(operations);
         if surfaces == Surfaces::All {
             let sessions = session_layer(settings, &state.pool).await?;
             router = router.merge(panel_router(state, sessions, settings.public_url.clone()));
         }
         let router = web::security_headers(with_request_ids(router), settings.served_over_https());
-        Ok(Application { listener, router })
+        Ok(Application { listener, router, services })
+    }
+
+    /// The running services, for tests that act as an administrator would.
+    pub fn services(&self) -> Services {
+        self.services.clone()
     }
 
     pub fn address(&self) -> SocketAddr {
@@ -198,6 +207,7 @@ fn panel_router(
             move || shell(options.clone())
         })
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), web::require_sign_in))
+        .merge(oauth::panel_router())
         // Inside the session and cross-site layers: the admin API accepts panel sessions.
         .merge(
             admin_api::router(state.services.clone())
@@ -213,7 +223,8 @@ fn panel_router(
         .with_state(state)
 }
 
-/// The surfaces for LLM applications: `/mcp/{tenant}` and `/api/v1`, behind tenant keys.
+/// The surfaces for LLM applications: `/mcp/{tenant}` and `/api/v1`, behind tenant keys or
+/// access tokens, and the OAuth endpoints every process serves.
 fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
     let public_hosts = settings
         .public_url
@@ -222,7 +233,12 @@ fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
         .and_then(|uri| uri.authority().map(|a| a.to_string()))
         .into_iter()
         .collect();
-    let keys = gateway::KeyCheck::new(state.catalog.clone(), state.pool.clone());
+    let credentials = gateway::Credentials::new(
+        state.catalog.clone(),
+        state.pool.clone(),
+        state.oauth.clone(),
+        settings.public_url.as_deref(),
+    );
     let mut manager = LocalSessionManager::default();
     // Idle sessions are closed by the session layer, which sees every request of a session;
     // rmcp's own idle timer would see only those the MCP endpoint leaves to rmcp.
@@ -238,12 +254,21 @@ fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
         public_hosts,
         settings.limits.input_waits_per_key,
     );
-    // The key check runs first: a named session must then be the key's own.
+    // The credential check runs first: a named session must then be the key's (or grant's) own.
     let mcp = Router::new()
         .route("/mcp/{tenant}", service)
         .route_layer(axum::middleware::from_fn_with_state(owners, sessions::bind_sessions))
-        .route_layer(axum::middleware::from_fn_with_state(keys.clone(), gateway::require_key_of_path_tenant));
-    mcp.merge(rest::router(state.catalog.clone(), state.executor.clone(), keys, settings.limits.batch_calls))
+        .route_layer(axum::middleware::from_fn_with_state(
+            credentials.clone(),
+            gateway::require_credentials_of_path_tenant,
+        ));
+    let rest = rest::router(
+        state.catalog.clone(),
+        state.executor.clone(),
+        credentials.clone(),
+        settings.limits.batch_calls,
+    );
+    mcp.merge(rest).merge(oauth::public_router(credentials, state.oauth.clone()))
 }
 
 async fn shutdown_signal() {

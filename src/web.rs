@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use app::auth::ssr::signed_in;
+use app::auth::ssr::{landing, signed_in};
 use app::state::AppState;
 use axum::Router;
 use axum::extract::{Request, State};
@@ -20,8 +20,12 @@ use crate::admin_api::SessionAdmin;
 const SERVER_FN_PREFIX: &str = "/api/";
 const LOGIN_PAGE: &str = "/login";
 
-/// Panel pages need a signed-in administrator: anyone else is sent to the login page, and a
-/// signed-in administrator visiting the login page is sent to the dashboard.
+/// Pages anyone may open: signing in, and taking an invitation.
+const PUBLIC_PAGES: &[&str] = &[LOGIN_PAGE, "/invite/"];
+
+/// Panel pages need a signed-in account: anyone else is sent to the login page, which brings
+/// them back to the page they asked for; a signed-in account visiting the login page goes to
+/// its start page, and a member only ever sees the member pages (its connected apps, consent).
 pub async fn require_sign_in(
     State(state): State<AppState>,
     session: Session,
@@ -32,10 +36,26 @@ pub async fn require_sign_in(
     if path.starts_with(SERVER_FN_PREFIX) {
         return next.run(request).await;
     }
-    let on_login_page = path == LOGIN_PAGE;
+    let public =
+        PUBLIC_PAGES.iter().any(|page| path == *page || (page.ends_with('/') && path.starts_with(page)));
     match signed_in(&session, &state.pool).await {
-        Ok(Some(_)) if on_login_page => Redirect::to("/").into_response(),
-        Ok(None) if !on_login_page => Redirect::to(LOGIN_PAGE).into_response(),
+        Ok(Some(account)) if path == LOGIN_PAGE => Redirect::to(&landing(&account, None)).into_response(),
+        Ok(Some(account))
+            if account.role == engine::admin::Role::Member
+                && !public
+                && !app::MEMBER_PAGES.iter().any(|page| path.starts_with(page)) =>
+        {
+            Redirect::to(&landing(&account, None)).into_response()
+        }
+        Ok(None) if !public => {
+            let asked = request.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
+            if asked == "/" {
+                return Redirect::to(LOGIN_PAGE).into_response();
+            }
+            let query: String =
+                form_urlencoded::Serializer::new(String::new()).append_pair("next", asked).finish();
+            Redirect::to(&format!("{LOGIN_PAGE}?{query}")).into_response()
+        }
         Ok(_) => next.run(request).await,
         Err(err) => (StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response(),
     }

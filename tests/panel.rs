@@ -18,10 +18,16 @@ fn location(response: &reqwest::Response) -> &str {
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn pages_redirect_to_login_without_a_session(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    for path in ["/", "/servers", "/tenants", "/audit"] {
+    // Sign-in brings the person back to the page they asked for.
+    for (path, login) in [
+        ("/", "/login"),
+        ("/servers", "/login?next=%2Fservers"),
+        ("/tenants?x=1", "/login?next=%2Ftenants%3Fx%3D1"),
+        ("/audit", "/login?next=%2Faudit"),
+    ] {
         let response = app.get(path).await;
         assert_eq!(response.status(), StatusCode::SEE_OTHER, "{path}");
-        assert_eq!(location(&response), "/login", "{path}");
+        assert_eq!(location(&response), login, "{path}");
     }
     let login_page = app.get("/login").await;
     assert_eq!(login_page.status(), StatusCode::OK);
@@ -50,7 +56,10 @@ async fn login_sets_a_strict_http_only_cookie_and_opens_the_dashboard(pool: PgPo
     assert_eq!(dashboard.status(), StatusCode::OK);
     let me = app.client.post(app.url("/api/me")).send().await.unwrap();
     assert_eq!(me.status(), StatusCode::OK);
-    assert_eq!(me.text().await.unwrap(), r#"{"username":"admin","role":"owner","owner":true}"#);
+    assert_eq!(
+        me.text().await.unwrap(),
+        r#"{"username":"admin","role":"owner","owner":true,"member":false}"#
+    );
     // Signed in, the login page leads to the dashboard.
     let login_page = app.get("/login").await;
     assert_eq!(location(&login_page), "/");

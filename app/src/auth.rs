@@ -9,17 +9,35 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::PanelError;
 
-/// The signed-in administrator, as the panel shows it.
+/// The signed-in account, as the panel shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Me {
     pub username: String,
     pub role: String,
     /// Owners see every page; a tenant administrator only those of her tenants.
     pub owner: bool,
+    /// A member sees only its connected apps.
+    pub member: bool,
 }
 
+/// How the sign-in page offers to sign in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignInOffer {
+    /// The OpenID provider's name, when single sign-on is set up.
+    pub sso: Option<String>,
+    pub local_passwords: bool,
+}
+
+#[server(endpoint = "sign_in_choices")]
+pub async fn sign_in_choices() -> Result<SignInOffer, PanelError> {
+    let state = expect_context::<crate::state::AppState>();
+    let options = engine::service::sign_in::options(&state).await?;
+    Ok(SignInOffer { sso: options.sso, local_passwords: options.local_passwords })
+}
+
+/// Signs in with a password, then goes to `next` (a path of this site; else the start page).
 #[server(endpoint = "login")]
-pub async fn login(username: String, password: String) -> Result<(), PanelError> {
+pub async fn login(username: String, password: String, next: Option<String>) -> Result<(), PanelError> {
     use axum::extract::ConnectInfo;
     use axum::http::StatusCode;
     use engine::admin::LoginError;
@@ -36,13 +54,13 @@ pub async fn login(username: String, password: String) -> Result<(), PanelError>
         .map_err(|err| match err {
             LoginError::InvalidCredentials => PanelError::rejected(StatusCode::UNAUTHORIZED, err),
             LoginError::Locked { .. } => PanelError::rejected(StatusCode::TOO_MANY_REQUESTS, err),
+            LoginError::Disabled | LoginError::PasswordsOff => {
+                PanelError::rejected(StatusCode::FORBIDDEN, err)
+            }
             LoginError::Failed(err) => err.into(),
         })?;
-    // A fresh session id at sign-in defeats session fixation.
-    session.cycle_id().await.map_err(|e| PanelError::internal(&e))?;
-    session.insert(ssr::ADMIN_ID, admin.id).await.map_err(|e| PanelError::internal(&e))?;
-    session.insert(ssr::PASSWORD_STAMP, &admin.password_stamp).await.map_err(|e| PanelError::internal(&e))?;
-    leptos_axum::redirect("/");
+    ssr::open_session(&session, &admin).await.map_err(|e| PanelError::internal(&e))?;
+    leptos_axum::redirect(&ssr::landing(&admin, next.as_deref()));
     Ok(())
 }
 
@@ -58,7 +76,8 @@ pub async fn logout() -> Result<(), PanelError> {
 pub async fn current_admin() -> Result<Me, PanelError> {
     let admin = ssr::require_admin().await?;
     let owner = admin.role == engine::admin::Role::Owner;
-    Ok(Me { username: admin.username, role: admin.role.to_string(), owner })
+    let member = admin.role == engine::admin::Role::Member;
+    Ok(Me { username: admin.username, role: admin.role.to_string(), owner, member })
 }
 
 #[cfg(feature = "ssr")]
@@ -93,6 +112,34 @@ pub mod ssr {
             session.flush().await.map_err(|e| PanelError::internal(&e))?;
         }
         Ok(admin)
+    }
+
+    /// Opens a signed-in session for `account` (a password, an invitation or single sign-on).
+    pub async fn open_session(
+        session: &Session,
+        account: &AdminUser,
+    ) -> Result<(), tower_sessions::session::Error> {
+        // A fresh session id at sign-in defeats session fixation.
+        session.cycle_id().await?;
+        session.insert(ADMIN_ID, account.id).await?;
+        session.insert(PASSWORD_STAMP, &account.password_stamp).await
+    }
+
+    /// Where `account` goes after signing in: `next` when it is a path of this site and the
+    /// account may see it, else its start page (members: their connected apps).
+    pub fn landing(account: &AdminUser, next: Option<&str>) -> String {
+        let next =
+            next.filter(|path| path.starts_with('/') && !path.starts_with("//") && !path.contains('\\'));
+        match next {
+            Some(path)
+                if account.role != engine::admin::Role::Member
+                    || crate::MEMBER_PAGES.iter().any(|p| path.starts_with(p)) =>
+            {
+                path.to_string()
+            }
+            _ if account.role == engine::admin::Role::Member => "/apps".to_string(),
+            _ => "/".to_string(),
+        }
     }
 
     /// The signed-in administrator, or a 401: the first line of every protected server

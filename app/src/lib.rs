@@ -19,9 +19,13 @@ use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::path;
 
 use pages::{
-    AuditPage, ConfigPage, Dashboard, GroupsPage, LoginPage, NotFound, PlaygroundPage, ServerPage,
-    ServersPage, Shell, TenantPage, TenantsPage, TokensPage, ToolPage, ToolsPage,
+    AppsPage, AuditPage, AuthorizePage, ConfigPage, Dashboard, GroupsPage, InvitePage, LoginPage, NotFound,
+    PlaygroundPage, ServerPage, ServersPage, Shell, SignInPage, TenantPage, TenantsPage, TokensPage,
+    ToolPage, ToolsPage,
 };
+
+/// The pages a member may see (everything else is for administrators).
+pub const MEMBER_PAGES: &[&str] = &["/apps", "/authorize/", "/account"];
 
 /// The HTML document around the app, rendered on the server. Its Content-Security-Policy
 /// admits only this response's nonce for inline scripts (the hydration bootstrap) and the
@@ -76,6 +80,8 @@ pub fn App() -> impl IntoView {
         <Router>
             <Routes fallback=NotFound>
                 <Route path=path!("/login") view=LoginPage />
+                <Route path=path!("/authorize/:id") view=AuthorizePage />
+                <Route path=path!("/invite/:token") view=InvitePage />
                 <ParentRoute path=path!("") view=Shell>
                     <Route path=path!("") view=Dashboard />
                     <Route path=path!("servers") view=ServersPage />
@@ -89,6 +95,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("audit") view=AuditPage />
                     <Route path=path!("config") view=ConfigPage />
                     <Route path=path!("tokens") view=TokensPage />
+                    <Route path=path!("sign-in") view=SignInPage />
+                    <Route path=path!("apps") view=AppsPage />
                 </ParentRoute>
             </Routes>
         </Router>

@@ -12,7 +12,7 @@ pub fn state() -> AppState {
     expect_context::<AppState>()
 }
 
-/// The signed-in administrator (owner or tenant administrator), or a 401.
+/// The signed-in administrator (owner or tenant administrator), or a 401 (a 403 for a member).
 pub async fn caller() -> Result<Admin, PanelError> {
     let user = require_admin().await?;
     let scope = engine::admin::scope(&state().pool, &user).await?;
@@ -22,6 +22,14 @@ pub async fn caller() -> Result<Admin, PanelError> {
 /// The signed-in owner: the global configuration (servers, tools, groups, audit) is theirs.
 pub async fn owner() -> Result<Owner, PanelError> {
     Ok(caller().await?.owner()?)
+}
+
+/// The base URL people and clients reach Toolgate at (the OAuth issuer): the public URL, or
+/// this request's host.
+pub async fn issuer() -> String {
+    let headers = leptos_axum::extract::<axum::http::HeaderMap>().await.unwrap_or_default();
+    let host = headers.get(axum::http::header::HOST).and_then(|h| h.to_str().ok());
+    engine::oauth::issuer(state().public_url.as_deref(), host)
 }
 
 /// An expiry given as whole days from now (1 to 3650); empty means never.

@@ -1,6 +1,7 @@
 //! What every request handler and server function can reach on the server.
 
 use std::ops::Deref;
+use std::sync::Arc;
 
 use axum::extract::FromRef;
 use engine::service::Services;
@@ -12,6 +13,8 @@ use leptos::prelude::LeptosOptions;
 pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub services: Services,
+    /// `TOOLGATE_PUBLIC_URL`: the base of the OAuth issuer and of every link the panel shows.
+    pub public_url: Option<Arc<str>>,
 }
 
 impl Deref for AppState {

@@ -364,7 +364,7 @@ test('a tenant administrator is offered only what she may use', async () => {
   const jane = await context.newPage();
   await signIn(jane, toolgate, 'jane', 'jane-s-long-password');
   const menu = await jane.locator('.sidebar nav a').allInnerTexts();
-  assert.deepEqual(menu, ['Dashboard', 'Tenants', 'Playground']);
+  assert.deepEqual(menu, ['Dashboard', 'Tenants', 'Playground', 'Connected apps']);
   assert.equal(await jane.getByRole('heading', { name: 'Servers' }).count(), 0, 'her dashboard has no server card');
   assert.equal(await jane.getByText('No server registered').count(), 0);
   await open(jane, toolgate, '/tenants');
@@ -378,7 +378,7 @@ test('every page fits a phone: wide tables scroll inside their box, columns stay
   await page.setViewportSize({ width: 390, height: 844 });
   await open(page, toolgate, '/tools');
   const toolPage = await page.getByRole('link', { name: 'everything_echo' }).getAttribute('href');
-  const pages = ['/', '/servers', '/servers/everything', '/tools', toolPage, '/tenants', '/tenants/acme', '/groups', '/playground', '/config', '/audit', '/tokens'];
+  const pages = ['/', '/servers', '/servers/everything', '/tools', toolPage, '/tenants', '/tenants/acme', '/groups', '/playground', '/config', '/audit', '/tokens', '/sign-in', '/apps'];
   for (const path of pages) {
     await open(page, toolgate, path);
     await page.getByRole('heading', { level: 1 }).first().waitFor();

@@ -1,4 +1,5 @@
-//! Administrators of the panel: accounts, argon2id passwords and throttled sign-in.
+//! Accounts: owners, tenant administrators and tenant members; argon2id passwords and
+//! throttled sign-in. (Accounts that sign in through an OpenID provider are made in [`crate::sso`].)
 //!
 //! Sign-in attempts are recorded in PostgreSQL before the password is checked (so parallel
 //! guesses count each other) over a sliding window, and every replica applies the same limits:
@@ -7,17 +8,17 @@
 //! out), and an address failing for many accounts is refused altogether, until the window has
 //! passed. At most [`CONCURRENT_HASHES`] argon2 computations (about 19 MiB each) run at once.
 
-use std::fmt;
 use std::time::Duration;
 
 use argon2::Argon2;
 use argon2::password_hash::phc::PasswordHash as Phc;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use rand::distr::{Alphanumeric, SampleString};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
+pub use crate::model::Role;
 use crate::store;
 use crate::{Error, Result};
 
@@ -37,39 +38,18 @@ pub enum LoginError {
         retry_after.as_secs().div_ceil(60).max(1)
     )]
     Locked { retry_after: Duration },
+    /// The right password of an account an administrator disabled.
+    #[error("this account is disabled; ask an administrator of your tenant")]
+    Disabled,
+    /// Password sign-in is off for this account: it signs in through the OpenID provider.
+    #[error("sign-in with a password is turned off; use the single sign-on button")]
+    PasswordsOff,
     /// Toolgate's own fault (the database); logged, never shown to a client.
     #[error(transparent)]
     Failed(#[from] Error),
 }
 
 pub const MIN_PASSWORD_LEN: usize = 12;
-
-/// What an administrator may manage; stored as text (a value the database's check does not
-/// know fails the read, never grants another role).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
-#[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "text", rename_all = "snake_case")]
-pub enum Role {
-    /// Every tenant and every global setting.
-    Owner,
-    /// Only the tenants it is assigned to.
-    TenantAdmin,
-}
-
-impl Role {
-    fn as_str(self) -> &'static str {
-        match self {
-            Role::Owner => "owner",
-            Role::TenantAdmin => "tenant_admin",
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A validated administrator name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,9 +100,9 @@ static HASHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(CONCU
 
 /// What a session keeps of the password it was opened with: it changes with the password, so
 /// a new password ends the sessions opened before.
-fn password_stamp(hash: &str) -> String {
+fn password_stamp(hash: Option<&str>) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(hash.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(hash.unwrap_or("none").as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 impl PasswordHash {
@@ -138,6 +118,10 @@ impl PasswordHash {
         })
         .await
         .expect("password hashing task panicked")
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
     }
 
     /// Checks a password against this hash on a blocking thread.
@@ -180,7 +164,7 @@ pub async fn create(
         id,
         username: username.as_str().to_string(),
         role,
-        password_stamp: password_stamp(&hash.0),
+        password_stamp: password_stamp(Some(&hash.0)),
     })
 }
 
@@ -196,14 +180,14 @@ pub async fn set_password(db: impl PgExecutor<'_>, username: &Username, password
 
 impl From<store::admins::Account> for AdminUser {
     fn from(account: store::admins::Account) -> Self {
-        let password_stamp = password_stamp(&account.password_hash);
+        let password_stamp = password_stamp(account.password_hash.as_deref());
         AdminUser { id: account.id, username: account.username, role: account.role, password_stamp }
     }
 }
 
-/// The administrator with this id, if it still exists.
+/// The account with this id, if it still exists and is not disabled.
 pub async fn find(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<AdminUser>> {
-    Ok(store::admins::by_id(db, id).await?.map(AdminUser::from))
+    Ok(store::admins::by_id(db, id).await?.filter(|a| a.disabled_at.is_none()).map(AdminUser::from))
 }
 
 /// Which tenants an administrator may see and manage.
@@ -224,11 +208,27 @@ impl Scope {
     }
 }
 
-/// The scope of `admin`.
+/// What `admin` manages; a member manages nothing (it only authorizes clients).
 pub async fn scope(db: impl PgExecutor<'_>, admin: &AdminUser) -> Result<Scope> {
     Ok(match admin.role {
         Role::Owner => Scope::Everything,
         Role::TenantAdmin => Scope::Tenants(store::admins::tenant_slugs(db, admin.id).await?),
+        Role::Member => {
+            return Err(Error::Forbidden(
+                "members manage nothing in the panel but their connected apps".into(),
+            ));
+        }
+    })
+}
+
+/// The tenants `account` may authorize MCP clients for: every tenant for owners, its own for
+/// tenant administrators and members.
+pub async fn may_authorize(db: impl PgExecutor<'_>, account: &AdminUser, tenant: &str) -> Result<bool> {
+    Ok(match account.role {
+        Role::Owner => true,
+        Role::TenantAdmin | Role::Member => {
+            store::admins::tenant_slugs(db, account.id).await?.iter().any(|slug| slug == tenant)
+        }
     })
 }
 
@@ -319,20 +319,28 @@ pub async fn login(
         tokio::time::sleep(policy.delay(failures)).await;
     }
 
+    let passwords = store::settings::sign_in(pool).await?;
+    if !passwords.local_passwords && passwords.break_glass_owner.as_deref() != Some(username) {
+        store::admins::forget_attempt(pool, attempt).await?;
+        return Err(LoginError::PasswordsOff);
+    }
     let account = store::admins::by_username(pool, username).await?;
-    // Verify against a real hash even for unknown users, so timing does not reveal which exist.
+    // Verify against a real hash even for unknown users (and accounts without a password),
+    // so timing does not reveal which exist.
     let (user, hash) = match account {
-        Some(account) => {
-            let hash = PasswordHash(account.password_hash.clone());
-            (Some(AdminUser::from(account)), hash)
+        Some(account) if account.password_hash.is_some() => {
+            let hash = PasswordHash(account.password_hash.clone().expect("checked"));
+            (Some(account), hash)
         }
-        None => (None, dummy_hash().await),
+        _ => (None, dummy_hash().await),
     };
     match (hash.verify(password).await, user) {
-        (true, Some(user)) => {
+        (true, Some(account)) if account.disabled_at.is_some() => Err(LoginError::Disabled),
+        (true, Some(account)) => {
             store::admins::forget_failures(pool, username).await?;
-            tracing::info!(username, "administrator signed in");
-            Ok(user)
+            store::admins::signed_in(pool, account.id).await?;
+            tracing::info!(username, "account signed in");
+            Ok(AdminUser::from(account))
         }
         _ => {
             tracing::info!(username, address, "sign-in failed");

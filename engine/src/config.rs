@@ -19,6 +19,7 @@ use crate::catalog::visibility::Ceiling;
 use crate::exec::CallLimits;
 use crate::model::{Name, SourceKind, Tag, TenantSlug, parse_tags, tag_strings};
 use crate::secret::SecretBox;
+use crate::sso::{self, SignInConfig};
 use crate::store::overrides::{self, OverrideInput};
 use crate::store::servers::{self, ServerConfig, StoredSecrets};
 use crate::store::settings::Settings;
@@ -40,6 +41,10 @@ pub struct Document {
     pub groups: Vec<GroupConfig>,
     #[serde(default)]
     pub tenants: Vec<TenantConfig>,
+    /// How people sign in. Left out of a document, the stored settings stay as they are (a
+    /// document written before sign-in existed changes nothing of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sign_in: Option<SignInConfig>,
 }
 
 /// The two spellings of the configuration document.
@@ -110,6 +115,19 @@ pub struct TenantConfig {
     /// The limits on the calls of single tools, by default exposed name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tool_limits: BTreeMap<String, CallLimits>,
+    /// The limits on each signed-in person's calls (OAuth); left out = none.
+    #[serde(default, skip_serializing_if = "CallLimits::is_none")]
+    pub user_limits: CallLimits,
+    /// Whether the gateway accepts the tenant's API keys; left out = yes.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub api_keys: bool,
+    /// Whether the gateway accepts access tokens people authorized (OAuth); left out = yes.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub oauth: bool,
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 impl TenantConfig {
@@ -147,6 +165,8 @@ struct Current {
     tenant_ids: HashMap<String, Uuid>,
     /// (tenant slug, tool key) -> secret preset name -> encrypted value.
     preset_secrets: HashMap<(String, String), Map<String, Value>>,
+    /// The OpenID provider's sealed client secret.
+    sso_secret: Option<String>,
 }
 
 /// The whole configuration, secrets as `{set: true}`.
@@ -230,6 +250,9 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
             ceiling: tenant.ceiling.clone(),
             limits: tenant.limits,
             tool_limits: tenant.tool_limits.clone(),
+            user_limits: tenant.user_limits,
+            api_keys: tenant.api_keys,
+            oauth: tenant.oauth,
         });
     }
 
@@ -239,9 +262,11 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
         servers,
         groups,
         tenants,
+        sign_in: Some(sso::current(tx).await?),
     };
     let tenant_ids = tenant_rows.iter().map(|t| (t.slug.clone(), t.id)).collect();
-    Ok(Current { document, server_ids, server_secrets, tenant_ids, preset_secrets })
+    let sso_secret = sso::stored_secret(&mut **tx).await?;
+    Ok(Current { document, server_ids, server_secrets, tenant_ids, preset_secrets, sso_secret })
 }
 
 /// Prefixes the message of a rule broken at `place` in the document.
@@ -363,6 +388,9 @@ fn tenant_view(
         "ceiling": tenant.ceiling,
         "limits": tenant.limits,
         "tool_limits": tenant.tool_limits,
+        "user_limits": tenant.user_limits,
+        "api_keys": tenant.api_keys,
+        "oauth": tenant.oauth,
     }))
 }
 
@@ -424,6 +452,15 @@ fn plan(current: &Current, desired: &Document) -> Result<Vec<Change>> {
             .collect()
     };
     changes.extend(diff("tenant", tenant_views(&current.document)?, tenant_views(desired)?));
+    if let (Some(now), Some(wanted)) = (&current.document.sign_in, &desired.sign_in) {
+        let stored = current.sso_secret.as_deref();
+        let view = |config| sso::redacted(config, stored).map_err(at("sign_in"));
+        changes.extend(diff(
+            "sign_in",
+            vec![("global".into(), view(now)?)],
+            vec![("global".into(), view(wanted)?)],
+        ));
+    }
     Ok(changes)
 }
 
@@ -491,6 +528,11 @@ pub async fn apply(
     settings::lock(&mut *tx).await?;
     let current = current(&mut tx).await?;
     let changes = plan(&current, desired)?;
+    // Checked in a dry run too: it fails exactly when the apply would.
+    let slugs: Vec<&TenantSlug> = desired.tenants.iter().map(|t| &t.slug).collect();
+    if let Some(sign_in) = &desired.sign_in {
+        sso::write(&mut tx, secrets, sign_in, Some(&slugs), true).await.map_err(at("sign_in"))?;
+    }
     if dry_run || changes.is_empty() {
         return Ok(changes);
     }
@@ -518,6 +560,9 @@ pub async fn apply(
             ceiling: tenant.ceiling.clone(),
             limits: tenant.limits,
             tool_limits: tenant.tool_limits.clone(),
+            user_limits: tenant.user_limits,
+            api_keys: tenant.api_keys,
+            oauth: tenant.oauth,
         };
         let id = tenants::put(&mut *tx, &stored).await?;
         tenant_ids.insert(tenant.slug.to_string(), id);
@@ -564,6 +609,9 @@ pub async fn apply(
     }
     for change in changes.iter().filter(|c| c.action == Action::Delete && c.kind == "tenant") {
         tenants::remove(&mut *tx, &change.name).await?;
+    }
+    if let Some(sign_in) = desired.sign_in.as_ref().filter(|_| changed_any("sign_in", "global")) {
+        sso::write(&mut tx, secrets, sign_in, Some(&slugs), false).await.map_err(at("sign_in"))?;
     }
 
     for change in &changes {

@@ -7,7 +7,8 @@
 //! - [`upstream`]: the MCP servers whose tools Toolgate serves;
 //! - [`service`]: what the panel, the admin API and the gateway ask of all this, written once;
 //!
-//! plus [`db`] (connecting, the embedded default), [`admin`] (panel accounts), [`secret`]
+//! plus [`db`] (connecting, the embedded default), [`admin`] (accounts), [`oauth`] (Toolgate as
+//! the authorization server of its endpoints), [`sso`] (signing in through an OpenID provider), [`secret`]
 //! (encryption at rest), [`model`] (validated names) and the one [`Error`] every operation
 //! returns. SQL lives in [`store`] only. The binary and the panel call into
 //! `engine`; `engine` knows nothing of Leptos or HTTP.
@@ -20,9 +21,11 @@ pub mod db;
 mod error;
 pub mod exec;
 pub mod model;
+pub mod oauth;
 pub mod schema;
 pub mod secret;
 pub mod service;
+pub mod sso;
 pub mod store;
 pub mod telemetry;
 pub mod tool;

@@ -108,6 +108,45 @@ impl SourceKind {
     }
 }
 
+/// What an account may do; stored as text (a value the database's check does not know fails
+/// the read, never grants another role).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum Role {
+    /// Authorizes MCP clients for its tenants; sees only its own connected apps in the panel.
+    Member,
+    /// Manages the tenants it is assigned to.
+    TenantAdmin,
+    /// Every tenant and every global setting.
+    Owner,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::TenantAdmin => "tenant_admin",
+            Role::Member => "member",
+        }
+    }
+
+    pub fn parse(role: &str) -> Result<Self, Invalid> {
+        match role {
+            "owner" => Ok(Role::Owner),
+            "tenant_admin" => Ok(Role::TenantAdmin),
+            "member" => Ok(Role::Member),
+            other => Err(Invalid(format!("`{other}` is not a role (owner, tenant_admin or member)"))),
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,19 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
+/// A bearer secret shown once and stored only as [`digest`]: `prefix` and 40 random letters
+/// and digits (238 bits). API keys, admin tokens, OAuth codes and tokens, invitation links.
+pub fn random_token(prefix: &str) -> String {
+    use rand::distr::{Alphanumeric, SampleString};
+    format!("{prefix}{}", Alphanumeric.sample_string(&mut rand::rng(), 40))
+}
+
+/// What is stored of a bearer secret: its SHA-256.
+pub fn digest(token: &str) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(token.as_bytes()).to_vec()
+}
+
 /// Marks the format of a stored value, so the scheme can change later.
 const VERSION: &str = "v1:";
 const KEY_FILE: &str = "secret.key";

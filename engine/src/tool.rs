@@ -23,14 +23,41 @@ use tokio::sync::mpsc;
 pub enum Caller {
     /// An LLM application, by the id of the API key it used.
     ApiKey(uuid::Uuid),
+    /// A person, through a client they authorized (an OAuth access token).
+    User(Arc<User>),
     /// An administrator's test invocation.
     Admin(String),
+}
+
+/// A person calling through a client they authorized.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct User {
+    /// Their account.
+    pub account: uuid::Uuid,
+    pub username: String,
+    /// What they allowed the client (one per person, client and tenant endpoint).
+    pub grant: uuid::Uuid,
+    /// The client's name.
+    pub client: String,
+}
+
+impl Caller {
+    /// Whose MCP sessions and waiting inputs these are: the key, or the person's grant (a
+    /// refreshed token continues them).
+    pub fn owner(&self) -> Option<uuid::Uuid> {
+        match self {
+            Caller::ApiKey(id) => Some(*id),
+            Caller::User(user) => Some(user.grant),
+            Caller::Admin(_) => None,
+        }
+    }
 }
 
 impl std::fmt::Display for Caller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Caller::ApiKey(id) => write!(f, "key:{id}"),
+            Caller::User(user) => write!(f, "user:{} via {}", user.username, user.client),
             Caller::Admin(name) => write!(f, "admin:{name}"),
         }
     }

@@ -90,7 +90,8 @@ async fn a_fresh_installation_exports_the_defaults(pool: PgPool) {
     let exported = config::export(&pool).await.unwrap();
     assert_eq!(
         serde_json::to_value(&exported).unwrap(),
-        json!({"tools_enabled": true, "default_tags": [], "servers": [], "groups": [], "tenants": []})
+        json!({"tools_enabled": true, "default_tags": [], "servers": [], "groups": [], "tenants": [],
+               "sign_in": {"local_passwords": true}})
     );
 }
 

@@ -5,6 +5,7 @@
 //! tenant administrators are refused. Handlers are thin: each is one engine call.
 
 mod config;
+mod people;
 mod resources;
 
 use axum::extract::{Path, Query, Request, State};
@@ -55,6 +56,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(services: Services) -> Router<S>
         .route("/api/admin/v1/admin_tokens/{id}", delete(revoke_token))
         .merge(config::router())
         .merge(resources::router())
+        .merge(people::router())
         .route_layer(middleware::from_fn_with_state(services.clone(), require_admin))
         .with_state(services)
 }

@@ -45,15 +45,15 @@ pub(super) fn router() -> Router<Services> {
         .route("/api/admin/v1/audit", get(audit))
 }
 
-fn ok(value: impl serde::Serialize) -> Answer {
+pub(super) fn ok(value: impl serde::Serialize) -> Answer {
     Ok(Json(value).into_response())
 }
 
-fn created(value: impl serde::Serialize) -> Answer {
+pub(super) fn created(value: impl serde::Serialize) -> Answer {
     Ok((StatusCode::CREATED, Json(value)).into_response())
 }
 
-fn no_content() -> Answer {
+pub(super) fn no_content() -> Answer {
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -119,6 +119,11 @@ struct TenantEdit {
     limits: Option<CallLimits>,
     /// The owner's limits on single tools' calls, by default exposed name (the whole map).
     tool_limits: Option<BTreeMap<String, CallLimits>>,
+    /// The owner's limits on each signed-in person's calls.
+    user_limits: Option<CallLimits>,
+    /// Whether the gateway accepts the tenant's API keys, and people's access tokens.
+    api_keys: Option<bool>,
+    oauth: Option<bool>,
 }
 
 /// Tells a key given as `null` (`Some(None)`) from a key left out (`None`).
@@ -139,6 +144,9 @@ async fn update_tenant(
         ceiling: body.ceiling,
         limits: body.limits,
         tool_limits: body.tool_limits,
+        user_limits: body.user_limits,
+        api_keys: body.api_keys,
+        oauth: body.oauth,
     };
     ok(tenants::update(&state, &admin.tenant(&slug)?, update).await?)
 }

@@ -1,5 +1,5 @@
-//! The surfaces LLM applications reach, authenticated by tenant API keys: the MCP endpoint
-//! ([`mcp`]) and the REST API ([`rest`]).
+//! The surfaces LLM applications reach, authenticated by tenant API keys or OAuth access
+//! tokens: the MCP endpoint ([`mcp`]) and the REST API ([`rest`]).
 
 pub mod mcp;
 pub mod rest;
@@ -17,46 +17,124 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use engine::catalog::{Catalog, CatalogTool};
 use engine::db::PgPool;
+use engine::oauth::{AuthServer, TokenRefusal};
 use engine::schema::Provider;
+use engine::store::mcp_sessions::SessionOwner;
+use engine::tool::{Caller, User};
 use uuid::Uuid;
 
-/// The tenant (and key) a request was authenticated for, put into the request by the key
-/// check.
+/// The tenant a request was authenticated for, and who is calling: an API key, or a person
+/// through a client they authorized (an OAuth access token). Put into the request by the
+/// credential check.
 #[derive(Debug, Clone)]
 pub struct TenantAccess {
     pub tenant: String,
-    pub key_id: Uuid,
+    pub caller: Caller,
 }
 
-/// State of the tenant-key checks.
+impl TenantAccess {
+    /// Who the request's MCP sessions belong to.
+    pub fn session_owner(&self) -> Option<SessionOwner> {
+        match &self.caller {
+            Caller::ApiKey(key) => Some(SessionOwner::Key(*key)),
+            Caller::User(user) => Some(SessionOwner::Grant(user.grant)),
+            Caller::Admin(_) => None,
+        }
+    }
+}
+
+/// Which endpoint a request is for, which decides the credentials it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint<'a> {
+    /// `/mcp/{tenant}`: a key or a token of that tenant's endpoint.
+    Mcp(&'a str),
+    /// `/api/v1`: a key (its tenant), or a token for the REST API.
+    Rest,
+}
+
+/// State of the credential checks: API keys (in the catalog snapshot) and access tokens (the
+/// authorization server).
 #[derive(Clone)]
-pub struct KeyCheck {
+pub struct Credentials {
     catalog: Catalog,
     pool: PgPool,
+    oauth: AuthServer,
+    /// `TOOLGATE_PUBLIC_URL`, when set.
+    public_url: Option<Arc<str>>,
     /// When each key's `last_used_at` was last written, so the hot path writes at most once a
     /// minute per key.
     touched: Arc<Mutex<HashMap<Uuid, Instant>>>,
 }
 
-impl KeyCheck {
-    pub fn new(catalog: Catalog, pool: PgPool) -> Self {
-        KeyCheck { catalog, pool, touched: Arc::default() }
+impl Credentials {
+    pub fn new(catalog: Catalog, pool: PgPool, oauth: AuthServer, public_url: Option<&str>) -> Self {
+        let public_url = public_url.map(Into::into);
+        Credentials { catalog, pool, oauth, public_url, touched: Arc::default() }
     }
 
-    /// The tenant the request's `Authorization: Bearer <key>` belongs to.
-    fn authenticate(&self, headers: &HeaderMap) -> Result<TenantAccess, Refusal> {
-        let key = headers
+    /// The base URL clients reach Toolgate at: the public URL, or this request's host (which
+    /// the MCP endpoint only accepts on loopback or the public URL's host).
+    pub fn issuer(&self, headers: &HeaderMap) -> String {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        engine::oauth::issuer(self.public_url.as_deref(), host)
+    }
+
+    /// The tenant and caller of the request's `Authorization: Bearer <key or token>`.
+    async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        endpoint: Endpoint<'_>,
+    ) -> Result<TenantAccess, Refusal> {
+        let bearer = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or(Refusal::NoKey)?;
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .map(str::trim)
+            .ok_or(Refusal::NoCredentials)?;
+        if bearer.starts_with(engine::oauth::ACCESS_PREFIX) {
+            return self.token(bearer, endpoint).await;
+        }
         let snapshot = self.catalog.snapshot();
-        let identity = snapshot.authenticate(key).ok_or(Refusal::NoKey)?;
+        let identity = snapshot.authenticate(bearer).ok_or(Refusal::NoCredentials)?;
         if let Some(at) = identity.expired() {
             return Err(Refusal::Expired(at));
         }
+        if let Endpoint::Mcp(tenant) = endpoint
+            && identity.tenant != tenant
+        {
+            return Err(Refusal::NoCredentials);
+        }
+        if snapshot.tenant(&identity.tenant).is_some_and(|view| !view.access.api_keys) {
+            return Err(Refusal::KeysOff);
+        }
         self.touch(identity.key_id);
-        Ok(TenantAccess { tenant: identity.tenant.clone(), key_id: identity.key_id })
+        Ok(TenantAccess { tenant: identity.tenant.clone(), caller: Caller::ApiKey(identity.key_id) })
+    }
+
+    async fn token(&self, token: &str, endpoint: Endpoint<'_>) -> Result<TenantAccess, Refusal> {
+        let access = self.oauth.authenticate(token).await.map_err(|refusal| match refusal {
+            TokenRefusal::Failed(err) => Refusal::Failed(err),
+            refusal => Refusal::InvalidToken(refusal.to_string()),
+        })?;
+        let for_here = match endpoint {
+            Endpoint::Mcp(tenant) => !access.rest && access.tenant == tenant,
+            Endpoint::Rest => access.rest,
+        };
+        if !for_here {
+            return Err(Refusal::InvalidToken(
+                "the access token is for another endpoint (its audience)".into(),
+            ));
+        }
+        if self.catalog.snapshot().tenant(&access.tenant).is_some_and(|view| !view.access.oauth) {
+            return Err(Refusal::InvalidToken("this tenant no longer accepts sign-in with OAuth".into()));
+        }
+        let user = User {
+            account: access.account,
+            username: access.username.clone(),
+            grant: access.grant,
+            client: access.client.clone(),
+        };
+        Ok(TenantAccess { tenant: access.tenant.clone(), caller: Caller::User(Arc::new(user)) })
     }
 
     fn touch(&self, key_id: Uuid) {
@@ -287,55 +365,94 @@ fn problem_with(
     response
 }
 
-/// Why a request's key was refused.
+/// Why a request's credentials were refused, with what the client needs to sign in (RFC 6750
+/// and RFC 9728: where the protected resource's metadata is).
 enum Refusal {
-    /// Missing, unknown, revoked, or another tenant's.
-    NoKey,
+    /// None, or a key that is unknown, revoked, or another tenant's.
+    NoCredentials,
     Expired(time::OffsetDateTime),
+    /// The tenant turned API keys off.
+    KeysOff,
+    /// An access token that is unknown, expired, revoked or for another endpoint.
+    InvalidToken(String),
+    Failed(engine::Error),
 }
 
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        match self {
-            Refusal::NoKey => problem(
-                StatusCode::UNAUTHORIZED,
+impl Refusal {
+    fn answer(self, resource_metadata: &str) -> Response {
+        let (code, detail, token_error) = match self {
+            Refusal::Failed(err) => return Failure::from(err).into_response(),
+            Refusal::NoCredentials => (
                 "invalid_api_key",
-                "a valid API key of this tenant is required: Authorization: Bearer <key>",
+                "a valid API key of this tenant, or an access token, is required: Authorization: Bearer <key>".into(),
+                None,
             ),
             Refusal::Expired(at) => {
                 let at = at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
-                let detail = format!("this API key expired at {at}; ask an administrator for a new one");
-                problem(StatusCode::UNAUTHORIZED, "expired_api_key", detail)
+                ("expired_api_key", format!("this API key expired at {at}; ask an administrator for a new one"), None)
             }
+            Refusal::KeysOff => (
+                "invalid_api_key",
+                "this tenant does not accept API keys: sign in with OAuth instead".to_string(),
+                None,
+            ),
+            Refusal::InvalidToken(why) => ("invalid_token", why.clone(), Some(why)),
+        };
+        let mut response = problem(StatusCode::UNAUTHORIZED, code, detail);
+        let scope = engine::oauth::SCOPES.iter().map(|(s, _)| *s).collect::<Vec<_>>().join(" ");
+        let challenge = match token_error {
+            Some(why) => format!(
+                r#"Bearer error="invalid_token", error_description="{}", resource_metadata="{resource_metadata}", scope="{scope}""#,
+                why.replace('"', "'")
+            ),
+            None => format!(r#"Bearer resource_metadata="{resource_metadata}", scope="{scope}""#),
+        };
+        if let Ok(value) = header::HeaderValue::from_str(&challenge) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
         }
+        response
     }
 }
 
-/// For `/mcp/{tenant}`: the key must belong to the tenant in the path. Anything else is 401,
-/// without revealing whether the tenant exists.
-pub async fn require_key_of_path_tenant(
-    State(check): State<KeyCheck>,
+/// The well-known URL of the protected resource metadata of `path` (RFC 9728 §3.1).
+pub fn resource_metadata_url(issuer: &str, path: &str) -> String {
+    format!("{issuer}{}{path}", crate::oauth::PROTECTED_RESOURCE)
+}
+
+/// For `/mcp/{tenant}`: a key of the tenant in the path, or a token of its endpoint. Anything
+/// else is 401, without revealing whether the tenant exists.
+pub async fn require_credentials_of_path_tenant(
+    State(check): State<Credentials>,
     Path(tenant): Path<String>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    match check.authenticate(request.headers()) {
-        Ok(access) if access.tenant == tenant => {
-            request.extensions_mut().insert(access);
-            next.run(request).await
-        }
-        Ok(_) => Refusal::NoKey.into_response(),
-        Err(refused) => refused.into_response(),
-    }
-}
-
-/// For the REST API: the key decides the tenant.
-pub async fn require_key(State(check): State<KeyCheck>, mut request: Request, next: Next) -> Response {
-    match check.authenticate(request.headers()) {
+    match check.authenticate(request.headers(), Endpoint::Mcp(&tenant)).await {
         Ok(access) => {
             request.extensions_mut().insert(access);
             next.run(request).await
         }
-        Err(refused) => refused.into_response(),
+        Err(refused) => {
+            let issuer = check.issuer(request.headers());
+            refused.answer(&resource_metadata_url(&issuer, &format!("/mcp/{tenant}")))
+        }
+    }
+}
+
+/// For the REST API: the key, or the token's grant, decides the tenant.
+pub async fn require_credentials(
+    State(check): State<Credentials>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match check.authenticate(request.headers(), Endpoint::Rest).await {
+        Ok(access) => {
+            request.extensions_mut().insert(access);
+            next.run(request).await
+        }
+        Err(refused) => {
+            let issuer = check.issuer(request.headers());
+            refused.answer(&resource_metadata_url(&issuer, engine::oauth::REST_PATH))
+        }
     }
 }

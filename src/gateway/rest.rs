@@ -16,14 +16,16 @@ use axum::{Json, middleware};
 use engine::catalog::Catalog;
 use engine::exec::{CallRequest, CallResult, Executor};
 use engine::schema::Provider;
-use engine::tool::{Caller, ToolOutput};
+use engine::tool::ToolOutput;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 use uuid::Uuid;
 
-use super::{Body, Failure, KeyCheck, Problem, RenderCache, TenantAccess, problem, require_key, shown};
+use super::{
+    Body, Credentials, Failure, Problem, RenderCache, TenantAccess, problem, require_credentials, shown,
+};
 
 /// The OpenAPI 3.1 document of this API, served at `/api/v1/openapi.json`.
 #[derive(OpenApi)]
@@ -59,7 +61,7 @@ struct Rest {
     batch_limit: usize,
 }
 
-pub fn router(catalog: Catalog, executor: Executor, keys: KeyCheck, batch_limit: usize) -> Router {
+pub fn router(catalog: Catalog, executor: Executor, credentials: Credentials, batch_limit: usize) -> Router {
     let caches = Provider::ALL.into_iter().map(|p| (p, RenderCache::new(p, Some))).collect();
     let document = Arc::new(ApiDoc::openapi().to_json().expect("the OpenAPI document serialises"));
     Router::new()
@@ -67,7 +69,7 @@ pub fn router(catalog: Catalog, executor: Executor, keys: KeyCheck, batch_limit:
         .route("/api/v1/tools/{name}/invoke", post(invoke))
         .route("/api/v1/tool_calls", post(tool_calls))
         .route("/api/v1/calls/{id}/resume", post(resume))
-        .route_layer(middleware::from_fn_with_state(keys, require_key))
+        .route_layer(middleware::from_fn_with_state(credentials, require_credentials))
         .with_state(Rest { catalog, executor, rendered: Arc::new(caches), batch_limit })
         .route(
             "/api/v1/openapi.json",
@@ -75,10 +77,6 @@ pub fn router(catalog: Catalog, executor: Executor, keys: KeyCheck, batch_limit:
                 ([(axum::http::header::CONTENT_TYPE, "application/json")], (*document).clone())
             }),
         )
-}
-
-fn caller(access: &TenantAccess) -> Caller {
-    Caller::ApiKey(access.key_id)
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -141,7 +139,7 @@ async fn invoke(
     Body(body): Body<Invoke>,
 ) -> Result<Response, Failure> {
     let request = CallRequest { name, arguments: body.arguments };
-    let result = rest.executor.call(&access.tenant, &caller(&access), request, None).await?;
+    let result = rest.executor.call(&access.tenant, &access.caller, request, None).await?;
     Ok(Json(result).into_response())
 }
 
@@ -250,7 +248,7 @@ async fn tool_calls(
         })
         .collect();
     let runnable: Vec<CallRequest> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
-    let mut results = rest.executor.call_batch(&access.tenant, &caller(&access), runnable).await.into_iter();
+    let mut results = rest.executor.call_batch(&access.tenant, &access.caller, runnable).await.into_iter();
     let messages: Vec<ToolMessage> = body
         .tool_calls
         .iter()

@@ -15,12 +15,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use engine::exec::CallResult;
+use engine::tool::Caller;
 use rand::distr::{Alphanumeric, SampleString};
 use rmcp::model::{InputRequest, InputRequests, InputRequiredResult, InputResponses};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use uuid::Uuid;
 
 /// How long a call waits for the client to come back with the input asked for.
 pub const INPUT_WAIT: Duration = Duration::from_secs(5 * 60);
@@ -49,11 +49,12 @@ pub enum Round {
     Lost(tokio::task::JoinError),
 }
 
-/// Who may resume a waiting call.
+/// Who may resume a waiting call: the same tenant, caller (key, or person through one app)
+/// and tool.
 #[derive(Clone, PartialEq)]
 pub struct Owner {
     pub tenant: String,
-    pub key: Uuid,
+    pub caller: Caller,
     pub tool: String,
 }
 
@@ -93,9 +94,9 @@ impl<T: Send + 'static> Rounds<T> {
                     continue;
                 }
             };
-            if self.waiting_of(owner.key) >= self.per_key {
+            if self.waiting_of(&owner.caller) >= self.per_key {
                 let refusal = format!(
-                    "this API key has {} calls waiting for input already; answer or abandon one first",
+                    "{} calls of this API key or app are waiting for input already; answer or abandon one first",
                     self.per_key
                 );
                 let _ = answer.send(Err(refusal));
@@ -131,8 +132,9 @@ impl<T: Send + 'static> Rounds<T> {
         Some(Ok((waiting.call, waiting.extra)))
     }
 
-    fn waiting_of(&self, key: Uuid) -> usize {
-        self.waiting.lock().expect("waiting calls").values().filter(|w| w.owner.key == key).count()
+    fn waiting_of(&self, caller: &Caller) -> usize {
+        let waiting = self.waiting.lock().expect("waiting calls");
+        waiting.values().filter(|w| w.owner.caller.owner() == caller.owner()).count()
     }
 
     /// Forgets `handle` after [`INPUT_WAIT`]: the upstream's question is answered with an

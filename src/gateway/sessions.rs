@@ -26,7 +26,7 @@ use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use engine::db::PgPool;
-use engine::store::mcp_sessions;
+use engine::store::mcp_sessions::{self, SessionOwner};
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::store::{
@@ -138,23 +138,23 @@ impl SessionOwners {
             return Ok(Some(Known { key: owner.key, equipped: None, state: owner.state.clone() }));
         }
         let Some(stored) = mcp_sessions::get(&self.pool, id).await? else { return Ok(None) };
-        let (Some(key), Some(_)) = (stored.key_id, stored.initialize) else { return Ok(None) };
+        let (Some(key), Some(_)) = (stored.owner, stored.initialize) else { return Ok(None) };
         self.owners.lock().expect("session owners").insert(id.into(), Owner::new(key, None));
         Ok(Some(Known { key, equipped: stored.equipped.map(EquippedElsewhere), state: None }))
     }
 
-    /// Records a new session of `key`, unless the key has its fill of sessions already.
+    /// Records a new session of `owner`, unless it has its fill of sessions already.
     async fn record(
         &self,
         id: Arc<str>,
-        key: Uuid,
+        owner: SessionOwner,
         state: Option<Arc<SessionChoices>>,
     ) -> Result<bool, engine::Error> {
-        if !mcp_sessions::bind(&self.pool, &id, key, self.per_key).await? {
+        if !mcp_sessions::bind(&self.pool, &id, owner, self.per_key).await? {
             return Ok(false);
         }
         let mut owners = self.owners.lock().expect("session owners");
-        owners.insert(id, Owner::new(key, state));
+        owners.insert(id, Owner::new(owner.id(), state));
         metrics::gauge!("toolgate_mcp_sessions").set(owners.len() as f64);
         Ok(true)
     }
@@ -203,9 +203,11 @@ pub async fn bind_sessions(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let Some(key) = request.extensions().get::<TenantAccess>().map(|access| access.key_id) else {
+    let Some(owner) = request.extensions().get::<TenantAccess>().and_then(|access| access.session_owner())
+    else {
         return next.run(request).await;
     };
+    let key = owner.id();
     let named: Option<Arc<str>> =
         request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(Into::into);
     // Where a handshake run for this request leaves the session's state.
@@ -237,7 +239,7 @@ pub async fn bind_sessions(
     match (named, response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok())) {
         (None, Some(created)) => {
             let created: Arc<str> = created.into();
-            let refused = match owners.record(created.clone(), key, opening.opened()).await {
+            let refused = match owners.record(created.clone(), owner, opening.opened()).await {
                 Ok(true) => None,
                 Ok(false) => Some(too_many_sessions(owners.per_key)),
                 Err(err) => Some(Failure::from(err).into_response()),
@@ -265,7 +267,7 @@ pub async fn bind_sessions(
 
 fn too_many_sessions(per_key: usize) -> Response {
     let detail = format!(
-        "this API key has {per_key} MCP sessions open, the most it may: close one (DELETE with its \
+        "this API key or app has {per_key} MCP sessions open, the most it may: close one (DELETE with its \
          Mcp-Session-Id) or wait for an idle one to end (after {} minutes)",
         IDLE.as_secs() / 60
     );

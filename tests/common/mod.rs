@@ -8,7 +8,9 @@ use std::time::Duration;
 use engine::admin::{self, LoginPolicy, Password, Role, Username};
 use reqwest::header::{HeaderMap, HeaderValue, ORIGIN};
 use sqlx::PgPool;
-use toolgate::settings::{DatabaseSettings, LimitSettings, RetentionSettings, ServeSettings, ToolSettings};
+use toolgate::settings::{
+    DatabaseSettings, LimitSettings, OAuthSettings, RetentionSettings, ServeSettings, ToolSettings,
+};
 use toolgate::startup::{Application, Surfaces};
 
 pub const PASSWORD: &str = "a-long-test-password";
@@ -17,6 +19,7 @@ pub struct TestApp {
     pub address: SocketAddr,
     /// Keeps cookies, never follows redirects, sends our own Origin on every request.
     pub client: reqwest::Client,
+    services: engine::service::Services,
     /// Stops the server (and its database listeners) when the test ends.
     _shutdown: tokio::sync::oneshot::Sender<()>,
 }
@@ -63,6 +66,12 @@ impl TestApp {
                 keep_pending_calls_days: 7,
                 keep_audit_days: 365,
             },
+            oauth: OAuthSettings {
+                access_token_seconds: 3600,
+                refresh_token_days: 30,
+                allow_private_client_metadata: true,
+                registrations_per_hour: 20,
+            },
             session_idle_seconds: 3600,
             database: DatabaseSettings { database_url: None, data_dir: site },
         };
@@ -83,11 +92,22 @@ impl TestApp {
         assert!(matches!(owner, Ok(_) | Err(engine::Error::Conflict(_))), "{owner:?}");
         let app = Application::build(&settings, pool, policy, Surfaces::All).await.unwrap();
         let address = app.address();
+        let services = app.services();
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(app.run_until(async move {
             let _ = stop.await;
         }));
-        TestApp { address, client: client_with_origin(&format!("http://{address}")), _shutdown: shutdown }
+        TestApp {
+            address,
+            client: client_with_origin(&format!("http://{address}")),
+            services,
+            _shutdown: shutdown,
+        }
+    }
+
+    /// The server's services, to act as an administrator or a person would.
+    pub fn services(&self) -> engine::service::Services {
+        self.services.clone()
     }
 
     pub fn url(&self, path: &str) -> String {

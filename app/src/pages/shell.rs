@@ -31,23 +31,31 @@ pub fn Shell() -> impl IntoView {
                     "Toolgate"
                 </a>
                 <nav>
-                    <A href="/" exact=true>
-                        "Dashboard"
-                    </A>
+                    <AdminsOnly>
+                        <A href="/" exact=true>
+                            "Dashboard"
+                        </A>
+                    </AdminsOnly>
                     <OwnersOnly>
                         <A href="/servers">"Servers"</A>
                         <A href="/tools">"Tools"</A>
                     </OwnersOnly>
-                    <A href="/tenants">"Tenants"</A>
+                    <AdminsOnly>
+                        <A href="/tenants">"Tenants"</A>
+                    </AdminsOnly>
                     <OwnersOnly>
                         <A href="/groups">"Groups"</A>
                     </OwnersOnly>
-                    <A href="/playground">"Playground"</A>
+                    <AdminsOnly>
+                        <A href="/playground">"Playground"</A>
+                    </AdminsOnly>
                     <OwnersOnly>
                         <A href="/config">"Configuration"</A>
                         <A href="/audit">"Audit"</A>
                         <A href="/tokens">"Tokens"</A>
+                        <A href="/sign-in">"Sign-in"</A>
                     </OwnersOnly>
+                    <A href="/apps">"Connected apps"</A>
                 </nav>
             </aside>
             <div class="workspace">
@@ -83,11 +91,23 @@ pub fn Shell() -> impl IntoView {
 /// What only owners may use (a tenant administrator is not offered it).
 #[component]
 pub fn OwnersOnly(children: ChildrenFn) -> impl IntoView {
+    view! { <OfferedTo who=|me| me.owner children /> }
+}
+
+/// What administrators use (a member is not offered it).
+#[component]
+pub fn AdminsOnly(children: ChildrenFn) -> impl IntoView {
+    view! { <OfferedTo who=|me| !me.member children /> }
+}
+
+/// `children`, shown once the signed-in account is known and `who` says it is for them.
+#[component]
+fn OfferedTo(who: fn(&Me) -> bool, children: ChildrenFn) -> impl IntoView {
     let me = expect_context::<MeResource>();
-    let owner = move || me.get().and_then(Result::ok).is_some_and(|me| me.owner);
+    let offered = move || me.get().and_then(Result::ok).is_some_and(|me| who(&me));
     view! {
         <Transition fallback=|| ()>
-            <Show when=owner>{children()}</Show>
+            <Show when=offered>{children()}</Show>
         </Transition>
     }
 }

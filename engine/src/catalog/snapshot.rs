@@ -159,6 +159,22 @@ pub struct TenantTools {
     /// The limits on the tenant's calls.
     #[serde(skip)]
     pub limits: Arc<Limits>,
+    /// Which credentials the gateway accepts for the tenant.
+    #[serde(skip)]
+    pub access: Access,
+}
+
+/// The ways into a tenant's endpoints it accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    pub api_keys: bool,
+    pub oauth: bool,
+}
+
+impl Default for Access {
+    fn default() -> Self {
+        Access { api_keys: true, oauth: true }
+    }
 }
 
 impl TenantTools {
@@ -191,6 +207,7 @@ impl TenantTools {
         let mut equipped = tenant_tools(self.tenant_id, &self.slug, self.meta_tool, visible);
         equipped.groups = self.groups.clone();
         equipped.limits = self.limits.clone();
+        equipped.access = self.access;
         Ok(equipped)
     }
 }
@@ -393,6 +410,7 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
             tenant: tenant.limits,
             tools: HashMap::new(),
             keys: key_limits.remove(&tenant.id).unwrap_or_default(),
+            user: tenant.user_limits,
         };
         let whitelist = tenant.enabled_tags.as_ref().unwrap_or(&loaded.settings.default_tags);
         let mut visible = Vec::new();
@@ -443,6 +461,7 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
         }
         let mut view = tenant_tools(tenant.id, &tenant.slug, tenant.meta_tool, visible);
         view.limits = Arc::new(limits);
+        view.access = Access { api_keys: tenant.api_keys, oauth: tenant.oauth };
         if tenant.meta_tool {
             view.equippable = equippable;
             view.groups = if ceiling.groups.is_none() {
@@ -495,5 +514,6 @@ fn tenant_tools(
         equippable: Vec::new(),
         groups: Arc::default(),
         limits: Arc::default(),
+        access: Access::default(),
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
-use super::limits::{CallLimits, Kind, Limited, Limits, Scope};
+use super::limits::{CallLimits, Holder, Kind, Limited, Limits, Scope};
 
 /// How long a call waits for a place before it is refused.
 pub const ADMISSION_WAIT: Duration = Duration::from_secs(2);
@@ -46,13 +46,14 @@ impl Admission {
         Admission { per_tenant, per_key, places: Mutex::default() }
     }
 
-    /// Places for a call of `tool` by `key` (if made with one) of `tenant`, under `limits`.
+    /// Places for a call of `tool` by `holder` (a key or a person, if any) of `tenant`, under
+    /// `limits`; a person has the process's per-key bound too.
     pub(crate) async fn admit(
         &self,
         limits: &Limits,
         tenant: Uuid,
         tool: Uuid,
-        key: Option<Uuid>,
+        holder: Option<Holder>,
     ) -> Result<Permit, Limited> {
         let bound = |process: Option<usize>, limits: Option<&CallLimits>| {
             let set = limits.and_then(|l| l.concurrent).map(|n| n.get() as usize);
@@ -62,8 +63,8 @@ impl Admission {
         if let Some((name, tool_limits)) = limits.tools.get(&tool) {
             bounds.push((tenant, Scope::Tool(name.clone()), bound(None, Some(tool_limits))));
         }
-        if let Some(key) = key {
-            bounds.push((key, Scope::Key, bound(Some(self.per_key), limits.keys.get(&key))));
+        if let Some(holder) = holder {
+            bounds.push((holder.id(), holder.scope(), bound(Some(self.per_key), holder.limits(limits))));
         }
         let mut places = Vec::with_capacity(bounds.len());
         for (subject, scope, max) in bounds {

@@ -1,5 +1,5 @@
 //! Call limits set by administrators: calls per minute, per day and at once, for a tenant, one
-//! tool of a tenant, or an API key. A call must pass every limit that applies to it; the one it
+//! tool of a tenant, an API key, or each person signed in to the tenant (OAuth). A call must pass every limit that applies to it; the one it
 //! would exceed refuses it as [`Limited`], named, with when to try again.
 //!
 //! Rates are counted in fixed windows (the UTC minute, the UTC day). Each replica counts the
@@ -56,6 +56,43 @@ pub struct Limits {
     pub tools: HashMap<Uuid, (String, CallLimits)>,
     /// By API key id.
     pub keys: HashMap<Uuid, CallLimits>,
+    /// Of each person's calls (through every client they authorized).
+    pub user: CallLimits,
+}
+
+/// Whose own limits a call counts against, besides its tenant's and its tool's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holder {
+    Key(Uuid),
+    /// A person in one tenant: an id made of the two, so each tenant counts apart.
+    User(Uuid),
+}
+
+impl Holder {
+    pub(crate) fn user(tenant: Uuid, account: Uuid) -> Self {
+        Holder::User(Uuid::new_v5(&tenant, account.as_bytes()))
+    }
+
+    pub(crate) fn id(self) -> Uuid {
+        match self {
+            Holder::Key(id) | Holder::User(id) => id,
+        }
+    }
+
+    pub(crate) fn scope(self) -> Scope {
+        match self {
+            Holder::Key(_) => Scope::Key,
+            Holder::User(_) => Scope::User,
+        }
+    }
+
+    /// The limits set on this holder's calls.
+    pub(crate) fn limits(self, limits: &Limits) -> Option<&CallLimits> {
+        match self {
+            Holder::Key(key) => limits.keys.get(&key),
+            Holder::User(_) => Some(&limits.user),
+        }
+    }
 }
 
 /// Whose limit.
@@ -64,6 +101,8 @@ pub struct Limits {
 pub enum Scope {
     Tenant,
     Key,
+    /// The calling person (each has the tenant's per-user limits).
+    User,
     /// One tool of the tenant, by default exposed name.
     Tool(String),
 }
@@ -74,6 +113,7 @@ impl Scope {
         match self {
             Scope::Tenant => "tenant",
             Scope::Key => "key",
+            Scope::User => "user",
             Scope::Tool(_) => "tool",
         }
     }
@@ -84,6 +124,7 @@ impl std::fmt::Display for Scope {
         match self {
             Scope::Tenant => f.write_str("this tenant"),
             Scope::Key => f.write_str("this API key"),
+            Scope::User => f.write_str("each person"),
             Scope::Tool(name) => write!(f, "tool `{name}`"),
         }
     }
@@ -223,10 +264,10 @@ struct Check {
     max: u32,
 }
 
-/// The rate limits that apply to a call of `tool` by `key` among `limits` of `tenant`.
-fn checks(limits: &Limits, tenant: Uuid, tool: Uuid, key: Option<Uuid>) -> Vec<Check> {
+/// The rate limits that apply to a call of `tool` by `holder` among `limits` of `tenant`.
+fn checks(limits: &Limits, tenant: Uuid, tool: Uuid, holder: Option<Holder>) -> Vec<Check> {
     let tool = limits.tools.get(&tool).map(|(name, limits)| (Scope::Tool(name.clone()), tenant, limits));
-    let key = key.and_then(|key| Some((Scope::Key, key, limits.keys.get(&key)?)));
+    let key = holder.and_then(|holder| Some((holder.scope(), holder.id(), holder.limits(limits)?)));
     [(Scope::Tenant, tenant, &limits.tenant)]
         .into_iter()
         .chain(tool)
@@ -256,7 +297,7 @@ pub(crate) struct Quotas {
 }
 
 impl Quotas {
-    /// Counts a call of `tool` by `key` against every rate limit of `limits` that applies, or
+    /// Counts a call of `tool` by `holder` against every rate limit of `limits` that applies, or
     /// refuses it with the first limit it would exceed (and counts nothing). A counter this
     /// replica does not know yet is read from PostgreSQL first; if that fails the call is
     /// counted from what this replica knows, and the failure logged.
@@ -266,9 +307,9 @@ impl Quotas {
         limits: &Limits,
         tenant: Uuid,
         tool: Uuid,
-        key: Option<Uuid>,
+        holder: Option<Holder>,
     ) -> Result<(), Limited> {
-        let checks = checks(limits, tenant, tool, key);
+        let checks = checks(limits, tenant, tool, holder);
         if checks.is_empty() {
             return Ok(());
         }
@@ -383,7 +424,7 @@ mod tests {
         all.keys.insert(key, limits(10, 0));
         let quotas = Quotas::default();
         let now = 1_000_000 * 86_400 + 30;
-        let call = |tool| quotas.count(&checks(&all, tenant, tool, Some(key)), now);
+        let call = |tool| quotas.count(&checks(&all, tenant, tool, Some(Holder::Key(key))), now);
         call(tool).unwrap();
         call(tool).unwrap();
         let refused = call(tool).unwrap_err();
@@ -400,6 +441,28 @@ mod tests {
         assert_eq!((refused.scope, refused.limit, refused.max), (Scope::Tenant, Kind::PerDay, 3));
         let key_counter = Counter { subject: key, tool: String::new(), span: Span::Minute };
         assert_eq!(quotas.counters.lock().unwrap()[&key_counter].unsynced, 3);
+    }
+
+    #[test]
+    fn each_person_has_the_tenants_per_user_limit_of_their_own() {
+        let (acme, globex, tool) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let (alice, bob) = (Uuid::new_v4(), Uuid::new_v4());
+        let all = Limits { user: limits(0, 2), ..Limits::default() };
+        let quotas = Quotas::default();
+        let now = 1_000_000 * 86_400;
+        let call = |tenant, account| {
+            quotas.count(&checks(&all, tenant, tool, Some(Holder::user(tenant, account))), now)
+        };
+        call(acme, alice).unwrap();
+        call(acme, alice).unwrap();
+        let refused = call(acme, alice).unwrap_err();
+        assert_eq!((&refused.scope, refused.max), (&Scope::User, 2));
+        assert_eq!(
+            refused.to_string().split(';').next().unwrap(),
+            "the limit of 2 calls per day for each person is reached"
+        );
+        call(acme, bob).unwrap();
+        call(globex, alice).unwrap();
     }
 
     #[test]

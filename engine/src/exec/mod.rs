@@ -34,8 +34,8 @@ use crate::tool::{
 };
 pub use admission::ADMISSION_WAIT;
 use admission::Admission;
-use limits::Quotas;
 pub use limits::{CallLimits, Limited};
+use limits::{Holder, Quotas};
 pub use record::{CALL_SECONDS, CALLS_TOTAL};
 use record::{Record, Recorder, Unfinished};
 
@@ -221,7 +221,7 @@ impl Executor {
 
     /// Runs one call among the tools of `view` (the tenant's, or an MCP session's own choice
     /// of groups, [`TenantTools::equip`]); `hooks` receive what the call sends its caller.
-    #[tracing::instrument(name = "tool call", skip_all, fields(tenant = %view.slug, tool = %request.name, status))]
+    #[tracing::instrument(name = "tool call", skip_all, fields(tenant = %view.slug, tool = %request.name, caller = %caller, status))]
     pub async fn call_in(
         &self,
         view: &TenantTools,
@@ -351,13 +351,14 @@ impl Executor {
         tool: &CatalogTool,
         caller: &Caller,
     ) -> Result<admission::Permit, Limited> {
-        let key = match caller {
-            Caller::ApiKey(key) => Some(*key),
-            _ => None,
+        let holder = match caller {
+            Caller::ApiKey(key) => Some(Holder::Key(*key)),
+            Caller::User(user) => Some(Holder::user(view.tenant_id, user.account)),
+            Caller::Admin(_) => None,
         };
-        let places = self.inner.admission.admit(&view.limits, view.tenant_id, tool.tool_id, key).await?;
+        let places = self.inner.admission.admit(&view.limits, view.tenant_id, tool.tool_id, holder).await?;
         let inner = &self.inner;
-        inner.quotas.admit(&inner.pool, &view.limits, view.tenant_id, tool.tool_id, key).await?;
+        inner.quotas.admit(&inner.pool, &view.limits, view.tenant_id, tool.tool_id, holder).await?;
         Ok(places)
     }
 

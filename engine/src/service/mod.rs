@@ -4,8 +4,11 @@
 //! in its own way.
 
 mod access;
+pub mod apps;
 pub mod global;
+pub mod members;
 pub mod servers;
+pub mod sign_in;
 pub mod tenants;
 
 pub use access::{Admin, ManagedTenant, Owner};
@@ -17,6 +20,7 @@ use sqlx::PgPool;
 use crate::admin::LoginPolicy;
 use crate::catalog::{Catalog, CatalogOptions};
 use crate::exec::{ExecConfig, Executor};
+use crate::oauth::{AuthServer, OAuthConfig};
 use crate::secret::SecretBox;
 use crate::tool::ToolProvider;
 use crate::upstream::{UpstreamConfig, Upstreams};
@@ -35,6 +39,8 @@ pub struct Services {
     pub executor: Executor,
     /// Connections to upstream MCP servers: health, refresh, probes.
     pub upstreams: Arc<Upstreams>,
+    /// The OAuth authorization server of the gateway's endpoints.
+    pub oauth: AuthServer,
 }
 
 /// How [`Services::start`] sets the parts up.
@@ -44,6 +50,7 @@ pub struct Options {
     pub upstream: UpstreamConfig,
     pub exec: ExecConfig,
     pub login_policy: LoginPolicy,
+    pub oauth: OAuthConfig,
 }
 
 impl Services {
@@ -66,7 +73,9 @@ impl Services {
             Some(upstreams.clone()),
             options.exec,
         );
+        let oauth = AuthServer::new(pool.clone(), catalog.clone(), options.oauth);
         Ok(Services {
+            oauth,
             pool,
             login_policy: Arc::new(options.login_policy),
             catalog,

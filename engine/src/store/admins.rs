@@ -1,18 +1,20 @@
-//! Administrator accounts, the tenants a tenant administrator manages, and the record of
-//! failed sign-ins. The rules (password hashing, sign-in limits) are [`crate::admin`]'s.
+//! Accounts, the tenants each belongs to (that a tenant administrator manages, that a member
+//! authorizes clients for), invitations, and the record of failed sign-ins. The rules
+//! (password hashing, sign-in limits) are [`crate::admin`]'s.
 
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{Error, Result};
-use crate::admin::Role;
+use crate::model::Role;
 
 /// An account as stored.
 pub(crate) struct Account {
     pub id: Uuid,
     pub username: String,
     pub role: Role,
-    pub password_hash: String,
+    pub password_hash: Option<String>,
+    pub disabled_at: Option<time::OffsetDateTime>,
 }
 
 /// Adds an account; `None` when the name is taken.
@@ -35,6 +37,12 @@ pub(crate) async fn insert(
     Ok(id)
 }
 
+/// Records a successful sign-in.
+pub(crate) async fn signed_in(db: impl PgExecutor<'_>, id: Uuid) -> Result<()> {
+    sqlx::query!("update admin_user set signed_in_at = now() where id = $1", id).execute(db).await?;
+    Ok(())
+}
+
 /// Replaces an account's password hash; whether the account exists.
 pub(crate) async fn set_password_hash(db: impl PgExecutor<'_>, username: &str, hash: &str) -> Result<bool> {
     let updated =
@@ -48,7 +56,7 @@ pub(crate) async fn set_password_hash(db: impl PgExecutor<'_>, username: &str, h
 pub(crate) async fn by_id(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Account>> {
     let account = sqlx::query_as!(
         Account,
-        r#"select id, username, role as "role: Role", password_hash from admin_user where id = $1"#,
+        r#"select id, username, role as "role: Role", password_hash, disabled_at from admin_user where id = $1"#,
         id
     )
     .fetch_optional(db)
@@ -59,7 +67,8 @@ pub(crate) async fn by_id(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Ac
 pub(crate) async fn by_username(db: impl PgExecutor<'_>, username: &str) -> Result<Option<Account>> {
     let account = sqlx::query_as!(
         Account,
-        r#"select id, username, role as "role: Role", password_hash from admin_user where username = $1"#,
+        r#"select id, username, role as "role: Role", password_hash, disabled_at
+           from admin_user where username = $1"#,
         username
     )
     .fetch_optional(db)
@@ -168,5 +177,194 @@ pub(crate) async fn forget_attempt(pool: &PgPool, attempt: i64) -> Result<()> {
 /// Forgets the failures of `username`: it has signed in.
 pub(crate) async fn forget_failures(pool: &PgPool, username: &str) -> Result<()> {
     sqlx::query!("delete from login_failure where username = $1", username).execute(pool).await?;
+    Ok(())
+}
+
+/// An account of a tenant, as its member list shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MemberRow {
+    pub id: Uuid,
+    pub username: String,
+    pub role: Role,
+    pub email: Option<String>,
+    /// Signs in with a password (else through the OpenID provider, or not yet: invited).
+    pub has_password: bool,
+    pub sso: bool,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub disabled_at: Option<time::OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub signed_in_at: Option<time::OffsetDateTime>,
+    /// Clients the account has authorized for this tenant.
+    pub apps: i64,
+}
+
+/// The accounts assigned to tenant `tenant_id`, by name.
+pub(crate) async fn members(db: impl PgExecutor<'_>, tenant_id: Uuid) -> Result<Vec<MemberRow>> {
+    Ok(sqlx::query_as!(
+        MemberRow,
+        r#"select a.id, a.username, a.role as "role: Role", a.email, a.password_hash is not null as "has_password!",
+                  a.sso_subject is not null as "sso!", a.disabled_at, a.signed_in_at,
+                  (select count(*) from oauth_grant g
+                   where g.account_id = a.id and g.tenant_id = $1 and g.revoked_at is null) as "apps!"
+           from admin_user a join admin_tenant m on m.admin_id = a.id
+           where m.tenant_id = $1 order by a.username"#,
+        tenant_id
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// The account `username` with its role, if it exists.
+pub(crate) async fn role_of(db: impl PgExecutor<'_>, username: &str) -> Result<Option<(Uuid, Role)>> {
+    Ok(sqlx::query!(r#"select id, role as "role: Role" from admin_user where username = $1"#, username)
+        .fetch_optional(db)
+        .await?
+        .map(|r| (r.id, r.role)))
+}
+
+/// Adds an account without a password yet (invited, or signing in through the OpenID
+/// provider); `None` when the name is taken.
+pub(crate) async fn insert_without_password(
+    db: impl PgExecutor<'_>,
+    username: &str,
+    role: Role,
+    email: Option<&str>,
+    sso: Option<(&str, &str)>,
+) -> Result<Option<Uuid>> {
+    Ok(sqlx::query_scalar!(
+        "insert into admin_user (username, role, email, sso_issuer, sso_subject) values ($1, $2, $3, $4, $5)
+         on conflict (username) do nothing returning id",
+        username,
+        role as Role,
+        email,
+        sso.map(|(issuer, _)| issuer),
+        sso.map(|(_, subject)| subject),
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Assigns `admin_id` to `tenant_id` (again: nothing changes).
+pub(crate) async fn assign(db: impl PgExecutor<'_>, admin_id: Uuid, tenant_id: Uuid) -> Result<()> {
+    sqlx::query!(
+        "insert into admin_tenant (admin_id, tenant_id) values ($1, $2) on conflict do nothing",
+        admin_id,
+        tenant_id
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Takes `admin_id` off `tenant_id`; how many tenants it still has.
+pub(crate) async fn unassign(tx: &mut sqlx::PgConnection, admin_id: Uuid, tenant_id: Uuid) -> Result<i64> {
+    sqlx::query!("delete from admin_tenant where admin_id = $1 and tenant_id = $2", admin_id, tenant_id)
+        .execute(&mut *tx)
+        .await?;
+    Ok(sqlx::query_scalar!(r#"select count(*) as "n!" from admin_tenant where admin_id = $1"#, admin_id)
+        .fetch_one(&mut *tx)
+        .await?)
+}
+
+pub(crate) async fn set_disabled(db: impl PgExecutor<'_>, admin_id: Uuid, disabled: bool) -> Result<()> {
+    sqlx::query!(
+        "update admin_user set disabled_at = case when $2 then coalesce(disabled_at, now()) end where id = $1",
+        admin_id,
+        disabled
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn delete(db: impl PgExecutor<'_>, admin_id: Uuid) -> Result<()> {
+    sqlx::query!("delete from admin_user where id = $1", admin_id).execute(db).await?;
+    Ok(())
+}
+
+/// Replaces the invitations of `admin_id` with one.
+pub(crate) async fn invite(
+    tx: &mut sqlx::PgConnection,
+    admin_id: Uuid,
+    token_hash: &[u8],
+    expires_at: time::OffsetDateTime,
+) -> Result<()> {
+    sqlx::query!("delete from account_invite where admin_id = $1", admin_id).execute(&mut *tx).await?;
+    sqlx::query!(
+        "insert into account_invite (token_hash, admin_id, expires_at) values ($1, $2, $3)",
+        token_hash,
+        admin_id,
+        expires_at
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// The account an unexpired invitation is for, by the hash of its token.
+pub(crate) async fn invited(db: impl PgExecutor<'_>, token_hash: &[u8]) -> Result<Option<(Uuid, String)>> {
+    Ok(sqlx::query!(
+        "select a.id, a.username from account_invite i join admin_user a on a.id = i.admin_id
+         where i.token_hash = $1 and i.expires_at > now() and a.disabled_at is null",
+        token_hash
+    )
+    .fetch_optional(db)
+    .await?
+    .map(|r| (r.id, r.username)))
+}
+
+/// Ends the invitations of `admin_id`.
+pub(crate) async fn forget_invites(db: impl PgExecutor<'_>, admin_id: Uuid) -> Result<()> {
+    sqlx::query!("delete from account_invite where admin_id = $1", admin_id).execute(db).await?;
+    Ok(())
+}
+
+/// Sets the password hash of the account `admin_id`.
+pub(crate) async fn set_password_hash_of(db: impl PgExecutor<'_>, admin_id: Uuid, hash: &str) -> Result<()> {
+    sqlx::query!("update admin_user set password_hash = $2 where id = $1", admin_id, hash)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// The account signed in through the OpenID provider `issuer` as `subject`.
+pub(crate) async fn by_sso(db: impl PgExecutor<'_>, issuer: &str, subject: &str) -> Result<Option<Account>> {
+    Ok(sqlx::query_as!(
+        Account,
+        r#"select id, username, role as "role: Role", password_hash, disabled_at
+           from admin_user where sso_issuer = $1 and sso_subject = $2"#,
+        issuer,
+        subject
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// Sets what the OpenID provider's claims say of an account: its role, email and tenants.
+pub(crate) async fn set_from_claims(
+    tx: &mut sqlx::PgConnection,
+    admin_id: Uuid,
+    role: Role,
+    email: Option<&str>,
+    tenants: &[Uuid],
+) -> Result<()> {
+    sqlx::query!(
+        "update admin_user set role = $2, email = $3, signed_in_at = now() where id = $1",
+        admin_id,
+        role as Role,
+        email
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!("delete from admin_tenant where admin_id = $1 and tenant_id <> all($2)", admin_id, tenants)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query!(
+        "insert into admin_tenant (admin_id, tenant_id) select $1, unnest($2::uuid[]) on conflict do nothing",
+        admin_id,
+        tenants
+    )
+    .execute(&mut *tx)
+    .await?;
     Ok(())
 }

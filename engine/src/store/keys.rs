@@ -2,9 +2,7 @@
 //! visible prefix, revocable, optionally expiring, optionally limited in their calls. Gateways check keys against the live catalog snapshot, so a
 //! revocation reaches every replica with the next reload.
 
-use rand::distr::{Alphanumeric, SampleString};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use sqlx::types::Json;
 use uuid::Uuid;
@@ -34,9 +32,7 @@ pub struct ApiKey {
     pub limits: Json<CallLimits>,
 }
 
-pub fn hash(key: &str) -> Vec<u8> {
-    Sha256::digest(key.as_bytes()).to_vec()
-}
+pub use crate::secret::digest as hash;
 
 /// Creates a key, valid until `expires_at` when given, under `limits`; the returned string is
 /// the only time the key exists in the clear.
@@ -55,7 +51,7 @@ pub async fn create(
     if expires_at.is_some_and(|at| at <= time::OffsetDateTime::now_utc()) {
         return Err(Error::Invalid("a key's expiry must be in the future".into()));
     }
-    let secret = format!("tg_{}", Alphanumeric.sample_string(&mut rand::rng(), 40));
+    let secret = crate::secret::random_token("tg_");
     let mut tx = pool.begin().await?;
     let tenant_id = super::tenants::get(&mut *tx, tenant).await?.id;
     let key = sqlx::query_as!(

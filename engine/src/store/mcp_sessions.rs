@@ -1,4 +1,5 @@
-//! MCP sessions of the handshake era, shared by the replicas: the key that opened each, the
+//! MCP sessions of the handshake era, shared by the replicas: the key (or the person's grant)
+//! that opened each, the
 //! `initialize` a replica replays to continue it, and the groups it equipped. A session is
 //! written when it opens and when it equips groups; its use is recorded at most every half
 //! minute per replica, never per request.
@@ -11,11 +12,27 @@ use uuid::Uuid;
 
 use super::Result;
 
+/// Who opened a session: an API key, or a person through a client they authorized (the
+/// grant, which every token refreshed from it continues).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionOwner {
+    Key(Uuid),
+    Grant(Uuid),
+}
+
+impl SessionOwner {
+    pub fn id(self) -> Uuid {
+        match self {
+            SessionOwner::Key(id) | SessionOwner::Grant(id) => id,
+        }
+    }
+}
+
 /// A session as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredSession {
-    /// `None` while the replica that opened it has not bound it yet.
-    pub key_id: Option<Uuid>,
+    /// The id of its key or grant; `None` while the replica that opened it has not bound it yet.
+    pub owner: Option<Uuid>,
     /// The client's `initialize` parameters, once the handshake succeeded.
     pub initialize: Option<Value>,
     /// The groups it chose with the meta tool.
@@ -25,7 +42,7 @@ pub struct StoredSession {
 pub async fn get(pool: &PgPool, id: &str) -> Result<Option<StoredSession>> {
     Ok(sqlx::query_as!(
         StoredSession,
-        "select key_id, initialize, equipped from mcp_session where id = $1",
+        "select coalesce(key_id, grant_id) as owner, initialize, equipped from mcp_session where id = $1",
         id
     )
     .fetch_optional(pool)
@@ -45,25 +62,33 @@ pub async fn save_handshake(pool: &PgPool, id: &str, initialize: &Value) -> Resu
     Ok(())
 }
 
-/// Binds session `id` to `key`, unless the key has `per_key` sessions already (on every
+/// Binds session `id` to `owner`, unless it has `per_owner` sessions already (on every
 /// replica together): `false` then.
-pub async fn bind(pool: &PgPool, id: &str, key: Uuid, per_key: usize) -> Result<bool> {
+pub async fn bind(pool: &PgPool, id: &str, owner: SessionOwner, per_owner: usize) -> Result<bool> {
     let mut tx = pool.begin().await?;
-    // The count and the insert are one step for the key, whichever replica asks.
-    sqlx::query!("select pg_advisory_xact_lock(hashtextextended($1::text, 0))", key.to_string())
+    // The count and the insert are one step for the owner, whichever replica asks.
+    sqlx::query!("select pg_advisory_xact_lock(hashtextextended($1::text, 0))", owner.id().to_string())
         .execute(&mut *tx)
         .await?;
-    let open = sqlx::query_scalar!(r#"select count(*) as "n!" from mcp_session where key_id = $1"#, key)
-        .fetch_one(&mut *tx)
-        .await?;
-    if open >= i64::try_from(per_key).unwrap_or(i64::MAX) {
+    let open = sqlx::query_scalar!(
+        r#"select count(*) as "n!" from mcp_session where key_id = $1 or grant_id = $1"#,
+        owner.id()
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    if open >= i64::try_from(per_owner).unwrap_or(i64::MAX) {
         return Ok(false);
     }
+    let (key, grant) = match owner {
+        SessionOwner::Key(key) => (Some(key), None),
+        SessionOwner::Grant(grant) => (None, Some(grant)),
+    };
     sqlx::query!(
-        "insert into mcp_session (id, key_id) values ($1, $2)
-         on conflict (id) do update set key_id = excluded.key_id, seen_at = now()",
+        "insert into mcp_session (id, key_id, grant_id) values ($1, $2, $3)
+         on conflict (id) do update set key_id = excluded.key_id, grant_id = excluded.grant_id, seen_at = now()",
         id,
-        key
+        key,
+        grant
     )
     .execute(&mut *tx)
     .await?;

@@ -9,12 +9,14 @@ pub mod groups;
 pub mod invocations;
 pub mod keys;
 pub mod mcp_sessions;
+pub mod oauth;
 pub mod overrides;
 pub(crate) mod pending;
 pub mod retention;
 pub mod servers;
 pub mod settings;
 pub mod sources;
+pub mod sso;
 pub mod tenants;
 pub mod tokens;
 pub mod usage;
@@ -40,6 +42,10 @@ impl Actor {
     }
     pub fn token(name: &str) -> Self {
         Actor(format!("token:{name}"))
+    }
+    /// An OAuth client acting on its own tokens (revoking them).
+    pub fn client(id: &str) -> Self {
+        Actor(format!("client:{id}"))
     }
     pub fn cli() -> Self {
         Actor("cli".into())

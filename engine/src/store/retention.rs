@@ -1,6 +1,8 @@
 //! Retention: invocation records, audit events, calls waiting for their results, sign-in
 //! failures and counts of calls against the limits are deleted once older than their
-//! settings, in batches, by a task every process runs. Replicas pruning at once are safe: a
+//! settings, in batches, by a task every process runs; expired OAuth requests, codes, tokens
+//! and invitations as soon as they expire, and clients that registered themselves (or were
+//! fetched) but that nobody authorized within a day. Replicas pruning at once are safe: a
 //! row another one deleted first is simply gone.
 
 use std::time::Duration;
@@ -22,6 +24,9 @@ const LOGIN_FAILURES: Duration = Duration::from_secs(24 * 3600);
 /// yesterday's for the dashboard.
 const CALL_USAGE: Duration = Duration::from_secs(2 * 24 * 3600);
 
+/// A client nobody authorized within this long after it registered (or was fetched) goes.
+const UNUSED_CLIENTS: Duration = Duration::from_secs(24 * 3600);
+
 /// Rows deleted per statement, so no statement holds locks for long.
 const BATCH: i64 = 5_000;
 
@@ -37,6 +42,10 @@ impl Retention {
             ("audit_event", "at", self.audit_events),
             ("login_failure", "failed_at", Some(LOGIN_FAILURES)),
             ("call_usage", "window_start", Some(CALL_USAGE)),
+            ("oauth_request", "expires_at", Some(Duration::ZERO)),
+            ("oauth_code", "expires_at", Some(Duration::ZERO)),
+            ("oauth_token", "expires_at", Some(Duration::ZERO)),
+            ("account_invite", "expires_at", Some(Duration::ZERO)),
         ]
         .into_iter()
         .filter_map(|(table, column, age)| Some((table, column, age?)))
@@ -63,6 +72,16 @@ pub async fn prune(pool: &PgPool, retention: &Retention) -> super::Result<Vec<(&
         }
         pruned.push((table, deleted));
     }
+    let unused = sqlx::query!(
+        "delete from oauth_client c
+         where kind in ('dynamic', 'metadata_document') and created_at < now() - make_interval(secs => $1)
+           and not exists (select from oauth_grant g where g.client_id = c.id)
+           and not exists (select from oauth_request r where r.client_id = c.id)",
+        UNUSED_CLIENTS.as_secs_f64()
+    )
+    .execute(pool)
+    .await?;
+    pruned.push(("oauth_client", unused.rows_affected()));
     Ok(pruned)
 }
 

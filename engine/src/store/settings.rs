@@ -52,3 +52,31 @@ pub(crate) async fn lock(db: impl PgExecutor<'_>) -> Result<()> {
     sqlx::query!("select id from setting for update").fetch_one(db).await?;
     Ok(())
 }
+
+/// How people sign in with a password.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SignInSettings {
+    /// `false`: only [`Self::break_glass_owner`] signs in with a password; everyone else
+    /// through the OpenID provider.
+    pub local_passwords: bool,
+    /// The owner account kept for emergencies while local passwords are off.
+    pub break_glass_owner: Option<String>,
+}
+
+pub async fn sign_in(db: impl PgExecutor<'_>) -> Result<SignInSettings> {
+    Ok(sqlx::query_as!(SignInSettings, "select local_passwords, break_glass_owner from setting")
+        .fetch_one(db)
+        .await?)
+}
+
+/// Sets how people sign in, unaudited (the caller's transaction records the change).
+pub(crate) async fn write_sign_in(db: impl PgExecutor<'_>, sign_in: &SignInSettings) -> Result<()> {
+    sqlx::query!(
+        "update setting set local_passwords = $1, break_glass_owner = $2",
+        sign_in.local_passwords,
+        sign_in.break_glass_owner,
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}

@@ -26,6 +26,12 @@ pub struct Tenant {
     pub limits: CallLimits,
     /// The limits on the calls of single tools, by default exposed name.
     pub tool_limits: BTreeMap<String, CallLimits>,
+    /// The limits on each signed-in person's calls (OAuth), like a key's.
+    pub user_limits: CallLimits,
+    /// Whether the gateway accepts the tenant's API keys.
+    pub api_keys: bool,
+    /// Whether the gateway accepts access tokens people authorized (OAuth) for the tenant.
+    pub oauth: bool,
 }
 
 impl Tenant {
@@ -52,6 +58,9 @@ struct Row {
     ceiling_groups: Option<Vec<String>>,
     limits: Json<CallLimits>,
     tool_limits: Json<BTreeMap<String, CallLimits>>,
+    user_limits: Json<CallLimits>,
+    api_keys_enabled: bool,
+    oauth_enabled: bool,
 }
 
 impl From<Row> for Tenant {
@@ -67,6 +76,9 @@ impl From<Row> for Tenant {
             ceiling,
             limits: row.limits.0,
             tool_limits: row.tool_limits.0,
+            user_limits: row.user_limits.0,
+            api_keys: row.api_keys_enabled,
+            oauth: row.oauth_enabled,
         }
     }
 }
@@ -81,12 +93,18 @@ pub struct TenantUpdate {
     pub ceiling: Option<Ceiling>,
     pub limits: Option<CallLimits>,
     pub tool_limits: Option<BTreeMap<String, CallLimits>>,
+    pub user_limits: Option<CallLimits>,
+    pub api_keys: Option<bool>,
+    pub oauth: Option<bool>,
 }
 
 impl TenantUpdate {
     /// Whether it sets anything only an owner may.
     pub fn owners_only(&self) -> bool {
-        self.ceiling.is_some() || self.limits.is_some() || self.tool_limits.is_some()
+        self.ceiling.is_some()
+            || self.limits.is_some()
+            || self.tool_limits.is_some()
+            || self.user_limits.is_some()
     }
 }
 
@@ -102,7 +120,8 @@ pub async fn get(db: impl PgExecutor<'_>, slug: &TenantSlug) -> Result<Tenant> {
     sqlx::query_as!(
         Row,
         r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups,
-                limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>"
+                limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
+                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled
            from tenant where slug = $1"#,
         slug.as_str()
     )
@@ -116,7 +135,8 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Tenant>> {
     let rows = sqlx::query_as!(
         Row,
         r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups,
-                limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>"
+                limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
+                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled
            from tenant order by slug"#
     )
     .fetch_all(db)
@@ -132,7 +152,8 @@ pub async fn create(pool: &PgPool, actor: &Actor, slug: &TenantSlug, name: &str)
         Row,
         r#"insert into tenant (slug, name) values ($1, $2) on conflict (slug) do nothing
            returning id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups,
-                limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>""#,
+                limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
+                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled"#,
         slug.as_str(),
         name,
     )
@@ -164,6 +185,9 @@ pub async fn update(pool: &PgPool, actor: &Actor, slug: &TenantSlug, update: Ten
         ceiling: update.ceiling.unwrap_or_else(|| before.ceiling.clone()),
         limits: update.limits.unwrap_or(before.limits),
         tool_limits: update.tool_limits.unwrap_or_else(|| before.tool_limits.clone()),
+        user_limits: update.user_limits.unwrap_or(before.user_limits),
+        api_keys: update.api_keys.unwrap_or(before.api_keys),
+        oauth: update.oauth.unwrap_or(before.oauth),
         ..before.clone()
     };
     if choosing_tags
@@ -183,12 +207,14 @@ pub(crate) async fn put(db: impl PgExecutor<'_>, tenant: &Tenant) -> Result<Uuid
     let ceiling = &tenant.ceiling;
     let id = sqlx::query_scalar!(
         "insert into tenant (slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups,
-                             limits, tool_limits)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                             limits, tool_limits, user_limits, api_keys_enabled, oauth_enabled)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
          on conflict (slug) do update set
             name = excluded.name, enabled_tags = excluded.enabled_tags, meta_tool = excluded.meta_tool,
             ceiling_tags = excluded.ceiling_tags, ceiling_sources = excluded.ceiling_sources,
-            ceiling_groups = excluded.ceiling_groups, limits = excluded.limits, tool_limits = excluded.tool_limits
+            ceiling_groups = excluded.ceiling_groups, limits = excluded.limits, tool_limits = excluded.tool_limits,
+            user_limits = excluded.user_limits, api_keys_enabled = excluded.api_keys_enabled,
+            oauth_enabled = excluded.oauth_enabled
          returning id",
         tenant.slug,
         tenant.name,
@@ -199,6 +225,9 @@ pub(crate) async fn put(db: impl PgExecutor<'_>, tenant: &Tenant) -> Result<Uuid
         ceiling.groups.as_deref(),
         Json(&tenant.limits) as _,
         Json(&tenant.tool_limits) as _,
+        Json(&tenant.user_limits) as _,
+        tenant.api_keys,
+        tenant.oauth,
     )
     .fetch_one(db)
     .await?;

@@ -1,7 +1,6 @@
 //! Admin API tokens for scripts: shown once at creation, stored only as a SHA-256 hash,
 //! revocable, optionally expiring, optionally limited to reading or to one tenant.
 
-use rand::distr::{Alphanumeric, SampleString};
 use serde::Serialize;
 use sqlx::PgPool;
 use time::OffsetDateTime;
@@ -69,7 +68,7 @@ pub async fn create(pool: &PgPool, actor: &Actor, new: &NewToken) -> Result<(Adm
     if new.expires_at.is_some_and(|at| at <= OffsetDateTime::now_utc()) {
         return Err(Error::Invalid("a token's expiry must be in the future".into()));
     }
-    let secret = format!("tga_{}", Alphanumeric.sample_string(&mut rand::rng(), 40));
+    let secret = crate::secret::random_token("tga_");
     let mut tx = pool.begin().await?;
     let tenant_id = match &new.tenant {
         Some(slug) => Some(super::tenants::get(&mut *tx, slug).await?.id),

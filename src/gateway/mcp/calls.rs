@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use axum::http::HeaderMap;
 use engine::catalog::{CatalogTool, GroupInfo, TenantTools};
 use engine::exec::{CallHooks, CallRequest, CallResult};
-use engine::tool::{Caller, ClientRelay, RelayFuture, ToolOutput};
+use engine::tool::{ClientRelay, RelayFuture, ToolOutput};
 use rmcp::ErrorData;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientResult,
@@ -381,7 +381,7 @@ impl Shared {
     pub(super) async fn call(&self, call: Call) -> Result<CallToolResponse, ErrorData> {
         let Call { access, view, params, listener, era, cancelled } = call;
         if era == Era::Stateless {
-            let owner = Owner { tenant: access.tenant, key: access.key_id, tool: params.name.to_string() };
+            let owner = Owner { tenant: access.tenant, caller: access.caller, tool: params.name.to_string() };
             return self.call_in_rounds(owner, view, params, listener).await;
         }
         let listening = Arc::new(Mutex::new(listener));
@@ -390,8 +390,7 @@ impl Shared {
             progress: progress.then(|| progress_reports(&listening)),
             client: Some(Arc::new(CallRelay::new(listening, None))),
         };
-        let caller = Caller::ApiKey(access.key_id);
-        let call = self.executor.call_in(&view, &caller, call_request(params), hooks);
+        let call = self.executor.call_in(&view, &access.caller, call_request(params), hooks);
         // rmcp runs a handler to its end after the client cancels the request (and drops the
         // answer): stop waiting instead, which cancels the call upstream too.
         tokio::select! {
@@ -427,8 +426,7 @@ impl Shared {
             progress: Some(progress_reports(&listening)),
             client: Some(Arc::new(CallRelay::new(listening.clone(), Some(asks)))),
         };
-        let (executor, caller, call) =
-            (self.executor.clone(), Caller::ApiKey(owner.key), call_request(request));
+        let (executor, caller, call) = (self.executor.clone(), owner.caller.clone(), call_request(request));
         let task = tokio::spawn(async move { executor.call_in(&view, &caller, call, hooks).await });
         self.round(owner, RunningCall { task, questions }, listening).await
     }

@@ -72,6 +72,7 @@ pub async fn save_limits(
     slug: String,
     limits: Limits,
     tools: Vec<(String, Limits)>,
+    users: Limits,
 ) -> Result<(), PanelError> {
     use engine::store::tenants::TenantUpdate;
 
@@ -89,6 +90,9 @@ pub async fn save_limits(
     let update = TenantUpdate {
         limits: Some(ssr::parse(&limits)?),
         tool_limits: Some(tool_limits),
+        user_limits: Some(
+            ssr::parse(&users).map_err(|err| PanelError::invalid(format!("each person: {err}")))?,
+        ),
         ..Default::default()
     };
     engine::service::tenants::update(&state(), &tenant, update).await?;
@@ -139,6 +143,7 @@ pub(super) fn LimitsCard(tenant: TenantView, action: ServerAction<SaveLimits>) -
             <section class="card">
                 <h2>"Limits"</h2>
                 <p class="limits-summary">"All calls: " {tenant.limits.summary()}</p>
+                <p class="limits-summary">"Each signed-in person: " {tenant.user_limits.summary()}</p>
                 <ul>{tools}</ul>
                 <p class="muted">{note}</p>
             </section>
@@ -146,6 +151,7 @@ pub(super) fn LimitsCard(tenant: TenantView, action: ServerAction<SaveLimits>) -
         .into_any();
     }
     let limits = RwSignal::new(tenant.limits.clone());
+    let users = RwSignal::new(tenant.user_limits.clone());
     let tools = RwSignal::new(
         tenant
             .tool_limits
@@ -163,6 +169,10 @@ pub(super) fn LimitsCard(tenant: TenantView, action: ServerAction<SaveLimits>) -
             <h3>"All calls of this tenant"</h3>
             <div class="inline-form">
                 <LimitInputs name="tenant-limit".into() limits />
+            </div>
+            <h3>"Each person signed in through an app (OAuth)"</h3>
+            <div class="inline-form">
+                <LimitInputs name="user-limit".into() limits=users />
             </div>
             <h3>"Single tools"</h3>
             <For each=move || tools.get() key=|(tool, _)| tool.clone() let:((tool, limits))>
@@ -201,7 +211,7 @@ pub(super) fn LimitsCard(tenant: TenantView, action: ServerAction<SaveLimits>) -
                 pending=action.pending()
                 on_click=Callback::new(move |()| {
                     let tools = tools.get().into_iter().map(|(tool, l)| (tool, l.get())).collect();
-                    action.dispatch(SaveLimits { slug: slug.get_value(), limits: limits.get(), tools });
+                    action.dispatch(SaveLimits { slug: slug.get_value(), limits: limits.get(), tools, users: users.get() });
                 })
             />
             <Saved action=action what="Limits saved." />

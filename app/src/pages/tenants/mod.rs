@@ -7,6 +7,7 @@ mod keys;
 mod limits;
 mod overrides;
 mod page;
+mod people;
 
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -10,6 +10,7 @@ use super::choices::{CeilingCard, GroupToggles, SaveCeiling, SaveGroups, SaveTag
 use super::keys::{CreateKey, Keys, RevokeKey};
 use super::limits::{Limits, LimitsCard, SaveLimits};
 use super::overrides::{ClearOverride, Overrides, SaveOverride};
+use super::people::{AccessCard, PeopleCards, SaveAccess};
 use crate::error::PanelError;
 use crate::pages::ui::{loaded, succeeded};
 
@@ -37,6 +38,13 @@ pub struct TenantView {
     pub limits: Limits,
     /// The owner's limits on single tools' calls, by default exposed name.
     pub tool_limits: Vec<(String, Limits)>,
+    /// The owner's limits on each signed-in person's calls.
+    pub user_limits: Limits,
+    /// Whether the gateway accepts the tenant's API keys, and people's access tokens.
+    pub api_keys: bool,
+    pub oauth: bool,
+    /// The tenant's MCP endpoint, as clients reach it.
+    pub endpoint: String,
     /// The viewer is an owner, who sets the ceiling and the limits.
     pub owner_view: bool,
     /// Shared sources by name, which a ceiling may list.
@@ -113,9 +121,10 @@ pub struct OverrideView {
 pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
     use engine::service::tenants::{self, TenantChoices};
 
-    use crate::server::{caller, minute, state};
+    use crate::server::{caller, issuer, minute, state};
     let caller = caller().await?;
     let managed = caller.tenant(&slug)?;
+    let endpoint = format!("{}/mcp/{slug}", issuer().await);
     let state = state();
     let engine::service::tenants::TenantDetail {
         tenant,
@@ -206,6 +215,10 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         },
         limits: tenant.limits.into(),
         tool_limits: tenant.tool_limits.into_iter().map(|(tool, limits)| (tool, limits.into())).collect(),
+        user_limits: tenant.user_limits.into(),
+        api_keys: tenant.api_keys,
+        oauth: tenant.oauth,
+        endpoint,
         default_tags,
         enabled_tags: tenant.enabled_tags,
         meta_tool: tenant.meta_tool,
@@ -226,7 +239,9 @@ pub fn TenantPage() -> impl IntoView {
     let revoke_key = ServerAction::<RevokeKey>::new();
     let save_ceiling = ServerAction::<SaveCeiling>::new();
     let save_limits = ServerAction::<SaveLimits>::new();
+    let save_access = ServerAction::<SaveAccess>::new();
     let changes = [
+        succeeded(save_access),
         succeeded(save_ceiling),
         succeeded(save_limits),
         succeeded(save_tags),
@@ -254,6 +269,8 @@ pub fn TenantPage() -> impl IntoView {
                     <GroupToggles tenant=t.clone() action=save_groups />
                     <EffectiveTools tenant=t.clone() />
                     <Overrides tenant=t.clone() save=save_override clear=clear_override />
+                    <AccessCard tenant=t.clone() action=save_access />
+                    <PeopleCards slug=t.slug.clone() />
                     <Keys tenant=t create=create_key revoke=revoke_key />
                 }
             },
