@@ -96,8 +96,9 @@ create table oauth_request (
     state text,
     code_challenge text not null,
     resource text not null,
-    -- The tenant whose endpoint `resource` names; null for the REST API (chosen at consent).
-    tenant_id uuid references tenant (id) on delete cascade,
+    -- The slug of the tenant whose endpoint `resource` names (not checked before sign-in, so a
+    -- stranger learns nothing of which tenants exist); null for the REST API (chosen at consent).
+    tenant text,
     scopes text[] not null,
     expires_at timestamptz not null,
     created_at timestamptz not null default now()

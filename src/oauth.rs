@@ -35,7 +35,6 @@ pub fn public_router(credentials: Credentials, oauth: AuthServer) -> Router {
         .route(&format!("{PROTECTED_RESOURCE}/mcp/{{tenant}}"), get(mcp_resource))
         .route(&format!("{PROTECTED_RESOURCE}{REST_PATH}"), get(rest_resource))
         .route("/.well-known/oauth-authorization-server", get(server_metadata))
-        .route("/.well-known/openid-configuration", get(server_metadata))
         .with_state(credentials);
     let endpoints = Router::new()
         .route("/oauth/register", post(register))
@@ -124,7 +123,15 @@ fn oauth_error(err: OAuthError) -> Response {
         ),
         OAuthError::Failed(err) => (StatusCode::INTERNAL_SERVER_ERROR, "server_error", log_internal(&err)),
     };
-    no_store((status, Json(json!({"error": code, "error_description": description}))).into_response())
+    let mut response =
+        (status, Json(json!({"error": code, "error_description": description}))).into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        // RFC 6749 §5.2: the scheme the client may authenticate with.
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(r#"Basic realm="toolgate""#));
+    }
+    no_store(response)
 }
 
 /// Tokens and registrations are never cached (RFC 6749 §5.1).
@@ -148,9 +155,31 @@ async fn register(
             });
         }
     };
-    match oauth.register(registration, &peer.ip().to_string()).await {
+    match oauth.register(registration, &registrant(peer.ip())).await {
         Ok(registered) => no_store((StatusCode::CREATED, Json(registered)).into_response()),
         Err(err) => oauth_error(err),
+    }
+}
+
+fn not_a_form() -> Response {
+    oauth_error(OAuthError::Refused {
+        code: "invalid_request",
+        description: "the request must be a form (application/x-www-form-urlencoded)".into(),
+    })
+}
+
+/// Whose dynamic registrations count together: an IPv4 address, or an IPv6 /64 (one host has
+/// a whole /64 to choose from).
+fn registrant(ip: std::net::IpAddr) -> String {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let [a, b, c, d, ..] = v6.segments();
+                format!("{a:x}:{b:x}:{c:x}:{d:x}::/64")
+            }
+        },
     }
 }
 
@@ -168,12 +197,7 @@ async fn token(
     headers: HeaderMap,
     form: Result<Form<TokenParams>, axum::extract::rejection::FormRejection>,
 ) -> Response {
-    let Ok(Form(params)) = form else {
-        return oauth_error(OAuthError::Refused {
-            code: "invalid_request",
-            description: "the request must be a form (application/x-www-form-urlencoded)".into(),
-        });
-    };
+    let Ok(Form(params)) = form else { return not_a_form() };
     match oauth.token(params, basic_credentials(&headers)).await {
         Ok(tokens) => no_store(Json(tokens).into_response()),
         Err(err) => oauth_error(err),
@@ -234,7 +258,8 @@ fn refusal_page(message: &str) -> Response {
          <h1 class=\"brand\">Toolgate</h1><h2>This app's sign-in request was refused</h2><p class=\"error\" role=\"alert\">{escaped}</p>\
          <p class=\"muted\">Nothing was sent to the app. Tell its developer, or check how it is configured.</p></div></main></body></html>"
     );
-    (StatusCode::BAD_REQUEST, Html(page)).into_response()
+    let policy = HeaderValue::from_static("default-src 'none'; style-src 'self'; frame-ancestors 'none'");
+    (StatusCode::BAD_REQUEST, [(header::CONTENT_SECURITY_POLICY, policy)], Html(page)).into_response()
 }
 
 /// The authorization endpoint: checks the request, then answers it at once when the signed-in
@@ -245,7 +270,7 @@ async fn authorize(
     headers: HeaderMap,
     Query(params): Query<AuthorizeParams>,
 ) -> Response {
-    let issuer = services_issuer(&services, &headers);
+    let issuer = engine::oauth::issuer(services.public_url.as_deref(), &headers);
     let id = match services.oauth.begin(&issuer, params).await {
         Ok(id) => id,
         Err(AuthorizeError::Show(message)) => return refusal_page(&message),
@@ -260,12 +285,6 @@ async fn authorize(
         return Redirect::to(&back).into_response();
     }
     onward(&headers, &format!("/authorize/{id}"))
-}
-
-/// The issuer as the gateway computes it.
-fn services_issuer(state: &AppState, headers: &HeaderMap) -> String {
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    engine::oauth::issuer(state.public_url.as_deref(), host)
 }
 
 /// The cookie holding a sign-in under way at the OpenID provider (sealed, so only this site
@@ -319,7 +338,7 @@ async fn sso_start(
     headers: HeaderMap,
     Query(Next { next }): Query<Next>,
 ) -> Response {
-    let callback = format!("{}/sso/callback", services_issuer(&state, &headers));
+    let callback = format!("{}/sso/callback", engine::oauth::issuer(state.public_url.as_deref(), &headers));
     match engine::sso::start(&state.pool, &state.secrets, &callback).await {
         Ok((url, pending)) => {
             let under_way = serde_json::to_string(&SignInUnderWay { pending, next }).expect("serialises");
@@ -360,15 +379,13 @@ async fn finish_sign_in(
     answer: Callback,
 ) -> Response {
     let Some(SignInUnderWay { pending, next }) = sign_in_under_way(state, headers) else {
-        return sso_failed(engine::sso::SsoError::Refused(
-            "no sign-in is under way in this browser; start again".into(),
-        ));
+        return sso_failed(engine::sso::SsoError::Invalid("no sign-in is under way in this browser".into()));
     };
     let (Some(code), Some(returned_state)) = (answer.code, answer.state) else {
         let why = answer.error_description.or(answer.error).unwrap_or_else(|| "no code came back".into());
-        return sso_failed(engine::sso::SsoError::Refused(format!("the provider said: {why}")));
+        return sso_failed(engine::sso::SsoError::Invalid(format!("the provider said: {why}")));
     };
-    let callback = format!("{}/sso/callback", services_issuer(state, headers));
+    let callback = format!("{}/sso/callback", engine::oauth::issuer(state.public_url.as_deref(), headers));
     match engine::sso::finish(&state.pool, &state.secrets, &callback, pending, &code, &returned_state).await {
         Ok(account) => match app::auth::ssr::open_session(session, &account).await {
             Ok(()) => onward(headers, &app::auth::ssr::landing(&account, next.as_deref())),
@@ -380,12 +397,6 @@ async fn finish_sign_in(
 
 /// Back to the sign-in page, which shows why.
 fn sso_failed(err: engine::sso::SsoError) -> Response {
-    let message = match &err {
-        engine::sso::SsoError::Failed(cause) => crate::gateway::shown(cause),
-        other => other.to_string(),
-    };
     tracing::warn!(error = %err, "single sign-on failed");
-    let query: String =
-        form_urlencoded::Serializer::new(String::new()).append_pair("sso_error", &message).finish();
-    Redirect::to(&format!("/login?{query}")).into_response()
+    Redirect::to(&format!("/login?sso_error={}", err.code())).into_response()
 }

@@ -69,6 +69,9 @@ pub async fn serve(settings: ServeSettings, surfaces: Surfaces) -> anyhow::Resul
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
+/// How long a stopping server waits for the requests under way.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
 /// A bound, ready-to-run server.
 pub struct Application {
     listener: TcpListener,
@@ -145,10 +148,18 @@ impl Application {
                 tracing::debug!(error = %err, "could not set TCP_NODELAY on an accepted connection");
             }
         });
-        axum::serve(listener, self.router.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(shutdown)
-            .await
-            .context("the HTTP server failed")
+        // Requests under way get `SHUTDOWN_GRACE` to finish; a stream that never ends (an MCP
+        // session's event stream, a stuck client) does not keep the process alive after it.
+        let shutdown = futures::FutureExt::shared(shutdown);
+        let served = axum::serve(listener, self.router.into_make_service_with_connect_info::<SocketAddr>())
+            .with_graceful_shutdown(shutdown.clone());
+        tokio::select! {
+            served = served => served.context("the HTTP server failed"),
+            () = async { shutdown.await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
+                tracing::warn!(grace = ?SHUTDOWN_GRACE, "requests still open after the grace period: closing them");
+                Ok(())
+            }
+        }
     }
 }
 
@@ -168,13 +179,20 @@ async fn session_layer(
         .with_expiry(Expiry::OnInactivity(ttl)))
 }
 
+/// What logs and traces keep of a request's URI: its path, without the query (an OAuth or
+/// sign-in answer's code and state ride there) and with an invitation link's token hidden.
+fn logged_path(uri: &axum::http::Uri) -> &str {
+    let path = uri.path();
+    if path.starts_with("/invite/") { "/invite/…" } else { path }
+}
+
 /// Every request gets an `x-request-id` (kept when the client sent one), echoed in the
 /// response and recorded in the request's log span.
 fn with_request_ids(router: Router) -> Router {
     let trace = TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<_>| {
         let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
         let id = header(REQUEST_ID.as_str()).unwrap_or_default();
-        let span = tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id);
+        let span = tracing::info_span!("request", method = %request.method(), path = %logged_path(request.uri()), request_id = %id);
         // A caller's W3C trace context makes this request part of its trace.
         engine::telemetry::follow(&span, header("traceparent"), header("tracestate"));
         span

@@ -202,9 +202,9 @@ async fn a_refused_request_says_where_to_sign_in_and_the_metadata_leads_there(po
     assert_eq!(server["client_id_metadata_document_supported"], true);
     assert_eq!(server["token_endpoint"], app.url("/oauth/token"));
     assert_eq!(server["authorization_response_iss_parameter_supported"], true);
-    let openid: Value =
-        json_of(reqwest::Client::new().get(app.url("/.well-known/openid-configuration"))).await;
-    assert_eq!(openid, server);
+    // Toolgate issues no ID tokens: it offers no OpenID discovery document.
+    let openid = reqwest::get(app.url("/.well-known/openid-configuration")).await.unwrap();
+    assert_eq!(openid.status(), StatusCode::NOT_FOUND);
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
@@ -305,11 +305,27 @@ async fn bad_authorization_requests_are_refused_without_going_anywhere_unsafe(po
         assert_eq!(param(&back, "error").as_deref(), Some(error), "{changes:?}: {back}");
         assert_eq!(param(&back, "state").as_deref(), Some("xyz"));
     }
-    // A tenant that does not exist is no endpoint here either.
+    // Whether a tenant exists is told only to a person signed in: a stranger's request for
+    // an unknown tenant is answered as one for a tenant they may not use, at consent.
     let nobody = format!("{}/mcp/nobody", app.url(""));
     let query: Vec<(&str, &str)> = authorization(&client, &nobody);
+    let stranger = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let asked = stranger.get(app.url("/oauth/authorize")).query(&query).send().await.unwrap();
+    assert_eq!(asked.status(), StatusCode::SEE_OTHER);
+    assert!(location(&asked).starts_with("/authorize/"));
     let refused = browser.authorize(&app, &query).await;
-    assert_eq!(param(&location(&refused), "error").as_deref(), Some("invalid_target"));
+    let id = location(&refused).strip_prefix("/authorize/").unwrap().to_string();
+    let consent: Value =
+        json_of(browser.http.post(app.url("/api/consent")).form(&[("id", id.as_str())])).await;
+    assert_eq!(consent["allowed"], false);
+    let decided = browser
+        .http
+        .post(app.url("/api/decide"))
+        .form(&[("id", id.as_str()), ("approve", "true")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(decided.status(), StatusCode::FORBIDDEN);
 
     // From another site's page, a page of this site takes the browser on to consent, so the
     // SameSite=Strict session comes along.
@@ -467,7 +483,15 @@ async fn refresh_tokens_rotate_and_a_reused_one_revokes_the_whole_grant(pool: Pg
         "invalid_scope"
     );
 
-    // The first refresh token again: somebody else may hold it — every token of the grant goes.
+    // The first refresh token again at once: a retry of the client (its answer was lost), not
+    // a theft — answered with new tokens.
+    let (status, retried) = post(refresh(first_refresh)).await;
+    assert_eq!(status, StatusCode::OK, "{retried}");
+    // Again a minute later: somebody else may hold it — every token of the grant goes.
+    sqlx::query("update oauth_token set used_at = now() - interval '1 minute' where used_at is not null")
+        .execute(&pool)
+        .await
+        .unwrap();
     let (status, reused) = post(refresh(first_refresh)).await;
     assert_eq!((status, reused["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")));
     until_refused(&app, access).await;
@@ -572,8 +596,11 @@ async fn a_disabled_member_and_a_tenant_without_oauth_are_refused_at_once(pool: 
     engine::service::tenants::update(&app.services(), &admin.tenant("acme").unwrap(), off).await.unwrap();
     until_refused(&app, access).await;
     let browser = Browser::signed_in(&app, "ann").await;
-    let refused = browser.authorize(&app, &authorization(&client, &app.url("/mcp/acme"))).await;
-    assert_eq!(param(&location(&refused), "error").as_deref(), Some("access_denied"));
+    let asked = browser.authorize(&app, &authorization(&client, &app.url("/mcp/acme"))).await;
+    let id = location(&asked).strip_prefix("/authorize/").unwrap().to_string();
+    let consent: Value =
+        json_of(browser.http.post(app.url("/api/consent")).form(&[("id", id.as_str())])).await;
+    assert_eq!(consent["allowed"], false, "a tenant without OAuth takes no app");
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
@@ -773,4 +800,23 @@ async fn each_person_has_the_tenants_per_user_limit(pool: PgPool) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(recorded, ["user:ann via Test agent"]);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_person_taken_off_the_tenant_loses_its_apps_there(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    tenants_and_member(&app, &pool).await;
+    let (client, tokens) = tokens_for(&app, "ann").await;
+    // As the OpenID provider's claims do at the next sign-in, or an owner's CLI: the person is
+    // no longer of acme (a configuration change, which every replica hears of).
+    sqlx::query("delete from admin_tenant").execute(&pool).await.unwrap();
+    sqlx::query("select pg_notify('toolgate_config', 'account')").execute(&pool).await.unwrap();
+    until_refused(&app, tokens["access_token"].as_str().unwrap()).await;
+    let form = [
+        ("grant_type", "refresh_token"),
+        ("refresh_token", tokens["refresh_token"].as_str().unwrap()),
+        ("client_id", client.as_str()),
+    ];
+    let (status, refused) = token(&app, &form).await;
+    assert_eq!((status, refused["error"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_grant")));
 }

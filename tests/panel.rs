@@ -267,3 +267,26 @@ async fn an_https_public_url_turns_on_hsts(pool: PgPool) {
     let answer = app.get("/login").await;
     assert_eq!(header(&answer, "strict-transport-security"), Some("max-age=31536000"));
 }
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_tenant_page_streams_to_its_end_every_time(pool: PgPool) {
+    // Its members card loads after the tenant: a resource made inside the tenant's `Transition`
+    // left some answers open for good (leptos-rs/leptos#4866), and the browser waiting forever.
+    use engine::model::TenantSlug;
+    use engine::store::{self, Actor};
+    let app = TestApp::spawn(pool.clone()).await;
+    store::tenants::create(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "Acme")
+        .await
+        .unwrap();
+    app.login(PASSWORD).await;
+    let pages = (0..40).map(|_| async {
+        let page = tokio::time::timeout(Duration::from_secs(20), async {
+            app.get("/tenants/acme").await.text().await
+        })
+        .await
+        .expect("the page never finished")
+        .unwrap();
+        assert!(page.contains("No member yet."), "{page}");
+    });
+    futures::future::join_all(pages).await;
+}

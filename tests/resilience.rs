@@ -1,7 +1,8 @@
 //! PostgreSQL stopped and started again under a running Toolgate (a private cluster of this
 //! test's own, so no other test loses its database): the gateway keeps serving from its last
 //! snapshot, writes are refused with a clear 503 and change nothing, and once the database is
-//! back the listener reconnects and a change made then reaches the gateway.
+//! back the listener reconnects and a change made then reaches the gateway. And a stopping
+//! server does not wait forever for streams that never end.
 
 mod common;
 
@@ -95,4 +96,58 @@ async fn the_gateway_rides_out_a_database_restart() {
     pool.close().await;
     cluster.stop().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_stopping_server_does_not_wait_for_streams_that_never_end(pool: sqlx::PgPool) {
+    // An MCP session's event stream stays open as long as its client: a client that never goes
+    // away kept `toolgate serve` running after SIGTERM for good.
+    let mut toolgate = common::start_process("serve", &pool);
+    let acme = TenantSlug::parse("acme").unwrap();
+    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    let key =
+        store::keys::create(&pool, &Actor::system(), &acme, "k", None, Default::default()).await.unwrap().1;
+    let (http, endpoint) = (reqwest::Client::new(), format!("{}/mcp/acme", toolgate.url));
+    let post = |body: Value, session: Option<String>| {
+        let request = http
+            .post(&endpoint)
+            .bearer_auth(&key)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body);
+        async move {
+            let request = match session {
+                Some(session) => request.header("mcp-session-id", session),
+                None => request,
+            };
+            request.send().await.unwrap()
+        }
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}
+    }});
+    let mut answer = post(initialize.clone(), None).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while answer.status() != StatusCode::OK {
+        assert!(Instant::now() < deadline, "the key was never accepted: {}", answer.status());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        answer = post(initialize.clone(), None).await;
+    }
+    let session = answer.headers()["mcp-session-id"].to_str().unwrap().to_string();
+    post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), Some(session.clone())).await;
+    let stream = http
+        .get(&endpoint)
+        .bearer_auth(&key)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+
+    let status =
+        toolgate.terminate(Duration::from_secs(30)).expect("the server stops within its grace period");
+    assert!(status.success(), "{status}");
+    drop(stream);
 }

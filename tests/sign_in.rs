@@ -221,3 +221,48 @@ async fn a_tenants_members_are_managed_in_the_admin_api(pool: PgPool) {
     .unwrap();
     assert_eq!(audited, ["add_member", "invite_member", "disable_member", "remove_member"]);
 }
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_tenants_administrator_cannot_take_over_a_member_of_other_tenants(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let token = admin_token(&pool, "ci").await;
+    let post = reqwest::Method::POST;
+    for slug in ["acme", "globex"] {
+        api(&app, &token, post.clone(), "/tenants", Some(json!({"slug": slug, "name": slug}))).await;
+    }
+    api(
+        &app,
+        &token,
+        post.clone(),
+        "/tenants/acme/members",
+        Some(json!({"username": "xan", "password": PASSWORD})),
+    )
+    .await;
+    // The owner adds the same person to globex (keeping how they sign in).
+    let (status, added) =
+        api(&app, &token, post.clone(), "/tenants/globex/members", Some(json!({"username": "xan"}))).await;
+    assert_eq!(status, StatusCode::CREATED, "{added}");
+    assert_eq!(added["invitation"], Value::Null);
+
+    // Acme's own token may not reset, disable or remove them: they are globex's too.
+    let new = engine::store::tokens::NewToken {
+        name: "acme-ci".into(),
+        tenant: Some(engine::model::TenantSlug::parse("acme").unwrap()),
+        ..Default::default()
+    };
+    let acme = engine::store::tokens::create(&pool, &engine::store::Actor::cli(), &new).await.unwrap().1;
+    let (status, refused) = api(&app, &acme, post, "/tenants/acme/members/xan/invitation", None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert!(refused["detail"].as_str().unwrap().contains("member of other tenants too"), "{refused}");
+    let (status, _) = api(
+        &app,
+        &acme,
+        reqwest::Method::PATCH,
+        "/tenants/acme/members/xan",
+        Some(json!({"disabled": true})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = api(&app, &acme, reqwest::Method::DELETE, "/tenants/acme/members/xan", None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+}

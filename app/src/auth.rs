@@ -128,8 +128,13 @@ pub mod ssr {
     /// Where `account` goes after signing in: `next` when it is a path of this site and the
     /// account may see it, else its start page (members: their connected apps).
     pub fn landing(account: &AdminUser, next: Option<&str>) -> String {
-        let next =
-            next.filter(|path| path.starts_with('/') && !path.starts_with("//") && !path.contains('\\'));
+        // A path of this site only: printable ASCII (browsers drop tabs and newlines, which
+        // would turn `/\t/evil` into `//evil`), no backslash, not `//`.
+        let next = next.filter(|path| {
+            path.starts_with('/')
+                && !path.starts_with("//")
+                && path.bytes().all(|b| b.is_ascii_graphic() && b != b'\\')
+        });
         match next {
             Some(path)
                 if account.role != engine::admin::Role::Member

@@ -28,8 +28,7 @@ pub async fn owner() -> Result<Owner, PanelError> {
 /// this request's host.
 pub async fn issuer() -> String {
     let headers = leptos_axum::extract::<axum::http::HeaderMap>().await.unwrap_or_default();
-    let host = headers.get(axum::http::header::HOST).and_then(|h| h.to_str().ok());
-    engine::oauth::issuer(state().public_url.as_deref(), host)
+    engine::oauth::issuer(state().public_url.as_deref(), &headers)
 }
 
 /// An expiry given as whole days from now (1 to 3650); empty means never.

@@ -83,4 +83,19 @@ impl ToolgateProcess {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// Asks the process to stop (SIGTERM), as a service manager does, and waits up to `within`
+    /// for it to exit.
+    pub fn terminate(&mut self, within: Duration) -> Result<std::process::ExitStatus> {
+        let sent = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status()?;
+        anyhow::ensure!(sent.success(), "kill -TERM failed");
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            anyhow::ensure!(std::time::Instant::now() < deadline, "still running {within:?} after SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }

@@ -221,17 +221,6 @@ pub async fn scope(db: impl PgExecutor<'_>, admin: &AdminUser) -> Result<Scope> 
     })
 }
 
-/// The tenants `account` may authorize MCP clients for: every tenant for owners, its own for
-/// tenant administrators and members.
-pub async fn may_authorize(db: impl PgExecutor<'_>, account: &AdminUser, tenant: &str) -> Result<bool> {
-    Ok(match account.role {
-        Role::Owner => true,
-        Role::TenantAdmin | Role::Member => {
-            store::admins::tenant_slugs(db, account.id).await?.iter().any(|slug| slug == tenant)
-        }
-    })
-}
-
 /// Lets the administrator `username` manage `tenant` (meaningful for tenant administrators).
 #[tracing::instrument(skip_all, err, fields(username = username.as_str(), tenant))]
 pub async fn assign_tenant(pool: &PgPool, username: &Username, tenant: &str) -> Result<()> {

@@ -281,17 +281,45 @@ type OidcClient = openidconnect::Client<
     EndpointMaybeSet,
 >;
 
-/// Why a single sign-on did not sign the person in; every message is safe to show.
+/// Why a single sign-on did not sign the person in. The sign-in page shows the [`code`]'s own
+/// words (a link must not put text of its own on the page); the message is for the log.
+///
+/// [`code`]: SsoError::code
 #[derive(Debug, thiserror::Error)]
 pub enum SsoError {
     #[error("single sign-on is not set up")]
     NotConfigured,
+    /// The provider could not be reached, or answered wrongly.
     #[error("the sign-in provider could not be reached or answered wrongly: {0}")]
     Provider(String),
+    /// The answer belongs to no sign-in of this browser, or the ID token is not valid.
     #[error("the sign-in did not complete: {0}")]
-    Refused(String),
+    Invalid(String),
+    /// No sign-in rule admits the person; an account they had keeps no tenant.
+    #[error("no sign-in rule admits {0}")]
+    NoAccess(String),
+    #[error("the account is disabled")]
+    Disabled,
+    /// A local account has the name the person would get.
+    #[error("a local account named `{0}` exists already")]
+    NameTaken(String),
     #[error(transparent)]
     Failed(#[from] Error),
+}
+
+impl SsoError {
+    /// A stable code of what happened, for the sign-in page.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SsoError::NotConfigured => "not_configured",
+            SsoError::Provider(_) => "provider",
+            SsoError::Invalid(_) => "invalid",
+            SsoError::NoAccess(_) => "no_access",
+            SsoError::Disabled => "disabled",
+            SsoError::NameTaken(_) => "name_taken",
+            SsoError::Failed(_) => "failed",
+        }
+    }
 }
 
 impl From<sqlx::Error> for SsoError {
@@ -419,9 +447,7 @@ pub async fn finish(
     state: &str,
 ) -> Result<AdminUser, SsoError> {
     if !bool::from(subtle::ConstantTimeEq::ct_eq(state.as_bytes(), pending.state.as_bytes())) {
-        return Err(SsoError::Refused(
-            "the answer does not belong to this sign-in (state); start again".into(),
-        ));
+        return Err(SsoError::Invalid("the answer does not belong to this sign-in (state)".into()));
     }
     let (client, config) = client(pool, secrets, redirect).await?;
     let request = client
@@ -433,7 +459,7 @@ pub async fn finish(
         .ok_or_else(|| SsoError::Provider("the provider sent no ID token".into()))?;
     let claims = id_token
         .claims(&client.id_token_verifier(), &Nonce::new(pending.nonce))
-        .map_err(|err| SsoError::Refused(format!("the ID token was not valid: {err}")))?;
+        .map_err(|err| SsoError::Invalid(format!("the ID token was not valid: {err}")))?;
     let person = Person {
         issuer: claims.issuer().to_string(),
         subject: claims.subject().to_string(),
@@ -470,33 +496,39 @@ fn placed(config: &SsoConfig, person: &Person) -> Option<(Role, Vec<TenantSlug>)
 }
 
 async fn sign_in(pool: &PgPool, config: &SsoConfig, person: &Person) -> Result<AdminUser, SsoError> {
-    let (role, tenants) = placed(config, person).ok_or_else(|| {
-        SsoError::Refused(format!(
-            "{} has no access to Toolgate: no sign-in rule admits this account; ask an owner",
-            person.email.as_deref().unwrap_or("this account")
-        ))
-    })?;
     let mut tx = pool.begin().await?;
+    let existing = store::admins::by_sso(&mut *tx, &person.issuer, &person.subject).await?;
+    let Some((role, tenants)) = placed(config, person) else {
+        let who = person.email.clone().unwrap_or_else(|| person.subject.clone());
+        // Someone the rules no longer admit keeps no tenant: their apps stop working.
+        if let Some(account) = existing {
+            store::admins::set_from_claims(&mut tx, account.id, Role::Member, person.email.as_deref(), &[])
+                .await?;
+            let what = serde_json::json!({"role": Role::Member, "tenants": [], "reason": "no sign-in rule admits it"});
+            store::commit(
+                tx,
+                &Actor::system(),
+                Change::new("sso_refused", "account", &account.username).after(&what),
+            )
+            .await?;
+        }
+        return Err(SsoError::NoAccess(who));
+    };
     let mut tenant_ids = Vec::new();
     for slug in &tenants {
         if let Ok(tenant) = store::tenants::get(&mut *tx, slug).await {
             tenant_ids.push(tenant.id);
         }
     }
-    let existing = store::admins::by_sso(&mut *tx, &person.issuer, &person.subject).await?;
     let (id, action) = match existing {
-        Some(account) if account.disabled_at.is_some() => {
-            return Err(SsoError::Refused(
-                "this account is disabled; ask an administrator of your tenant".into(),
-            ));
-        }
+        Some(account) if account.disabled_at.is_some() => return Err(SsoError::Disabled),
         Some(account) => (account.id, "sso_sign_in"),
         None => {
             let name = [person.preferred_username.as_deref(), person.email.as_deref()]
                 .into_iter()
                 .flatten()
                 .find_map(|name| Username::parse(name).ok())
-                .ok_or_else(|| SsoError::Refused("the provider gave no usable username or email".into()))?;
+                .ok_or_else(|| SsoError::Invalid("the provider gave no usable username or email".into()))?;
             let id = store::admins::insert_without_password(
                 &mut *tx,
                 name.as_str(),
@@ -505,12 +537,7 @@ async fn sign_in(pool: &PgPool, config: &SsoConfig, person: &Person) -> Result<A
                 Some((&person.issuer, &person.subject)),
             )
             .await?
-            .ok_or_else(|| {
-                SsoError::Refused(format!(
-                    "a local account named `{}` exists already; sign in with its password, or ask an owner",
-                    name.as_str()
-                ))
-            })?;
+            .ok_or_else(|| SsoError::NameTaken(name.as_str().to_string()))?;
             (id, "sso_create")
         }
     };

@@ -75,8 +75,7 @@ impl Credentials {
     /// The base URL clients reach Toolgate at: the public URL, or this request's host (which
     /// the MCP endpoint only accepts on loopback or the public URL's host).
     pub fn issuer(&self, headers: &HeaderMap) -> String {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-        engine::oauth::issuer(self.public_url.as_deref(), host)
+        engine::oauth::issuer(self.public_url.as_deref(), headers)
     }
 
     /// The tenant and caller of the request's `Authorization: Bearer <key or token>`.

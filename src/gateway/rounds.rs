@@ -51,11 +51,18 @@ pub enum Round {
 
 /// Who may resume a waiting call: the same tenant, caller (key, or person through one app)
 /// and tool.
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct Owner {
     pub tenant: String,
     pub caller: Caller,
     pub tool: String,
+}
+
+/// The same key or grant (a refetched client name does not make another caller).
+impl PartialEq for Owner {
+    fn eq(&self, other: &Self) -> bool {
+        self.tenant == other.tenant && self.caller.owner() == other.caller.owner() && self.tool == other.tool
+    }
 }
 
 /// A call waiting for its client's input, with whatever travels with it between rounds.

@@ -13,7 +13,7 @@ pub fn LoginPage() -> impl IntoView {
     let login = ServerAction::<Login>::new();
     let query = use_query_map();
     let next = move || query.read().get("next").unwrap_or_default();
-    let sso_error = move || query.read().get("sso_error");
+    let sso_error = move || query.read().get("sso_error").map(|code| sso_failure(&code).to_string());
     let error =
         move || login.value().get().and_then(Result::err).map(|err| err.to_string()).or_else(sso_error);
     let choices = Resource::new(|| (), |_| sign_in_choices());
@@ -69,5 +69,23 @@ pub fn LoginPage() -> impl IntoView {
                 </Show>
             </div>
         </main>
+    }
+}
+
+/// What the sign-in page says when single sign-on failed, by the code it came back with (a link
+/// cannot put words of its own on this page).
+fn sso_failure(code: &str) -> &'static str {
+    match code {
+        "no_access" => {
+            "Your account was not let in: no sign-in rule admits it. Ask an owner of this Toolgate."
+        }
+        "disabled" => "This account is disabled; ask an administrator of your tenant.",
+        "name_taken" => "A local account has your name already: sign in with its password, or ask an owner.",
+        "provider" => {
+            "The sign-in provider could not be reached or answered wrongly; try again, or tell an owner."
+        }
+        "not_configured" => "Single sign-on is not set up.",
+        "invalid" => "The sign-in did not complete; start again.",
+        _ => "Signing in failed on the server; try again shortly.",
     }
 }

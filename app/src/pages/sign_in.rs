@@ -131,7 +131,9 @@ mod ssr {
                     (false, false) => Some(SecretInput::Value(sso.secret)),
                     (false, true) if sso.secret_set => Some(SecretInput::SET),
                     (false, true) => {
-                        return Err(PanelError::invalid("give the client secret, or mark it a public client"));
+                        return Err(PanelError::invalid(
+                            "give the client secret, or mark it a public client",
+                        ));
                     }
                 };
                 Some(SsoConfig {

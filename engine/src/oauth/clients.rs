@@ -238,6 +238,11 @@ pub(super) async fn register(
             "only the response type `code` is supported",
         ));
     }
+    // What the server sets is its own, whatever the request said of it.
+    let mut other = registration.other;
+    for own in ["client_id", "client_secret", "client_id_issued_at", "client_secret_expires_at"] {
+        other.remove(own);
+    }
     let (from_here, unused) = store::recent_registrations(pool, address, Duration::from_secs(3600)).await?;
     if from_here >= i64::from(config.registrations_per_hour)
         || unused >= i64::from(config.unused_registrations)
@@ -280,7 +285,7 @@ pub(super) async fn register(
         response_types,
         client_name: client.name,
         client_uri: client.client_uri,
-        other: registration.other,
+        other,
     })
 }
 

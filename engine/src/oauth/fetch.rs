@@ -39,20 +39,35 @@ fn is_public(ip: IpAddr) -> bool {
                 || v4.is_multicast()
                 || a == 0
                 || a >= 240
+                || (a == 192 && b == 0 && v4.octets()[2] == 0)
                 || (a == 100 && (64..128).contains(&b))
                 || (a == 198 && (b == 18 || b == 19)))
         }
         IpAddr::V6(v6) => {
+            let segments = v6.segments();
+            let embedded = |high: u16, low: u16| {
+                IpAddr::V4(std::net::Ipv4Addr::from((u32::from(high) << 16) | u32::from(low)))
+            };
+            // An IPv4 address in IPv6 clothes is as public as the IPv4 address: mapped,
+            // compatible (`::a.b.c.d`), NAT64 (`64:ff9b::/96`) and 6to4 (`2002::/16`).
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return is_public(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
+            if segments[..6] == [0; 6] || segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                return is_public(embedded(segments[6], segments[7]));
+            }
+            if segments[0] == 0x2002 {
+                return is_public(embedded(segments[1], segments[2]));
+            }
+            let first = segments[0];
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || (first & 0xfe00) == 0xfc00
                 || (first & 0xffc0) == 0xfe80
-                || first == 0x2001 && v6.segments()[1] == 0x0db8)
+                || (first & 0xffc0) == 0xfec0
+                // Teredo tunnels to any IPv4 address; documentation.
+                || (first == 0x2001 && (segments[1] == 0 || segments[1] == 0x0db8)))
         }
     }
 }
@@ -75,7 +90,9 @@ impl reqwest::dns::Resolve for PublicOnly {
 
 impl MetadataFetcher {
     pub(super) fn new(allow_private: bool) -> Self {
+        // No proxy: through one, the addresses the resolver checks would not be the ones reached.
         let mut http = reqwest::Client::builder()
+            .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(5))
             .connect_timeout(Duration::from_secs(3))
@@ -95,13 +112,10 @@ impl MetadataFetcher {
         };
         let response =
             self.http.get(url.clone()).header("accept", "application/json").send().await.map_err(|err| {
-                let mut why = err.to_string();
-                let mut source = std::error::Error::source(&err);
-                while let Some(cause) = source {
-                    why = format!("{why}: {cause}");
-                    source = cause.source();
-                }
-                failed(why)
+                // Why exactly stays in the log: told to anyone, it would map the network (which
+                // names resolve, which ports answer).
+                tracing::info!(%url, error = ?err, "a client's metadata document could not be fetched");
+                failed("it did not answer over https at a public address".into())
             })?;
         if response.status() != reqwest::StatusCode::OK {
             return Err(failed(format!("answered {}", response.status())));
@@ -196,7 +210,7 @@ mod tests {
         ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }
-        for public in ["93.184.216.34", "2606:2800:220:1::1"] {
+        for public in ["93.184.216.34", "2606:2800:220:1::1", "64:ff9b::5db8:d822", "2002:5db8:d822::"] {
             assert!(is_public(public.parse().unwrap()), "{public}");
         }
     }

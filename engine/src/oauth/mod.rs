@@ -6,9 +6,9 @@
 //! — `<issuer>/mcp/<tenant>`, or the REST API for a tenant they pick — with PKCE (S256 only) and
 //! the RFC 8707 `resource` the token is then bound to. What they allowed is a grant, remembered
 //! until revoked; its access tokens are short-lived and its refresh tokens rotate, a second use
-//! of either a code or a refresh token revoking the whole grant. Codes and tokens are random
-//! strings stored as SHA-256; the gateway checks access tokens with [`AuthServer::authenticate`]
-//! ([`tokens`]).
+//! of a code, or of a refresh token after [`REFRESH_RETRY`], revoking the whole grant. Codes
+//! and tokens are random strings stored as SHA-256; the gateway checks access tokens with
+//! [`AuthServer::authenticate`] ([`tokens`]).
 
 pub mod clients;
 mod fetch;
@@ -36,6 +36,10 @@ pub const SCOPES: &[(&str, &str)] = &[("tools", "list this tenant's tools and ca
 /// How long an authorization code, and a request waiting for consent, are valid.
 const CODE_TTL: Duration = Duration::from_secs(60);
 const REQUEST_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// A refresh token presented again this soon after its first use is a retry (or a concurrent
+/// refresh) of its client, answered with new tokens; later, a reuse that revokes the grant.
+const REFRESH_RETRY: time::Duration = time::Duration::seconds(10);
 
 /// The authorization server's settings.
 #[derive(Debug, Clone)]
@@ -104,6 +108,7 @@ pub enum AuthorizeError {
         code: &'static str,
         description: String,
     },
+    /// Toolgate's own fault (the database): HTTP 500 or 503, the details only in the log.
     #[error(transparent)]
     Failed(#[from] crate::Error),
 }
@@ -137,10 +142,13 @@ pub enum Audience {
 /// The base URL clients reach Toolgate at, which is the issuer and the prefix of every
 /// resource: the public URL (`TOOLGATE_PUBLIC_URL`), or else `http://` and the request's host
 /// (the MCP endpoint accepts only loopback hosts and the public URL's).
-pub fn issuer(public_url: Option<&str>, host: Option<&str>) -> String {
+pub fn issuer(public_url: Option<&str>, headers: &http::HeaderMap) -> String {
     match public_url {
         Some(url) => url.trim_end_matches('/').to_string(),
-        None => format!("http://{}", host.unwrap_or("localhost")),
+        None => {
+            let host = headers.get(http::header::HOST).and_then(|h| h.to_str().ok());
+            format!("http://{}", host.unwrap_or("localhost"))
+        }
     }
 }
 
@@ -370,21 +378,11 @@ impl AuthServer {
         let audience = Audience::parse(resource, issuer).ok_or_else(|| {
             refuse("invalid_target", format!("`{resource}` is not an endpoint of this server"))
         })?;
-        let tenant_id = match &audience {
+        // Whether the tenant exists and takes OAuth is told only to a person signed in (on the
+        // consent page), never to whoever sends this request.
+        let tenant = match &audience {
             Audience::Rest => None,
-            Audience::Mcp(slug) => {
-                let snapshot = inner.catalog.snapshot();
-                let view = snapshot.tenant(slug.as_str()).ok_or_else(|| {
-                    refuse("invalid_target", format!("`{resource}` is not an endpoint of this server"))
-                })?;
-                if !view.access.oauth {
-                    return Err(refuse(
-                        "access_denied",
-                        format!("tenant `{slug}` does not accept sign-in with OAuth"),
-                    ));
-                }
-                Some(view.tenant_id)
-            }
+            Audience::Mcp(slug) => Some(slug.to_string()),
         };
         let request = store::Request {
             id: Uuid::new_v4(),
@@ -393,7 +391,7 @@ impl AuthServer {
             state: params.state.clone(),
             code_challenge: challenge,
             resource: audience.resource(issuer),
-            tenant_id,
+            tenant,
             scopes: granted_scopes(params.scope.as_deref()),
             expires_at: OffsetDateTime::now_utc() + REQUEST_TTL,
         };
@@ -406,10 +404,7 @@ impl AuthServer {
         let pool = &self.inner.pool;
         let request = store::request(pool, id).await?.ok_or_else(expired_request)?;
         let client = store::client(pool, &request.client_id).await?.ok_or_else(expired_request)?;
-        let tenant = match request.tenant_id {
-            Some(id) => Some(self.slug_of(id)?),
-            None => None,
-        };
+        let tenant = request.tenant.as_deref().map(TenantSlug::parse).transpose()?;
         let choices = self.tenants_for(account).await?;
         let allowed = match &tenant {
             Some(slug) => choices.iter().any(|c| c == slug.as_str()),
@@ -448,10 +443,9 @@ impl AuthServer {
         Ok(slugs)
     }
 
-    fn slug_of(&self, tenant_id: Uuid) -> crate::Result<TenantSlug> {
-        let snapshot = self.inner.catalog.snapshot();
-        let view = snapshot.tenants().find(|view| view.tenant_id == tenant_id).ok_or_else(expired_request)?;
-        Ok(TenantSlug::parse(&view.slug)?)
+    /// The id of tenant `slug`, if it exists.
+    fn tenant_id(&self, slug: &str) -> Option<Uuid> {
+        self.inner.catalog.snapshot().tenant(slug).map(|view| view.tenant_id)
     }
 
     /// When `account` has allowed this client this tenant's endpoint with these scopes before
@@ -459,7 +453,9 @@ impl AuthServer {
     pub async fn remembered(&self, id: Uuid, account: &AdminUser) -> crate::Result<Option<String>> {
         let pool = &self.inner.pool;
         let Some(request) = store::request(pool, id).await? else { return Ok(None) };
-        let Some(tenant_id) = request.tenant_id else { return Ok(None) };
+        let Some(tenant_id) = request.tenant.as_deref().and_then(|slug| self.tenant_id(slug)) else {
+            return Ok(None);
+        };
         let grant =
             store::active_grant(pool, account.id, &request.client_id, tenant_id, &request.resource).await?;
         match grant {
@@ -493,24 +489,22 @@ impl AuthServer {
             tx.commit().await?;
             return Ok(back(&[("error", "access_denied"), ("error_description", "the person declined")]));
         }
+        let slug = request
+            .tenant
+            .as_deref()
+            .or(tenant)
+            .ok_or_else(|| crate::Error::Invalid("choose the tenant this app may use".into()))?;
+        // A tenant that does not exist, or takes no OAuth, is one the person may not choose.
+        let tenant_id = self.tenant_id(slug);
         let choices = self.tenants_for(account).await?;
-        let tenant_id = match (request.tenant_id, tenant) {
-            (Some(id), _) => id,
-            (None, Some(slug)) => {
-                let snapshot = self.inner.catalog.snapshot();
-                snapshot
-                    .tenant(slug)
-                    .map(|view| view.tenant_id)
-                    .ok_or_else(|| crate::Error::Invalid(format!("no tenant `{slug}`")))?
+        let tenant_id = match tenant_id {
+            Some(id) if choices.iter().any(|c| c == slug) => id,
+            _ => {
+                return Err(crate::Error::Forbidden(format!(
+                    "your account may not authorize apps for tenant `{slug}`; ask one of its administrators to add you"
+                )));
             }
-            (None, None) => return Err(crate::Error::Invalid("choose the tenant this app may use".into())),
         };
-        let slug = self.slug_of(tenant_id)?;
-        if !choices.iter().any(|c| c == slug.as_str()) {
-            return Err(crate::Error::Forbidden(format!(
-                "your account may not authorize apps for tenant `{slug}`; ask one of its administrators to add you"
-            )));
-        }
         let grant = store::put_grant(
             &mut *tx,
             account.id,
@@ -553,20 +547,23 @@ impl AuthServer {
     ) -> Result<Tokens, OAuthError> {
         let client = self.authenticate_client(&params, basic).await?;
         let pool = &self.inner.pool;
+        // What is spent is spent only with the tokens it buys: a failure on the way leaves the
+        // code or refresh token as it was, for the client's retry.
+        let mut tx = pool.begin().await?;
         let spent = match params.grant_type.as_deref() {
             Some("authorization_code") => {
                 let code = params
                     .code
                     .as_deref()
                     .ok_or_else(|| OAuthError::refused("invalid_request", "code is missing"))?;
-                store::spend_code(pool, &hash(code)).await?
+                store::spend_code(&mut *tx, &hash(code)).await?
             }
             Some("refresh_token") => {
                 let token = params
                     .refresh_token
                     .as_deref()
                     .ok_or_else(|| OAuthError::refused("invalid_request", "refresh_token is missing"))?;
-                store::spend_refresh_token(pool, &hash(token)).await?
+                store::spend_refresh_token(&mut *tx, &hash(token)).await?
             }
             Some(other) => {
                 return Err(OAuthError::refused(
@@ -586,7 +583,13 @@ impl AuthServer {
                 format!("this {what} was issued to another client"),
             ));
         }
-        if spent.used_before.is_some() {
+        // A refresh token presented again within moments is a retry or a concurrent refresh of the
+        // same client (its answer was lost, two windows share its storage), not a thief.
+        let retried = |at: OffsetDateTime| {
+            spent.code_challenge.is_none() && OffsetDateTime::now_utc() - at < REFRESH_RETRY
+        };
+        if spent.used_before.is_some_and(|at| !retried(at)) {
+            drop(tx);
             store::revoke_for_reuse(pool, spent.grant_id, what).await?;
             self.revoked();
             tracing::warn!(grant = %spent.grant_id, what, "one-use secret presented twice: grant revoked");
@@ -628,28 +631,29 @@ impl AuthServer {
                 format!("this authorization is for `{}`, not `{resource}`", spent.resource),
             ));
         }
-        let scopes = match params.scope.as_deref() {
-            Some(scope) => {
-                let asked: Vec<&str> = scope.split(' ').filter(|s| !s.is_empty()).collect();
-                if let Some(beyond) = asked.iter().find(|s| !spent.scopes.iter().any(|g| g == *s)) {
-                    return Err(OAuthError::refused(
-                        "invalid_scope",
-                        format!("scope `{beyond}` was not granted"),
-                    ));
-                }
-                asked.iter().map(|s| s.to_string()).collect()
-            }
-            None => spent.scopes.clone(),
-        };
-        self.issue(spent.grant_id, scopes).await
+        // A scope beyond the grant is refused; the tokens carry the grant's scopes (with the one
+        // scope there is, nothing narrower can be asked for).
+        let asked = params.scope.as_deref().unwrap_or_default();
+        if let Some(beyond) = asked.split(' ').find(|s| !s.is_empty() && !spent.scopes.iter().any(|g| g == s))
+        {
+            return Err(OAuthError::refused("invalid_scope", format!("scope `{beyond}` was not granted")));
+        }
+        let tokens = self.issue(&mut tx, spent.grant_id, &spent.scopes).await?;
+        tx.commit().await?;
+        Ok(tokens)
     }
 
-    async fn issue(&self, grant: Uuid, scopes: Vec<String>) -> Result<Tokens, OAuthError> {
+    async fn issue(
+        &self,
+        tx: &mut sqlx::PgTransaction<'_>,
+        grant: Uuid,
+        scopes: &[String],
+    ) -> Result<Tokens, OAuthError> {
         let config = &self.inner.config;
         let (access, refresh) = (random_secret(tokens::ACCESS_PREFIX), random_secret("tgr_"));
         let now = OffsetDateTime::now_utc();
         store::insert_tokens(
-            &self.inner.pool,
+            &mut **tx,
             grant,
             (&hash(&access), now + config.access_token_ttl),
             (&hash(&refresh), now + config.refresh_token_ttl),
@@ -752,10 +756,6 @@ impl AuthServer {
         confidential: bool,
     ) -> crate::Result<(String, Option<String>)> {
         clients::preregister(&self.inner.pool, actor, name, redirect_uris, confidential).await
-    }
-
-    pub fn config(&self) -> &OAuthConfig {
-        &self.inner.config
     }
 }
 

@@ -90,6 +90,11 @@ impl ManagedTenant<'_> {
         Caller::Admin(self.admin.name.clone())
     }
 
+    /// Whether the caller manages every tenant of `slugs` too.
+    pub fn manages_all(&self, slugs: &[String]) -> bool {
+        slugs.iter().all(|slug| self.admin.scope.allows(slug))
+    }
+
     /// The owner's rights over the tenant (its ceiling, deleting it), or why not.
     pub fn owner(&self) -> Result<Owner> {
         self.admin.owner()

@@ -49,16 +49,9 @@ pub async fn add(
     credential: Credential,
 ) -> Result<Added> {
     let name = Username::parse(username.trim())?;
+    passwords_on(services).await?;
     let password = match &credential {
-        Credential::Password(password) => {
-            let sign_in = store::settings::sign_in(&services.pool).await?;
-            if !sign_in.local_passwords {
-                return Err(Error::Invalid(
-                    "passwords are turned off: members sign in through the OpenID provider".into(),
-                ));
-            }
-            Some(PasswordHash::new(&Password::parse(password.clone())?).await)
-        }
+        Credential::Password(password) => Some(PasswordHash::new(&Password::parse(password.clone())?).await),
         Credential::Invitation => None,
     };
     let mut tx = services.pool.begin().await?;
@@ -70,7 +63,14 @@ pub async fn add(
         return Err(Error::Conflict(format!("`{}` is a member of this tenant already", name.as_str())));
     }
     let id = match existing {
-        // Another tenant's member joins this one too (an administrator would become one here).
+        // Another tenant's member joins this one too (an administrator would become one here),
+        // keeping how it signs in.
+        Some((_, Role::Member)) if tenant.owner().is_ok() && password.is_some() => {
+            return Err(Error::Conflict(format!(
+                "`{}` exists already with its own way to sign in: add it without a password",
+                name.as_str()
+            )));
+        }
         Some((id, Role::Member)) if tenant.owner().is_ok() => id,
         Some(_) => {
             return Err(Error::Conflict(format!(
@@ -92,15 +92,24 @@ pub async fn add(
         }
     };
     store::admins::assign(&mut *tx, id, tenant_id).await?;
-    let invitation = match credential {
-        Credential::Invitation => Some(invite_in(&mut tx, id).await?),
-        Credential::Password(_) => None,
+    let invitation = match (credential, existing) {
+        (Credential::Invitation, None) => Some(invite_in(&mut tx, id).await?),
+        _ => None,
     };
     let what = serde_json::json!({"username": name.as_str(), "tenant": tenant.slug(), "invited": invitation.is_some()});
     store::record(&mut tx, tenant.actor(), &Change::new("add_member", "tenant", tenant.slug()).after(&what))
         .await?;
     tx.commit().await?;
     Ok(Added { username: name.as_str().to_string(), invitation })
+}
+
+/// Members choose passwords (given, or through an invitation) only while local passwords are
+/// on; otherwise everyone but the break-glass owner signs in through the OpenID provider.
+async fn passwords_on(services: &Services) -> Result<()> {
+    if store::settings::sign_in(&services.pool).await?.local_passwords {
+        return Ok(());
+    }
+    Err(Error::Invalid("passwords are turned off: members sign in through the OpenID provider".into()))
 }
 
 async fn invite_in(tx: &mut sqlx::PgTransaction<'_>, id: uuid::Uuid) -> Result<String> {
@@ -110,13 +119,15 @@ async fn invite_in(tx: &mut sqlx::PgTransaction<'_>, id: uuid::Uuid) -> Result<S
     Ok(token)
 }
 
-/// The member `username` of this tenant: its id, refusing accounts that are not a member here
-/// or whose role is above what a tenant's page manages (members only).
+/// The member `username` of this tenant, as its row; refuses accounts that are not a member
+/// here, whose role is above what a tenant's page manages (members only), or that belong to a
+/// tenant the caller does not manage (their administrators' business too: only an owner acts
+/// on such an account).
 async fn member(
     tx: &mut sqlx::PgConnection,
     tenant: &ManagedTenant<'_>,
     username: &str,
-) -> Result<(uuid::Uuid, uuid::Uuid)> {
+) -> Result<(MemberRow, uuid::Uuid)> {
     let tenant_id = store::tenants::get(&mut *tx, tenant.slug()).await?.id;
     let not_member = || Error::not_found(format!("member `{username}` of this tenant"));
     let members = store::admins::members(&mut *tx, tenant_id).await?;
@@ -127,15 +138,26 @@ async fn member(
             row.role
         )));
     }
-    Ok((row.id, tenant_id))
+    if !tenant.manages_all(&store::admins::tenant_slugs(&mut *tx, row.id).await?) {
+        return Err(Error::Forbidden(format!(
+            "`{username}` is a member of other tenants too: an owner manages this account"
+        )));
+    }
+    Ok((row, tenant_id))
 }
 
 /// A new invitation link for a member (the earlier ones stop working): how a member who forgot
 /// their password gets back in.
 pub async fn invite(services: &Services, tenant: &ManagedTenant<'_>, username: &str) -> Result<String> {
+    passwords_on(services).await?;
     let mut tx = services.pool.begin().await?;
-    let (id, _) = member(&mut tx, tenant, username).await?;
-    let token = invite_in(&mut tx, id).await?;
+    let (row, _) = member(&mut tx, tenant, username).await?;
+    if row.sso {
+        return Err(Error::Invalid(format!(
+            "`{username}` signs in through the OpenID provider: there is no password to choose"
+        )));
+    }
+    let token = invite_in(&mut tx, row.id).await?;
     let what = serde_json::json!({"username": username});
     store::record(
         &mut tx,
@@ -148,7 +170,7 @@ pub async fn invite(services: &Services, tenant: &ManagedTenant<'_>, username: &
 }
 
 /// Disables (or enables again) a member: a disabled one cannot sign in, and its sessions and
-/// access tokens stop working on every replica at once.
+/// tokens (access and refresh) stop working on every replica at once.
 pub async fn set_disabled(
     services: &Services,
     tenant: &ManagedTenant<'_>,
@@ -156,8 +178,8 @@ pub async fn set_disabled(
     disabled: bool,
 ) -> Result<()> {
     let mut tx = services.pool.begin().await?;
-    let (id, _) = member(&mut tx, tenant, username).await?;
-    store::admins::set_disabled(&mut *tx, id, disabled).await?;
+    let (row, _) = member(&mut tx, tenant, username).await?;
+    store::admins::set_disabled(&mut *tx, row.id, disabled).await?;
     let what = serde_json::json!({"username": username, "disabled": disabled});
     store::commit(tx, tenant.actor(), Change::new("disable_member", "tenant", tenant.slug()).after(&what))
         .await?;
@@ -169,10 +191,10 @@ pub async fn set_disabled(
 /// with no tenant is deleted.
 pub async fn remove(services: &Services, tenant: &ManagedTenant<'_>, username: &str) -> Result<()> {
     let mut tx = services.pool.begin().await?;
-    let (id, tenant_id) = member(&mut tx, tenant, username).await?;
-    store::oauth::revoke_grants_of(&mut tx, id, Some(tenant_id)).await?;
-    if store::admins::unassign(&mut tx, id, tenant_id).await? == 0 {
-        store::admins::delete(&mut *tx, id).await?;
+    let (row, tenant_id) = member(&mut tx, tenant, username).await?;
+    store::oauth::revoke_grants_of(&mut tx, row.id, Some(tenant_id)).await?;
+    if store::admins::unassign(&mut tx, row.id, tenant_id).await? == 0 {
+        store::admins::delete(&mut *tx, row.id).await?;
     }
     let what = serde_json::json!({"username": username});
     store::commit(tx, tenant.actor(), Change::new("remove_member", "tenant", tenant.slug()).before(&what))
@@ -189,6 +211,7 @@ pub async fn invitation(services: &Services, token: &str) -> Result<Option<Strin
 /// Takes an invitation: sets the account's password; the signed-in account.
 #[tracing::instrument(skip_all, err)]
 pub async fn accept(services: &Services, token: &str, password: String) -> Result<AdminUser> {
+    passwords_on(services).await?;
     let password = Password::parse(password)?;
     let hash = PasswordHash::new(&password).await;
     let mut tx = services.pool.begin().await?;

@@ -340,7 +340,9 @@ pub(crate) async fn by_sso(db: impl PgExecutor<'_>, issuer: &str, subject: &str)
     .await?)
 }
 
-/// Sets what the OpenID provider's claims say of an account: its role, email and tenants.
+/// Sets what the OpenID provider's claims say of an account: its role, email and tenants. (A
+/// grant for a tenant it leaves stops working: tokens are accepted only for an owner or a
+/// person still of the grant's tenant.)
 pub(crate) async fn set_from_claims(
     tx: &mut sqlx::PgConnection,
     admin_id: Uuid,

@@ -163,15 +163,16 @@ pub struct Request {
     pub state: Option<String>,
     pub code_challenge: String,
     pub resource: String,
-    /// `None` for the REST API: the person picks the tenant.
-    pub tenant_id: Option<Uuid>,
+    /// The slug of the endpoint's tenant, unchecked; `None` for the REST API (the person
+    /// picks the tenant).
+    pub tenant: Option<String>,
     pub scopes: Vec<String>,
     pub expires_at: OffsetDateTime,
 }
 
 pub(crate) async fn insert_request(db: impl PgExecutor<'_>, request: &Request) -> Result<()> {
     sqlx::query!(
-        "insert into oauth_request (id, client_id, redirect_uri, state, code_challenge, resource, tenant_id,
+        "insert into oauth_request (id, client_id, redirect_uri, state, code_challenge, resource, tenant,
                                     scopes, expires_at)
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         request.id,
@@ -180,7 +181,7 @@ pub(crate) async fn insert_request(db: impl PgExecutor<'_>, request: &Request) -
         request.state,
         request.code_challenge,
         request.resource,
-        request.tenant_id,
+        request.tenant,
         &request.scopes,
         request.expires_at,
     )
@@ -193,7 +194,7 @@ pub(crate) async fn insert_request(db: impl PgExecutor<'_>, request: &Request) -
 pub(crate) async fn request(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Request>> {
     Ok(sqlx::query_as!(
         Request,
-        "select id, client_id, redirect_uri, state, code_challenge, resource, tenant_id, scopes, expires_at
+        "select id, client_id, redirect_uri, state, code_challenge, resource, tenant, scopes, expires_at
          from oauth_request where id = $1 and expires_at > now()",
         id
     )
@@ -206,7 +207,7 @@ pub(crate) async fn take_request(db: impl PgExecutor<'_>, id: Uuid) -> Result<Op
     Ok(sqlx::query_as!(
         Request,
         "delete from oauth_request where id = $1 and expires_at > now()
-         returning id, client_id, redirect_uri, state, code_challenge, resource, tenant_id, scopes, expires_at",
+         returning id, client_id, redirect_uri, state, code_challenge, resource, tenant, scopes, expires_at",
         id
     )
     .fetch_optional(db)
@@ -240,22 +241,8 @@ pub(crate) async fn active_grant(
     tenant: Uuid,
     resource: &str,
 ) -> Result<Option<Grant>> {
-    Ok(sqlx::query_as!(
-        Grant,
-        r#"select g.id, g.account_id, a.username, g.client_id, c.name as client_name,
-                  c.kind as "client_kind: ClientKind", g.tenant_id, t.slug as tenant, g.resource, g.scopes,
-                  g.created_at, g.last_used_at
-           from oauth_grant g join admin_user a on a.id = g.account_id join oauth_client c on c.id = g.client_id
-                join tenant t on t.id = g.tenant_id
-           where g.account_id = $1 and g.client_id = $2 and g.tenant_id = $3 and g.resource = $4
-             and g.revoked_at is null"#,
-        account,
-        client,
-        tenant,
-        resource
-    )
-    .fetch_optional(db)
-    .await?)
+    let grants = grants(db, Some(account), Some(tenant)).await?;
+    Ok(grants.into_iter().find(|g| g.client_id == client && g.resource == resource))
 }
 
 /// The active grants of an account, or of a tenant, newest first.
@@ -396,7 +383,8 @@ pub(crate) async fn insert_code(
     Ok(())
 }
 
-/// A code or refresh token as presented, marked used by this very read.
+/// A code or refresh token as presented, marked used by this very read. Only one of an active
+/// grant whose person may still reach its tenant is found.
 #[derive(Debug, Clone)]
 pub(crate) struct Spent {
     pub grant_id: Uuid,
@@ -417,8 +405,11 @@ pub(crate) async fn spend_code(db: impl PgExecutor<'_>, code_hash: &[u8]) -> Res
         Spent,
         r#"with old as (select * from oauth_code where code_hash = $1 for update)
            update oauth_code c set used_at = coalesce(c.used_at, now())
-           from old, oauth_grant g
+           from old, oauth_grant g, admin_user a
            where c.code_hash = old.code_hash and g.id = old.grant_id and g.revoked_at is null
+             and a.id = g.account_id and a.disabled_at is null
+             and (a.role = 'owner' or exists (select from admin_tenant m
+                                               where m.admin_id = a.id and m.tenant_id = g.tenant_id))
            returning g.id as grant_id, g.client_id, g.resource, g.scopes, old.used_at as used_before,
                      old.expires_at <= now() as "expired!", old.redirect_uri as "redirect_uri?",
                      old.code_challenge as "code_challenge?""#,
@@ -434,8 +425,11 @@ pub(crate) async fn spend_refresh_token(db: impl PgExecutor<'_>, token_hash: &[u
         Spent,
         r#"with old as (select * from oauth_token where token_hash = $1 and kind = 'refresh' for update)
            update oauth_token t set used_at = coalesce(t.used_at, now())
-           from old, oauth_grant g
+           from old, oauth_grant g, admin_user a
            where t.token_hash = old.token_hash and g.id = old.grant_id and g.revoked_at is null
+             and a.id = g.account_id and a.disabled_at is null
+             and (a.role = 'owner' or exists (select from admin_tenant m
+                                               where m.admin_id = a.id and m.tenant_id = g.tenant_id))
            returning g.id as grant_id, g.client_id, g.resource, g.scopes, old.used_at as used_before,
                      old.expires_at <= now() as "expired!", null::text as "redirect_uri?",
                      null::text as "code_challenge?""#,
@@ -479,8 +473,8 @@ pub(crate) struct AccessRow {
     pub expires_at: OffsetDateTime,
 }
 
-/// The access token of this hash, if its grant is active and its account enabled (it may have
-/// expired: the caller says so).
+/// The access token of this hash, if its grant is active and its account enabled and still
+/// of the grant's tenant (an owner, or assigned to it); it may have expired: the caller says so.
 pub(crate) async fn access(db: impl PgExecutor<'_>, token_hash: &[u8]) -> Result<Option<AccessRow>> {
     Ok(sqlx::query_as!(
         AccessRow,
@@ -488,7 +482,9 @@ pub(crate) async fn access(db: impl PgExecutor<'_>, token_hash: &[u8]) -> Result
                 g.resource, g.scopes, k.expires_at
          from oauth_token k join oauth_grant g on g.id = k.grant_id join admin_user a on a.id = g.account_id
               join oauth_client c on c.id = g.client_id join tenant t on t.id = g.tenant_id
-         where k.token_hash = $1 and k.kind = 'access' and g.revoked_at is null and a.disabled_at is null",
+         where k.token_hash = $1 and k.kind = 'access' and g.revoked_at is null and a.disabled_at is null
+           and (a.role = 'owner' or exists (select from admin_tenant m
+                                             where m.admin_id = a.id and m.tenant_id = g.tenant_id))",
         token_hash
     )
     .fetch_optional(db)

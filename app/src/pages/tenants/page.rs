@@ -10,7 +10,7 @@ use super::choices::{CeilingCard, GroupToggles, SaveCeiling, SaveGroups, SaveTag
 use super::keys::{CreateKey, Keys, RevokeKey};
 use super::limits::{Limits, LimitsCard, SaveLimits};
 use super::overrides::{ClearOverride, Overrides, SaveOverride};
-use super::people::{AccessCard, PeopleCards, SaveAccess};
+use super::people::{AccessCard, PeopleCards, PeopleData, SaveAccess};
 use crate::error::PanelError;
 use crate::pages::ui::{loaded, succeeded};
 
@@ -253,6 +253,7 @@ pub fn TenantPage() -> impl IntoView {
     ];
     let changes = move || changes.map(|succeeded| succeeded.get());
     let tenant = Resource::new(move || (slug(), changes()), |(slug, _)| tenant_detail(slug));
+    let people = PeopleData::new(slug);
     view! {
         <Title text=move || format!("Tenant {}", slug()) />
         <p>
@@ -270,7 +271,7 @@ pub fn TenantPage() -> impl IntoView {
                     <EffectiveTools tenant=t.clone() />
                     <Overrides tenant=t.clone() save=save_override clear=clear_override />
                     <AccessCard tenant=t.clone() action=save_access />
-                    <PeopleCards slug=t.slug.clone() />
+                    <PeopleCards slug=t.slug.clone() data=people />
                     <Keys tenant=t create=create_key revoke=revoke_key />
                 }
             },

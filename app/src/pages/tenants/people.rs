@@ -169,15 +169,34 @@ pub(super) fn AccessCard(tenant: TenantView, action: ServerAction<SaveAccess>) -
     }
 }
 
+/// The tenant's members and connected apps, with the actions that change them. Made by the page
+/// itself, outside the tenant's `Transition`: a resource created inside it would never let the
+/// server finish the page (leptos-rs/leptos#4866).
+#[derive(Clone, Copy)]
+pub(super) struct PeopleData {
+    add: ServerAction<AddMember>,
+    act: ServerAction<MemberAction>,
+    revoke: ServerAction<RevokeTenantApp>,
+    people: Resource<Result<People, PanelError>>,
+}
+
+impl PeopleData {
+    pub(super) fn new(slug: impl Fn() -> String + Send + Sync + 'static) -> Self {
+        let add = ServerAction::<AddMember>::new();
+        let act = ServerAction::<MemberAction>::new();
+        let revoke = ServerAction::<RevokeTenantApp>::new();
+        let changes = [succeeded(add), succeeded(act), succeeded(revoke)];
+        let people =
+            Resource::new(move || (slug(), changes.map(|c| c.get())), |(slug, _)| tenant_people(slug));
+        Self { add, act, revoke, people }
+    }
+}
+
 /// The tenant's members and the apps people connected.
 #[component]
-pub(super) fn PeopleCards(slug: String) -> impl IntoView {
-    let add = ServerAction::<AddMember>::new();
-    let act = ServerAction::<MemberAction>::new();
-    let revoke = ServerAction::<RevokeTenantApp>::new();
-    let changes = [succeeded(add), succeeded(act), succeeded(revoke)];
+pub(super) fn PeopleCards(slug: String, data: PeopleData) -> impl IntoView {
+    let PeopleData { add, act, revoke, people } = data;
     let slug = StoredValue::new(slug);
-    let people = Resource::new(move || changes.map(|c| c.get()), move |_| tenant_people(slug.get_value()));
     let username = RwSignal::new(String::new());
     let password = RwSignal::new(String::new());
     let link = move || {
