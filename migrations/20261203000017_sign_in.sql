@@ -123,6 +123,17 @@ create unique index oauth_grant_active on oauth_grant (account_id, client_id, te
     where revoked_at is null;
 create index oauth_grant_tenant on oauth_grant (tenant_id);
 
+-- Whether the person of a grant may still use it: their account is enabled, and they are an
+-- owner or still of the grant's tenant (taken off it, their apps there stop working).
+create function grant_usable(account uuid, tenant uuid) returns boolean
+language sql stable as $$
+    select exists (
+        select from admin_user a
+        where a.id = account and a.disabled_at is null
+          and (a.role = 'owner'
+               or exists (select from admin_tenant m where m.admin_id = a.id and m.tenant_id = tenant)))
+$$;
+
 -- Authorization codes (one use, a minute) and tokens, stored as SHA-256 like keys.
 create table oauth_code (
     code_hash bytea primary key,

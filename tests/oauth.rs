@@ -63,16 +63,27 @@ impl Browser {
         assert_eq!(authorized.status(), StatusCode::SEE_OTHER, "{:?}", authorized.text().await);
         let page = location(&authorized);
         let Some(id) = page.strip_prefix("/authorize/") else { return page };
+        let decided = self.decide(app, id, approve).await;
+        assert_eq!(decided.status(), StatusCode::OK, "{:?}", decided.text().await);
+        decided.json::<String>().await.unwrap()
+    }
+
+    /// What the consent page the answer led to shows, and its request's id.
+    async fn consent_page(&self, app: &TestApp, authorized: &reqwest::Response) -> (String, Value) {
+        let id = location(authorized).strip_prefix("/authorize/").unwrap().to_string();
+        let page = json_of(self.http.post(app.url("/api/consent")).form(&[("id", id.as_str())])).await;
+        (id, page)
+    }
+
+    /// Allows (or declines) the request `id` as the consent page's buttons do.
+    async fn decide(&self, app: &TestApp, id: &str, approve: bool) -> reqwest::Response {
         let approve = approve.to_string();
-        let decided = self
-            .http
+        self.http
             .post(app.url("/api/decide"))
             .form(&[("id", id), ("approve", &approve)])
             .send()
             .await
-            .unwrap();
-        assert_eq!(decided.status(), StatusCode::OK, "{:?}", decided.text().await);
-        decided.json::<String>().await.unwrap()
+            .unwrap()
     }
 }
 
@@ -314,17 +325,9 @@ async fn bad_authorization_requests_are_refused_without_going_anywhere_unsafe(po
     assert_eq!(asked.status(), StatusCode::SEE_OTHER);
     assert!(location(&asked).starts_with("/authorize/"));
     let refused = browser.authorize(&app, &query).await;
-    let id = location(&refused).strip_prefix("/authorize/").unwrap().to_string();
-    let consent: Value =
-        json_of(browser.http.post(app.url("/api/consent")).form(&[("id", id.as_str())])).await;
+    let (id, consent) = browser.consent_page(&app, &refused).await;
     assert_eq!(consent["allowed"], false);
-    let decided = browser
-        .http
-        .post(app.url("/api/decide"))
-        .form(&[("id", id.as_str()), ("approve", "true")])
-        .send()
-        .await
-        .unwrap();
+    let decided = browser.decide(&app, &id, true).await;
     assert_eq!(decided.status(), StatusCode::FORBIDDEN);
 
     // From another site's page, a page of this site takes the browser on to consent, so the
@@ -357,18 +360,10 @@ async fn only_a_member_of_the_tenant_may_authorize_for_it(pool: PgPool) {
     let globex = app.url("/mcp/globex");
     let browser = Browser::signed_in(&app, "ann").await;
     let asked = browser.authorize(&app, &authorization(&client, &globex)).await;
-    let id = location(&asked).strip_prefix("/authorize/").unwrap().to_string();
-    let consent: Value =
-        json_of(browser.http.post(app.url("/api/consent")).form(&[("id", id.as_str())])).await;
+    let (id, consent) = browser.consent_page(&app, &asked).await;
     assert_eq!(consent["allowed"], false);
     assert_eq!(consent["tenant"], "globex");
-    let decided = browser
-        .http
-        .post(app.url("/api/decide"))
-        .form(&[("id", id.as_str()), ("approve", "true")])
-        .send()
-        .await
-        .unwrap();
+    let decided = browser.decide(&app, &id, true).await;
     assert_eq!(decided.status(), StatusCode::FORBIDDEN);
     assert!(decided.text().await.unwrap().contains("may not authorize apps for tenant `globex`"));
     let grants: i64 = sqlx::query_scalar("select count(*) from oauth_grant").fetch_one(&pool).await.unwrap();
@@ -597,9 +592,7 @@ async fn a_disabled_member_and_a_tenant_without_oauth_are_refused_at_once(pool: 
     until_refused(&app, access).await;
     let browser = Browser::signed_in(&app, "ann").await;
     let asked = browser.authorize(&app, &authorization(&client, &app.url("/mcp/acme"))).await;
-    let id = location(&asked).strip_prefix("/authorize/").unwrap().to_string();
-    let consent: Value =
-        json_of(browser.http.post(app.url("/api/consent")).form(&[("id", id.as_str())])).await;
+    let (_, consent) = browser.consent_page(&app, &asked).await;
     assert_eq!(consent["allowed"], false, "a tenant without OAuth takes no app");
 }
 

@@ -405,11 +405,9 @@ pub(crate) async fn spend_code(db: impl PgExecutor<'_>, code_hash: &[u8]) -> Res
         Spent,
         r#"with old as (select * from oauth_code where code_hash = $1 for update)
            update oauth_code c set used_at = coalesce(c.used_at, now())
-           from old, oauth_grant g, admin_user a
+           from old, oauth_grant g
            where c.code_hash = old.code_hash and g.id = old.grant_id and g.revoked_at is null
-             and a.id = g.account_id and a.disabled_at is null
-             and (a.role = 'owner' or exists (select from admin_tenant m
-                                               where m.admin_id = a.id and m.tenant_id = g.tenant_id))
+             and grant_usable(g.account_id, g.tenant_id)
            returning g.id as grant_id, g.client_id, g.resource, g.scopes, old.used_at as used_before,
                      old.expires_at <= now() as "expired!", old.redirect_uri as "redirect_uri?",
                      old.code_challenge as "code_challenge?""#,
@@ -425,11 +423,9 @@ pub(crate) async fn spend_refresh_token(db: impl PgExecutor<'_>, token_hash: &[u
         Spent,
         r#"with old as (select * from oauth_token where token_hash = $1 and kind = 'refresh' for update)
            update oauth_token t set used_at = coalesce(t.used_at, now())
-           from old, oauth_grant g, admin_user a
+           from old, oauth_grant g
            where t.token_hash = old.token_hash and g.id = old.grant_id and g.revoked_at is null
-             and a.id = g.account_id and a.disabled_at is null
-             and (a.role = 'owner' or exists (select from admin_tenant m
-                                               where m.admin_id = a.id and m.tenant_id = g.tenant_id))
+             and grant_usable(g.account_id, g.tenant_id)
            returning g.id as grant_id, g.client_id, g.resource, g.scopes, old.used_at as used_before,
                      old.expires_at <= now() as "expired!", null::text as "redirect_uri?",
                      null::text as "code_challenge?""#,
@@ -482,9 +478,8 @@ pub(crate) async fn access(db: impl PgExecutor<'_>, token_hash: &[u8]) -> Result
                 g.resource, g.scopes, k.expires_at
          from oauth_token k join oauth_grant g on g.id = k.grant_id join admin_user a on a.id = g.account_id
               join oauth_client c on c.id = g.client_id join tenant t on t.id = g.tenant_id
-         where k.token_hash = $1 and k.kind = 'access' and g.revoked_at is null and a.disabled_at is null
-           and (a.role = 'owner' or exists (select from admin_tenant m
-                                             where m.admin_id = a.id and m.tenant_id = g.tenant_id))",
+         where k.token_hash = $1 and k.kind = 'access' and g.revoked_at is null
+           and grant_usable(g.account_id, g.tenant_id)",
         token_hash
     )
     .fetch_optional(db)
