@@ -479,9 +479,13 @@ async fn refresh_tokens_rotate_and_a_reused_one_revokes_the_whole_grant(pool: Pg
     );
 
     // The first refresh token again at once: a retry of the client (its answer was lost), not
-    // a theft — answered with new tokens.
+    // a theft — answered with new tokens, and what its first use bought is dropped (one chain
+    // of tokens lives on, whoever presented it first).
     let (status, retried) = post(refresh(first_refresh)).await;
     assert_eq!(status, StatusCode::OK, "{retried}");
+    until_refused(&app, access).await;
+    let access = retried["access_token"].as_str().unwrap();
+    assert_eq!(list_tools(&app, "acme", access).await.0, StatusCode::OK);
     // Again a minute later: somebody else may hold it — every token of the grant goes.
     sqlx::query("update oauth_token set used_at = now() - interval '1 minute' where used_at is not null")
         .execute(&pool)

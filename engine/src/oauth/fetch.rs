@@ -49,12 +49,16 @@ fn is_public(ip: IpAddr) -> bool {
                 IpAddr::V4(std::net::Ipv4Addr::from((u32::from(high) << 16) | u32::from(low)))
             };
             // An IPv4 address in IPv6 clothes is as public as the IPv4 address: mapped,
-            // compatible (`::a.b.c.d`), NAT64 (`64:ff9b::/96`) and 6to4 (`2002::/16`).
+            // compatible (`::a.b.c.d`), NAT64 (`64:ff9b::/96`) and 6to4 (`2002::/16`). The
+            // local-use NAT64 prefix (`64:ff9b:1::/48`, RFC 8215) leads into the local network.
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return is_public(IpAddr::V4(v4));
             }
             if segments[..6] == [0; 6] || segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
                 return is_public(embedded(segments[6], segments[7]));
+            }
+            if segments[..3] == [0x64, 0xff9b, 1] {
+                return false;
             }
             if segments[0] == 0x2002 {
                 return is_public(embedded(segments[1], segments[2]));
@@ -207,6 +211,11 @@ mod tests {
             "fd00::1",
             "fe80::1",
             "::ffff:127.0.0.1",
+            "::127.0.0.1",
+            "64:ff9b::a01:203",
+            "64:ff9b:1::5db8:d822",
+            "2002:a01:203::",
+            "2001::1",
         ] {
             assert!(!is_public(private.parse().unwrap()), "{private}");
         }

@@ -477,8 +477,9 @@ impl AuthServer {
         approve: bool,
         tenant: Option<&str>,
     ) -> crate::Result<String> {
-        let pool = &self.inner.pool;
-        let mut tx = pool.begin().await?;
+        // Read before the transaction: it must not wait for a second connection.
+        let choices = self.tenants_for(account).await?;
+        let mut tx = self.inner.pool.begin().await?;
         let request = store::take_request(&mut *tx, id).await?.ok_or_else(expired_request)?;
         let issuer = Audience::issuer_of(&request.resource).to_string();
         let back = |pairs: &[(&str, &str)]| {
@@ -495,9 +496,7 @@ impl AuthServer {
             .or(tenant)
             .ok_or_else(|| crate::Error::Invalid("choose the tenant this app may use".into()))?;
         // A tenant that does not exist, or takes no OAuth, is one the person may not choose.
-        let tenant_id = self.tenant_id(slug);
-        let choices = self.tenants_for(account).await?;
-        let tenant_id = match tenant_id {
+        let tenant_id = match self.tenant_id(slug) {
             Some(id) if choices.iter().any(|c| c == slug) => id,
             _ => {
                 return Err(crate::Error::Forbidden(format!(
@@ -563,7 +562,7 @@ impl AuthServer {
                     .refresh_token
                     .as_deref()
                     .ok_or_else(|| OAuthError::refused("invalid_request", "refresh_token is missing"))?;
-                store::spend_refresh_token(&mut *tx, &hash(token)).await?
+                store::spend_refresh_token(&mut *tx, &hash(token), REFRESH_RETRY).await?
             }
             Some(other) => {
                 return Err(OAuthError::refused(
@@ -585,10 +584,7 @@ impl AuthServer {
         }
         // A refresh token presented again within moments is a retry or a concurrent refresh of the
         // same client (its answer was lost, two windows share its storage), not a thief.
-        let retried = |at: OffsetDateTime| {
-            spent.code_challenge.is_none() && OffsetDateTime::now_utc() - at < REFRESH_RETRY
-        };
-        if spent.used_before.is_some_and(|at| !retried(at)) {
+        if spent.used_before.is_some() && !spent.retry {
             drop(tx);
             store::revoke_for_reuse(pool, spent.grant_id, what).await?;
             self.revoked();
@@ -638,8 +634,17 @@ impl AuthServer {
         {
             return Err(OAuthError::refused("invalid_scope", format!("scope `{beyond}` was not granted")));
         }
+        let Some(first_use) = spent.used_before else {
+            let tokens = self.issue(&mut tx, spent.grant_id, &spent.scopes).await?;
+            tx.commit().await?;
+            return Ok(tokens);
+        };
+        // A retry: what the first use bought goes, on every replica, so that one chain of tokens
+        // lives on (whoever else presented it in the window is left with nothing).
+        store::drop_tokens_since(&mut *tx, spent.grant_id, first_use).await?;
         let tokens = self.issue(&mut tx, spent.grant_id, &spent.scopes).await?;
-        tx.commit().await?;
+        stores::notify_and_commit(tx, "oauth_token").await?;
+        self.revoked();
         Ok(tokens)
     }
 

@@ -120,9 +120,7 @@ async fn invite_in(tx: &mut sqlx::PgTransaction<'_>, id: uuid::Uuid) -> Result<S
 }
 
 /// The member `username` of this tenant, as its row; refuses accounts that are not a member
-/// here, whose role is above what a tenant's page manages (members only), or that belong to a
-/// tenant the caller does not manage (their administrators' business too: only an owner acts
-/// on such an account).
+/// here, or whose role is above what a tenant's page manages (members only).
 async fn member(
     tx: &mut sqlx::PgConnection,
     tenant: &ManagedTenant<'_>,
@@ -138,12 +136,24 @@ async fn member(
             row.role
         )));
     }
+    Ok((row, tenant_id))
+}
+
+/// The same, for what acts on the whole account (its password, disabling it): refused when it
+/// belongs to a tenant the caller does not manage too (that tenant's administrators' business
+/// as well: only an owner acts on such an account).
+async fn whole_account(
+    tx: &mut sqlx::PgConnection,
+    tenant: &ManagedTenant<'_>,
+    username: &str,
+) -> Result<MemberRow> {
+    let (row, _) = member(&mut *tx, tenant, username).await?;
     if !tenant.manages_all(&store::admins::tenant_slugs(&mut *tx, row.id).await?) {
         return Err(Error::Forbidden(format!(
             "`{username}` is a member of other tenants too: an owner manages this account"
         )));
     }
-    Ok((row, tenant_id))
+    Ok(row)
 }
 
 /// A new invitation link for a member (the earlier ones stop working): how a member who forgot
@@ -151,7 +161,7 @@ async fn member(
 pub async fn invite(services: &Services, tenant: &ManagedTenant<'_>, username: &str) -> Result<String> {
     passwords_on(services).await?;
     let mut tx = services.pool.begin().await?;
-    let (row, _) = member(&mut tx, tenant, username).await?;
+    let row = whole_account(&mut tx, tenant, username).await?;
     if row.sso {
         return Err(Error::Invalid(format!(
             "`{username}` signs in through the OpenID provider: there is no password to choose"
@@ -178,7 +188,7 @@ pub async fn set_disabled(
     disabled: bool,
 ) -> Result<()> {
     let mut tx = services.pool.begin().await?;
-    let (row, _) = member(&mut tx, tenant, username).await?;
+    let row = whole_account(&mut tx, tenant, username).await?;
     store::admins::set_disabled(&mut *tx, row.id, disabled).await?;
     let what = serde_json::json!({"username": username, "disabled": disabled});
     store::commit(tx, tenant.actor(), Change::new("disable_member", "tenant", tenant.slug()).after(&what))

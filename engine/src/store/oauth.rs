@@ -393,6 +393,8 @@ pub(crate) struct Spent {
     pub scopes: Vec<String>,
     /// When it had been used before: a second presentation.
     pub used_before: Option<OffsetDateTime>,
+    /// A refresh token's second presentation within the retry window (the database's clock).
+    pub retry: bool,
     pub expired: bool,
     /// Codes only.
     pub redirect_uri: Option<String>,
@@ -409,7 +411,7 @@ pub(crate) async fn spend_code(db: impl PgExecutor<'_>, code_hash: &[u8]) -> Res
            where c.code_hash = old.code_hash and g.id = old.grant_id and g.revoked_at is null
              and grant_usable(g.account_id, g.tenant_id)
            returning g.id as grant_id, g.client_id, g.resource, g.scopes, old.used_at as used_before,
-                     old.expires_at <= now() as "expired!", old.redirect_uri as "redirect_uri?",
+                     false as "retry!", old.expires_at <= now() as "expired!", old.redirect_uri as "redirect_uri?",
                      old.code_challenge as "code_challenge?""#,
         code_hash
     )
@@ -417,8 +419,13 @@ pub(crate) async fn spend_code(db: impl PgExecutor<'_>, code_hash: &[u8]) -> Res
     .await?)
 }
 
-/// Marks the refresh token used and returns it as it was, if it exists for an active grant.
-pub(crate) async fn spend_refresh_token(db: impl PgExecutor<'_>, token_hash: &[u8]) -> Result<Option<Spent>> {
+/// Marks the refresh token used and returns it as it was, if it exists for an active grant; a
+/// second use within `retry_window` is a retry.
+pub(crate) async fn spend_refresh_token(
+    db: impl PgExecutor<'_>,
+    token_hash: &[u8],
+    retry_window: time::Duration,
+) -> Result<Option<Spent>> {
     Ok(sqlx::query_as!(
         Spent,
         r#"with old as (select * from oauth_token where token_hash = $1 and kind = 'refresh' for update)
@@ -427,12 +434,27 @@ pub(crate) async fn spend_refresh_token(db: impl PgExecutor<'_>, token_hash: &[u
            where t.token_hash = old.token_hash and g.id = old.grant_id and g.revoked_at is null
              and grant_usable(g.account_id, g.tenant_id)
            returning g.id as grant_id, g.client_id, g.resource, g.scopes, old.used_at as used_before,
+                     coalesce(old.used_at > now() - make_interval(secs => $2), false) as "retry!",
                      old.expires_at <= now() as "expired!", null::text as "redirect_uri?",
                      null::text as "code_challenge?""#,
-        token_hash
+        token_hash,
+        retry_window.as_seconds_f64()
     )
     .fetch_optional(db)
     .await?)
+}
+
+/// Deletes the tokens of `grant` issued since `first_use`: those a refresh token's first use
+/// bought, when its retry gets new ones (one chain of tokens lives on).
+pub(crate) async fn drop_tokens_since(
+    db: impl PgExecutor<'_>,
+    grant: Uuid,
+    first_use: OffsetDateTime,
+) -> Result<()> {
+    sqlx::query!("delete from oauth_token where grant_id = $1 and created_at >= $2", grant, first_use)
+        .execute(db)
+        .await?;
+    Ok(())
 }
 
 /// Issues an access token and a refresh token of `grant`.

@@ -206,77 +206,77 @@ pub(super) fn PeopleCards(slug: String, data: PeopleData) -> impl IntoView {
     let run = move |username: String, action: &'static str| {
         act.dispatch(MemberAction { slug: slug.get_value(), username, action: action.into() });
     };
-    view! {
-        <section class="card">
-            <h2>"Members"</h2>
-            <p class="muted">
-                "Members connect agents to this tenant as themselves; in the panel they see only their connected apps."
-            </p>
-            {move || link().map(|link| view! { <SecretOnce what="invitation link (valid 7 days)" secret=link /> })}
-            {loaded(people, move |people| {
-                grid(people.members, "No member yet.", &["Name", "Role", "Signs in with", "Last sign-in", "Apps", ""], move |m| {
-                    let name = StoredValue::new(m.username.clone());
-                    let member = m.role == "member";
-                    view! {
-                        <tr class:revoked=m.disabled>
-                            <td>{m.username.clone()}{m.disabled.then_some(" (disabled)")}</td>
-                            <td>{m.role.replace('_', " ")}</td>
-                            <td>{m.sign_in.clone()}</td>
-                            <td>{m.last_sign_in.clone().unwrap_or_else(|| "never".into())}</td>
-                            <td>{m.apps}</td>
-                            <td class="member-actions">
-                                {member.then(|| view! {
-                                    {if m.disabled {
-                                        view! { <button type="button" on:click=move |_| run(name.get_value(), "enable")>"Enable"</button> }.into_any()
-                                    } else {
-                                        view! { <button type="button" on:click=move |_| run(name.get_value(), "disable")>"Disable"</button> }.into_any()
-                                    }}
-                                    <button type="button" on:click=move |_| run(name.get_value(), "invite")>"New sign-in link"</button>
-                                    <Confirm
-                                        ask="Remove…"
-                                        confirm=format!("Remove {} and revoke their apps", m.username)
-                                        keep="Keep"
-                                        on_confirm=Callback::new(move |()| run(name.get_value(), "remove"))
-                                    />
-                                })}
-                            </td>
-                        </tr>
-                    }
-                    .into_any()
-                })
-            })}
-            <div class="inline-form">
-                <label>
-                    "Username"
-                    <input type="text" name="member-name" placeholder="jane@acme.com" prop:value=move || username.get() on:input=move |ev| username.set(event_target_value(&ev)) />
-                </label>
-                <label>
-                    "Password (empty: send an invitation link)"
-                    <input type="password" name="member-password" autocomplete="new-password" prop:value=move || password.get() on:input=move |ev| password.set(event_target_value(&ev)) />
-                </label>
-                <button
-                    type="button"
-                    class="primary"
-                    disabled=move || add.pending().get()
-                    on:click=move |_| {
-                        add.dispatch(AddMember { slug: slug.get_value(), username: username.get(), password: password.get() });
-                    }
-                >
-                    "Add member"
-                </button>
-            </div>
-            <ErrorNote error=action_error(add) />
-            <ErrorNote error=action_error(act) />
-        </section>
-        <section class="card">
-            <h2>"Connected apps"</h2>
-            {loaded(people, move |people| {
-                let revoke_app = Callback::new(move |id| {
-                    revoke.dispatch(RevokeTenantApp { slug: slug.get_value(), id });
-                });
-                app_table(people.apps, "Nobody has connected an app to this tenant yet.", true, revoke_app)
-            })}
-            <ErrorNote error=action_error(revoke) />
-        </section>
-    }
+    let revoke_app = Callback::new(move |id| {
+        revoke.dispatch(RevokeTenantApp { slug: slug.get_value(), id });
+    });
+    // One Transition reads the resource: two reading one resource can leave a server-rendered
+    // page unfinished (leptos-rs/leptos#4851).
+    loaded(people, move |people| {
+        view! {
+            <section class="card">
+                <h2>"Members"</h2>
+                <p class="muted">
+                    "Members connect agents to this tenant as themselves; in the panel they see only their connected apps."
+                </p>
+                {move || link().map(|link| view! { <SecretOnce what="invitation link (valid 7 days)" secret=link /> })}
+                {grid(people.members, "No member yet.", &["Name", "Role", "Signs in with", "Last sign-in", "Apps", ""], move |m| {
+                        let name = StoredValue::new(m.username.clone());
+                        let member = m.role == "member";
+                        view! {
+                            <tr class:revoked=m.disabled>
+                                <td>{m.username.clone()}{m.disabled.then_some(" (disabled)")}</td>
+                                <td>{m.role.replace('_', " ")}</td>
+                                <td>{m.sign_in.clone()}</td>
+                                <td>{m.last_sign_in.clone().unwrap_or_else(|| "never".into())}</td>
+                                <td>{m.apps}</td>
+                                <td class="member-actions">
+                                    {member.then(|| view! {
+                                        {if m.disabled {
+                                            view! { <button type="button" on:click=move |_| run(name.get_value(), "enable")>"Enable"</button> }.into_any()
+                                        } else {
+                                            view! { <button type="button" on:click=move |_| run(name.get_value(), "disable")>"Disable"</button> }.into_any()
+                                        }}
+                                        <button type="button" on:click=move |_| run(name.get_value(), "invite")>"New sign-in link"</button>
+                                        <Confirm
+                                            ask="Remove…"
+                                            confirm=format!("Remove {} and revoke their apps", m.username)
+                                            keep="Keep"
+                                            on_confirm=Callback::new(move |()| run(name.get_value(), "remove"))
+                                        />
+                                    })}
+                                </td>
+                            </tr>
+                        }
+                        .into_any()
+                    })}
+                <div class="inline-form">
+                    <label>
+                        "Username"
+                        <input type="text" name="member-name" placeholder="jane@acme.com" prop:value=move || username.get() on:input=move |ev| username.set(event_target_value(&ev)) />
+                    </label>
+                    <label>
+                        "Password (empty: send an invitation link)"
+                        <input type="password" name="member-password" autocomplete="new-password" prop:value=move || password.get() on:input=move |ev| password.set(event_target_value(&ev)) />
+                    </label>
+                    <button
+                        type="button"
+                        class="primary"
+                        disabled=move || add.pending().get()
+                        on:click=move |_| {
+                            add.dispatch(AddMember { slug: slug.get_value(), username: username.get(), password: password.get() });
+                        }
+                    >
+                        "Add member"
+                    </button>
+                </div>
+                <ErrorNote error=action_error(add) />
+                <ErrorNote error=action_error(act) />
+            </section>
+            <section class="card">
+                <h2>"Connected apps"</h2>
+                {app_table(people.apps, "Nobody has connected an app to this tenant yet.", true, revoke_app)}
+                <ErrorNote error=action_error(revoke) />
+            </section>
+        }
+    })
 }
