@@ -49,7 +49,7 @@ pub fn panel_router() -> Router<AppState> {
     Router::new()
         .route("/oauth/authorize", get(authorize))
         .route("/sso/start", get(sso_start))
-        .route("/sso/callback", get(sso_callback))
+        .route(engine::sso::CALLBACK_PATH, get(sso_callback))
 }
 
 async fn mcp_resource(
@@ -161,13 +161,6 @@ async fn register(
     }
 }
 
-fn not_a_form() -> Response {
-    oauth_error(OAuthError::Refused {
-        code: "invalid_request",
-        description: "the request must be a form (application/x-www-form-urlencoded)".into(),
-    })
-}
-
 /// Whose dynamic registrations count together: an IPv4 address, or an IPv6 /64 (one host has
 /// a whole /64 to choose from).
 fn registrant(ip: std::net::IpAddr) -> String {
@@ -197,7 +190,12 @@ async fn token(
     headers: HeaderMap,
     form: Result<Form<TokenParams>, axum::extract::rejection::FormRejection>,
 ) -> Response {
-    let Ok(Form(params)) = form else { return not_a_form() };
+    let Ok(Form(params)) = form else {
+        return oauth_error(OAuthError::Refused {
+            code: "invalid_request",
+            description: "the request must be a form (application/x-www-form-urlencoded)".into(),
+        });
+    };
     match oauth.token(params, basic_credentials(&headers)).await {
         Ok(tokens) => no_store(Json(tokens).into_response()),
         Err(err) => oauth_error(err),
@@ -333,13 +331,17 @@ struct Next {
     next: Option<String>,
 }
 
+/// Toolgate's single sign-on callback, as this request reaches Toolgate.
+fn callback_url(state: &AppState, headers: &HeaderMap) -> String {
+    engine::sso::callback_url(&engine::oauth::issuer(state.public_url.as_deref(), headers))
+}
+
 async fn sso_start(
     State(state): State<AppState>,
     headers: HeaderMap,
     Query(Next { next }): Query<Next>,
 ) -> Response {
-    let callback = format!("{}/sso/callback", engine::oauth::issuer(state.public_url.as_deref(), &headers));
-    match engine::sso::start(&state.pool, &state.secrets, &callback).await {
+    match engine::sso::start(&state.pool, &state.secrets, &callback_url(&state, &headers)).await {
         Ok((url, pending)) => {
             let under_way = serde_json::to_string(&SignInUnderWay { pending, next }).expect("serialises");
             let mut response = Redirect::to(&url).into_response();
@@ -385,7 +387,7 @@ async fn finish_sign_in(
         let why = answer.error_description.or(answer.error).unwrap_or_else(|| "no code came back".into());
         return sso_failed(engine::sso::SsoError::Invalid(format!("the provider said: {why}")));
     };
-    let callback = format!("{}/sso/callback", engine::oauth::issuer(state.public_url.as_deref(), headers));
+    let callback = callback_url(state, headers);
     match engine::sso::finish(&state.pool, &state.secrets, &callback, pending, &code, &returned_state).await {
         Ok(account) => match app::auth::ssr::open_session(session, &account).await {
             Ok(()) => onward(headers, &app::auth::ssr::landing(&account, next.as_deref())),

@@ -33,6 +33,14 @@ use crate::model::{Role, TenantSlug};
 use crate::secret::SecretBox;
 use crate::store::settings::SignInSettings;
 use crate::store::sso::{ClaimRule, SsoAuthMethod, SsoConfig};
+
+/// Where the provider sends the person back: the redirect URI to register there.
+pub const CALLBACK_PATH: &str = "/sso/callback";
+
+/// The callback URL of Toolgate at `issuer` (its public base URL).
+pub fn callback_url(issuer: &str) -> String {
+    format!("{issuer}{CALLBACK_PATH}")
+}
 use crate::store::{self, Actor, Change};
 use crate::{Error, Result};
 

@@ -162,7 +162,7 @@ pub async fn sign_in_settings() -> Result<SignInForm, PanelError> {
     use crate::server::{issuer, owner, state};
     let owner = owner().await?;
     let config = engine::service::sign_in::config(&state(), &owner).await?;
-    Ok(ssr::form(config, format!("{}/sso/callback", issuer().await)))
+    Ok(ssr::form(config, engine::sso::callback_url(&issuer().await)))
 }
 
 #[server(input = leptos::server_fn::codec::Json)]
