@@ -35,6 +35,7 @@ pub fn public_router(credentials: Credentials, oauth: AuthServer) -> Router {
         .route(&format!("{PROTECTED_RESOURCE}/mcp/{{tenant}}"), get(mcp_resource))
         .route(&format!("{PROTECTED_RESOURCE}{REST_PATH}"), get(rest_resource))
         .route("/.well-known/oauth-authorization-server", get(server_metadata))
+        .route(engine::upstream::oauth::CLIENT_METADATA_PATH, get(upstream_client))
         .with_state(credentials);
     let endpoints = Router::new()
         .route("/oauth/register", post(register))
@@ -50,6 +51,8 @@ pub fn panel_router() -> Router<AppState> {
         .route("/oauth/authorize", get(authorize))
         .route("/sso/start", get(sso_start))
         .route(engine::sso::CALLBACK_PATH, get(sso_callback))
+        .route(engine::upstream::oauth::START_PATH, get(upstream_start))
+        .route(engine::upstream::oauth::CALLBACK_PATH, get(upstream_callback))
 }
 
 async fn mcp_resource(
@@ -401,4 +404,130 @@ async fn finish_sign_in(
 fn sso_failed(err: engine::sso::SsoError) -> Response {
     tracing::warn!(error = %err, "single sign-on failed");
     Redirect::to(&format!("/login?sso_error={}", err.code())).into_response()
+}
+
+/// Toolgate's Client ID Metadata Document, as the OAuth client of upstream servers.
+async fn upstream_client(State(credentials): State<Credentials>, headers: HeaderMap) -> Response {
+    Json(engine::upstream::oauth::client_metadata(&credentials.issuer(&headers))).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct UpstreamStart {
+    server: String,
+    /// `me` (the default), `shared`, or `tenant:<slug>`.
+    #[serde(rename = "for")]
+    owner: Option<String>,
+}
+
+/// A page telling the person why an upstream authorization did not go through.
+fn upstream_failed(message: &str) -> Response {
+    tracing::warn!(error = %message, "an upstream authorization failed");
+    let escaped = escaped(message);
+    let page = format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Authorization failed · Toolgate</title>\
+         <link rel=\"stylesheet\" href=\"/pkg/toolgate.css\"></head><body><main class=\"login\"><div class=\"card login-card\">\
+         <h1 class=\"brand\">Toolgate</h1><h2>The authorization did not go through</h2><p class=\"error\" role=\"alert\">{escaped}</p>\
+         <p><a href=\"/\">Back to Toolgate</a></p></div></main></body></html>"
+    );
+    let policy = HeaderValue::from_static("default-src 'none'; style-src 'self'; frame-ancestors 'none'");
+    (StatusCode::BAD_REQUEST, [(header::CONTENT_SECURITY_POLICY, policy)], Html(page)).into_response()
+}
+
+/// Starts authorizing an upstream server for the signed-in person (through sign-in first):
+/// sends the browser to the server's authorization server.
+async fn upstream_start(
+    State(state): State<AppState>,
+    session: Session,
+    headers: HeaderMap,
+    uri: axum::http::Uri,
+    Query(start): Query<UpstreamStart>,
+) -> Response {
+    let account = match app::auth::ssr::signed_in(&session, &state.pool).await {
+        Ok(Some(account)) => account,
+        Ok(None) => {
+            let here = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+            let next: String = form_urlencoded::byte_serialize(here.as_bytes()).collect();
+            return onward(&headers, &format!("/login?next={next}"));
+        }
+        Err(err) => return upstream_failed(&err.to_string()),
+    };
+    let base = engine::oauth::issuer(state.public_url.as_deref(), &headers);
+    let wanted = start.owner.as_deref().unwrap_or("me");
+    let begun = async {
+        let server = engine::model::Name::parse(&start.server).map_err(|err| err.to_string())?;
+        let (source_id, owner) = engine::upstream::oauth::owner_for(&state.pool, &account, &server, wanted)
+            .await
+            .map_err(|err| err.to_string())?;
+        let return_to =
+            if wanted == "me" { "/connections".to_string() } else { format!("/servers/{}", server.as_str()) };
+        let actor = engine::store::Actor::admin(&account.username);
+        let started_by = (account.id, &actor);
+        engine::upstream::oauth::begin(
+            &state.pool,
+            &state.secrets,
+            &base,
+            source_id,
+            owner,
+            started_by,
+            &return_to,
+        )
+        .await
+        .map(|begun| (begun, return_to))
+        .map_err(|err| err.to_string())
+    };
+    match begun.await {
+        Ok((engine::upstream::oauth::Begun::Browser(url), _)) => Redirect::to(&url).into_response(),
+        Ok((engine::upstream::oauth::Begun::Authorized, back)) => Redirect::to(&back).into_response(),
+        Err(err) => upstream_failed(&err),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct UpstreamCallback {
+    code: Option<String>,
+    state: Option<String>,
+    iss: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+/// Where a server's authorization server sends the person back: the code is exchanged and the
+/// tokens kept, if this browser's person started the authorization.
+async fn upstream_callback(
+    State(state): State<AppState>,
+    session: Session,
+    headers: HeaderMap,
+    uri: axum::http::Uri,
+    Query(answer): Query<UpstreamCallback>,
+) -> Response {
+    // The panel's session cookie does not come with a navigation from another site: a page of
+    // this one sends the browser on, with it.
+    if headers.get("sec-fetch-site").is_some_and(|site| site == "cross-site") {
+        return onward(&headers, uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
+    }
+    let (Some(code), Some(returned_state)) = (answer.code, answer.state) else {
+        let why = answer.error_description.or(answer.error).unwrap_or_else(|| "no code came back".into());
+        return upstream_failed(&format!("the authorization server said: {why}"));
+    };
+    let account = match app::auth::ssr::signed_in(&session, &state.pool).await {
+        Ok(Some(account)) => account,
+        Ok(None) => return upstream_failed("sign in to Toolgate in this browser, then authorize again"),
+        Err(err) => return upstream_failed(&err.to_string()),
+    };
+    let base = engine::oauth::issuer(state.public_url.as_deref(), &headers);
+    let actor = engine::store::Actor::admin(&account.username);
+    let finished = engine::upstream::oauth::finish(
+        &state.pool,
+        &state.secrets,
+        &base,
+        (account.id, &actor),
+        &returned_state,
+        &code,
+        answer.iss.as_deref(),
+    )
+    .await;
+    match finished {
+        Ok(back) => Redirect::to(&back).into_response(),
+        Err(err) => upstream_failed(&err.to_string()),
+    }
 }

@@ -101,6 +101,15 @@ pub struct LimitSettings {
     #[arg(long, env = "TOOLGATE_PENDING_CALLS_PER_TENANT", default_value_t = 1000)]
     pub pending_calls_per_tenant: i64,
 
+    /// The most upstream connections private to a tenant or a person (their own credentials or
+    /// OAuth token) open at once in this process; past it, the one unused longest is closed.
+    #[arg(long, env = "TOOLGATE_PRIVATE_CONNECTIONS", default_value_t = 1000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub private_connections: usize,
+
+    /// A private upstream connection unused this many seconds is closed.
+    #[arg(long, env = "TOOLGATE_PRIVATE_CONNECTION_IDLE_SECONDS", default_value_t = 600)]
+    pub private_idle_seconds: u64,
+
     /// How often, in milliseconds, this replica adds the calls it counted against the
     /// administrators' rate limits to PostgreSQL and reads the other replicas'.
     #[arg(long, env = "TOOLGATE_LIMIT_SYNC_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
@@ -216,8 +225,15 @@ impl ServeSettings {
         }
     }
 
-    pub fn upstream_config(&self) -> UpstreamConfig {
-        UpstreamConfig { description_cap: self.tools.description_cap_bytes, ..UpstreamConfig::default() }
+    /// The upstream connections' settings; `listening` is Toolgate's URL when no public URL is set.
+    pub fn upstream_config(&self, listening: &str) -> UpstreamConfig {
+        UpstreamConfig {
+            description_cap: self.tools.description_cap_bytes,
+            max_private_connections: self.limits.private_connections,
+            private_idle: Duration::from_secs(self.limits.private_idle_seconds),
+            public_url: Some(self.public_url.clone().unwrap_or_else(|| listening.to_string())),
+            ..UpstreamConfig::default()
+        }
     }
 
     pub fn exec_config(&self) -> ExecConfig {

@@ -105,7 +105,9 @@ impl Application {
         tokio::spawn(engine::store::retention::keep(pool.clone(), settings.retention.retention()));
         let options = service::Options {
             catalog: CatalogOptions { force_tools_off: !settings.tools_enabled },
-            upstream: settings.upstream_config(),
+            // Links in tool errors need an absolute URL: the listening address stands in for
+            // a public URL not set.
+            upstream: settings.upstream_config(&format!("http://{}", listener.local_addr()?)),
             exec: settings.exec_config(),
             login_policy,
             oauth: settings.oauth.config(),

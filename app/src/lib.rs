@@ -19,13 +19,13 @@ use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::path;
 
 use pages::{
-    AppsPage, AuditPage, AuthorizePage, ConfigPage, Dashboard, GroupsPage, InvitePage, LoginPage, NotFound,
-    PlaygroundPage, ServerPage, ServersPage, Shell, SignInPage, TenantPage, TenantsPage, TokensPage,
-    ToolPage, ToolsPage,
+    AppsPage, AuditPage, AuthorizePage, ConfigPage, ConnectionsPage, Dashboard, GroupsPage, InvitePage,
+    LoginPage, NotFound, PlaygroundPage, ServerPage, ServersPage, Shell, SignInPage, TenantPage, TenantsPage,
+    TokensPage, ToolPage, ToolsPage,
 };
 
 /// The pages a member may see (everything else is for administrators).
-pub const MEMBER_PAGES: &[&str] = &["/apps", "/authorize/"];
+pub const MEMBER_PAGES: &[&str] = &["/apps", "/connections", "/authorize/"];
 
 /// The HTML document around the app, rendered on the server. Its Content-Security-Policy
 /// admits only this response's nonce for inline scripts (the hydration bootstrap) and the
@@ -97,6 +97,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("tokens") view=TokensPage />
                     <Route path=path!("sign-in") view=SignInPage />
                     <Route path=path!("apps") view=AppsPage />
+                    <Route path=path!("connections") view=ConnectionsPage />
                 </ParentRoute>
             </Routes>
         </Router>

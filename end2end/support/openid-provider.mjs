@@ -4,12 +4,20 @@
 // It listens on 127.0.0.1; `host` names it in the issuer (`localhost` makes it another site than
 // a Toolgate on 127.0.0.1, as a real provider is). Prints {"issuer": "http://<host>:<port>"}
 // once listening; exits on SIGTERM.
+// With `"resources": {"accessTokenSeconds": N}` it is also the authorization server of MCP servers:
+// any http(s) `resource` (RFC 8707) gets RS256 JWT access tokens with that audience, N seconds of
+// life and the scope `mcp:tools` when asked for (a code request must ask for some scope); dynamic
+// registration (RFC 7591), client credentials (the subject is the client id), revocation (RFC 7009),
+// a refresh token for every code exchange (no `offline_access` needed) and no consent screen, for
+// native clients either. Metadata is at /.well-known/oauth-authorization-server (RFC 8414) too.
 import * as http from 'node:http';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import Provider from 'oidc-provider';
+import Provider, { errors, interactionPolicy } from 'oidc-provider';
 
 const config = JSON.parse(process.argv[2] ?? '{}');
 const groups = config.groups ?? {};
+const resources = config.resources;
+const RESOURCE_SCOPE = 'mcp:tools';
 
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const key = { ...privateKey.export({ format: 'jwk' }), kid: randomUUID(), use: 'sig', alg: 'RS256' };
@@ -38,7 +46,12 @@ const provider = new Provider(issuer, {
       },
     };
   },
-  features: { devInteractions: { enabled: true } },
+  features: { devInteractions: { enabled: true }, ...(resources && resourceFeatures(resources)) },
+  ...(resources && {
+    scopes: ['openid', 'offline_access', RESOURCE_SCOPE],
+    issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token'),
+    interactions: { policy: nativeConsentGranted() },
+  }),
   pkce: { required: () => true },
   // No consent screen of the provider's own: Toolgate is a trusted first-party client here.
   async loadExistingGrant(ctx) {
@@ -46,6 +59,9 @@ const provider = new Provider(issuer, {
     const grant = new oidc.provider.Grant({ clientId: oidc.client.clientId, accountId: oidc.session.accountId });
     grant.addOIDCScope([...oidc.requestParamOIDCScopes].join(' '));
     grant.addOIDCClaims([...oidc.requestParamClaims]);
+    if (resources) {
+      for (const resource of [oidc.params.resource ?? []].flat()) grant.addResourceScope(resource, RESOURCE_SCOPE);
+    }
     await grant.save();
     return grant;
   },
@@ -57,6 +73,38 @@ const provider = new Provider(issuer, {
 provider.on('server_error', (ctx, err) => console.error('server_error', err));
 
 server.on('request', provider.callback());
+
+/** The base policy without the consent native clients otherwise always ask (the grant is auto-consented). */
+function nativeConsentGranted() {
+  const policy = interactionPolicy.base();
+  policy.get('consent').checks.remove('native_client_prompt');
+  return policy;
+}
+
+/** The features that make the provider the authorization server of MCP resource servers. */
+function resourceFeatures({ accessTokenSeconds = 3600 }) {
+  return {
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: async (ctx, client, oneOf) => (oneOf?.length === 1 ? oneOf[0] : oneOf),
+      useGrantedResource: async () => true,
+      async getResourceServerInfo(ctx, resource) {
+        if (!/^https?:$/.test(URL.parse(resource)?.protocol)) throw new errors.InvalidTarget();
+        return {
+          scope: RESOURCE_SCOPE,
+          audience: resource,
+          accessTokenTTL: accessTokenSeconds,
+          accessTokenFormat: 'jwt',
+          jwt: { sign: { alg: 'RS256' } },
+        };
+      },
+    },
+    registration: { enabled: true },
+    clientCredentials: { enabled: true },
+    revocation: { enabled: true },
+  };
+}
+
 process.stdout.write(`${JSON.stringify({ issuer })}\n`);
 for (const signal of ['SIGTERM', 'SIGINT']) {
   process.on(signal, () => {

@@ -13,7 +13,7 @@ use engine::model::{Name, Tag, TenantSlug};
 use engine::secret::SecretBox;
 use engine::service::{Options, Services};
 use engine::store::overrides::OverrideInput;
-use engine::store::servers::{self, Endpoint, Transport};
+use engine::store::servers::{self, Credential, Endpoint, Transport};
 use engine::store::{self, Actor, SecretInput};
 use engine::tool::{Caller, ToolOutput};
 use engine::upstream::{ConnectionStatus, Health, UpstreamConfig, UpstreamError, Upstreams, test_connection};
@@ -326,6 +326,7 @@ async fn test_connection_reports_the_tools_or_the_problem() {
         cwd: None,
         env: vec![],
         headers: vec![],
+        credential: Credential::None,
     };
     let config = UpstreamConfig { connect_timeout: Duration::from_secs(2), ..Default::default() };
     let probe =
@@ -694,6 +695,7 @@ async fn a_legacy_sse_server_is_tested_called_and_reconnected(pool: PgPool) {
         cwd: None,
         env: vec![],
         headers: vec![],
+        credential: Credential::None,
     };
     let deadline = Instant::now() + Duration::from_secs(10);
     let probe = loop {

@@ -5,7 +5,7 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use axum::{Extension, Json, Router};
 use engine::catalog::visibility::Ceiling;
 use engine::exec::CallLimits;
@@ -36,6 +36,8 @@ pub(super) fn router() -> Router<Services> {
         .route("/api/admin/v1/servers/{name}", get(server).put(update_server).delete(delete_server))
         .route("/api/admin/v1/servers/{name}/refresh", post(refresh_server))
         .route("/api/admin/v1/servers/{name}/credentials/{slug}", put(set_credentials))
+        .route("/api/admin/v1/servers/{name}/authorizations", get(authorizations))
+        .route("/api/admin/v1/servers/{name}/authorizations/{id}", delete(remove_authorization))
         .route("/api/admin/v1/tools", get(tools))
         .route("/api/admin/v1/tools/{id}/approve", post(approve))
         .route("/api/admin/v1/tools/{id}/reject", post(reject))
@@ -279,6 +281,24 @@ async fn set_credentials(
 ) -> Answer {
     let (server, slug) = (name(&server)?, tenant_slug(&slug)?);
     servers::set_credentials(&state, &admin.owner()?, &server, &slug, &headers).await?;
+    no_content()
+}
+
+/// Who authorized an OAuth server, and how each token is doing (never a token).
+async fn authorizations(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path(server): Path<String>,
+) -> Answer {
+    ok(servers::authorizations(&state, &admin.owner()?, &name(&server)?).await?)
+}
+
+async fn remove_authorization(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path((server, id)): Path<(String, Uuid)>,
+) -> Answer {
+    servers::remove_authorization(&state, &admin.owner()?, &name(&server)?, id).await?;
     no_content()
 }
 

@@ -60,6 +60,8 @@ impl TestApp {
                 input_waits_per_key: 16,
                 pending_calls_per_tenant: 1000,
                 limit_sync_ms: 100,
+                private_connections: 1000,
+                private_idle_seconds: 600,
             },
             retention: RetentionSettings {
                 keep_invocations_days: 30,

@@ -78,7 +78,7 @@ pub enum RunEvent {
 
 /// Runs a tool for the playground, streaming its progress. When the page stops reading
 /// (Cancel), the request ends and with it the call: cancelled upstream, recorded as such.
-#[server(output = StreamingText)]
+#[server(endpoint = "run_tool", output = StreamingText)]
 pub async fn run_tool(
     tenant: String,
     tool: String,

@@ -56,6 +56,7 @@ pub fn Shell() -> impl IntoView {
                         <A href="/sign-in">"Sign-in"</A>
                     </OwnersOnly>
                     <A href="/apps">"Connected apps"</A>
+                    <A href="/connections">"Connected accounts"</A>
                 </nav>
             </aside>
             <div class="workspace">

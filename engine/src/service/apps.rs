@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::Services;
 use super::access::{ManagedTenant, Owner};
 use crate::admin::AdminUser;
+use crate::store::authorizations::Connectable;
 use crate::store::oauth::{Client, Grant};
 use crate::store::{self, Actor};
 use crate::{Error, Result};
@@ -69,5 +70,20 @@ pub async fn delete_client(services: &Services, owner: &Owner, id: &str) -> Resu
         return Err(Error::not_found(format!("client `{id}`")));
     }
     services.oauth.revoked();
+    Ok(())
+}
+
+/// The per-person servers `account` may connect its own account of, with its authorizations.
+pub async fn connectable(services: &Services, account: &AdminUser) -> Result<Vec<Connectable>> {
+    let everything = account.role == crate::admin::Role::Owner;
+    store::authorizations::connectable(&services.pool, account.id, everything).await
+}
+
+/// Disconnects one of `account`'s own upstream accounts.
+pub async fn disconnect(services: &Services, account: &AdminUser, id: Uuid) -> Result<()> {
+    let actor = Actor::admin(&account.username);
+    if !store::authorizations::remove_own(&services.pool, &actor, account.id, id).await? {
+        return Err(Error::not_found("connected account"));
+    }
     Ok(())
 }

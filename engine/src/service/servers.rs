@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::{Owner, Services};
 use crate::Result;
 use crate::model::{Name, TenantSlug};
+use crate::store::authorizations::Authorization;
 use crate::store::invocations::{self, Activity, FailedCall, Window};
 use crate::store::servers::{DiscoveryReport, PendingChange, Server, ServerConfig};
 use crate::store::sources::ToolRecord;
@@ -30,6 +31,8 @@ pub struct ServerDetail {
     pub entry: ServerEntry,
     pub tools: Vec<ToolRecord>,
     pub pending: Vec<PendingChange>,
+    /// An OAuth server's authorizations: whose, how each token is doing (never a token).
+    pub authorizations: Vec<Authorization>,
 }
 
 /// Every server, with its connections.
@@ -44,7 +47,9 @@ pub async fn detail(services: &Services, _: &Owner, name: &Name) -> Result<Serve
     let server = store::servers::get(&services.pool, name).await?;
     let pending = store::servers::pending_changes(&services.pool, name).await?;
     let tools = store::sources::tools_of(&services.pool, name).await?;
-    Ok(ServerDetail { entry: with_connections(server, &services.upstreams.health()), tools, pending })
+    let authorizations = store::authorizations::list(&services.pool, Some(name), None).await?;
+    let entry = with_connections(server, &services.upstreams.health());
+    Ok(ServerDetail { entry, tools, pending, authorizations })
 }
 
 fn with_connections(server: Server, health: &[Health]) -> ServerEntry {
@@ -118,4 +123,18 @@ pub async fn reject(services: &Services, owner: &Owner, tool_id: Uuid) -> Result
 /// Every tool of every source.
 pub async fn tools(services: &Services, _: &Owner) -> Result<Vec<ToolRecord>> {
     store::sources::tools(&services.pool).await
+}
+
+/// Who authorized an OAuth server, and how each token is doing.
+pub async fn authorizations(services: &Services, _: &Owner, name: &Name) -> Result<Vec<Authorization>> {
+    store::authorizations::list(&services.pool, Some(name), None).await
+}
+
+/// Forgets one of a server's authorizations: its owner's calls need a new one.
+pub async fn remove_authorization(services: &Services, owner: &Owner, name: &Name, id: Uuid) -> Result<()> {
+    let found = store::authorizations::get(&services.pool, id).await?;
+    if found.server != name.as_str() {
+        return Err(crate::Error::not_found(format!("authorization {id} of server `{name}`")));
+    }
+    store::authorizations::remove(&services.pool, owner.actor(), id).await
 }

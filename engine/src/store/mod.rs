@@ -4,6 +4,7 @@
 
 pub mod admins;
 pub mod audit;
+pub mod authorizations;
 pub(crate) mod catalog;
 pub mod groups;
 pub mod invocations;

@@ -11,6 +11,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 
 use super::handler::Handler;
+use super::oauth::Token;
 use super::sse;
 use super::{ServerProbe, UpstreamConfig, UpstreamError};
 use crate::store::servers::{Endpoint, Transport};
@@ -21,7 +22,7 @@ pub async fn test_connection(
     config: &UpstreamConfig,
 ) -> Result<ServerProbe, UpstreamError> {
     let handler = Handler { slot: Weak::new(), connection: 0 };
-    let service = tokio::time::timeout(config.connect_timeout, connect(endpoint, handler))
+    let service = tokio::time::timeout(config.connect_timeout, connect(endpoint, handler, None))
         .await
         .map_err(|_| UpstreamError::ConnectTimeout(config.connect_timeout))??;
     let server_info = serde_json::to_value(service.peer().peer_info()).unwrap_or(Value::Null);
@@ -35,9 +36,11 @@ pub async fn test_connection(
 /// (`TOOLGATE_SECRET_KEY` decrypts every stored credential).
 const INHERITED_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
 
+/// Connects to `endpoint`, with `token` on every request to an OAuth server.
 pub(super) async fn connect(
     endpoint: &Endpoint,
     handler: Handler,
+    token: Option<&Token>,
 ) -> Result<rmcp::service::RunningService<RoleClient, Handler>, UpstreamError> {
     match endpoint.transport {
         Transport::Stdio => {
@@ -68,7 +71,13 @@ pub(super) async fn connect(
                 .custom_headers(custom_headers(endpoint)?)
                 .max_sse_event_size(MAX_ANSWER)
                 .max_json_response_size(MAX_ANSWER);
-            start(handler, StreamableHttpClientTransport::from_config(config)).await
+            match token {
+                Some(token) => {
+                    let transport = StreamableHttpClientTransport::with_client(token.client.clone(), config);
+                    start(handler, transport).await
+                }
+                None => start(handler, StreamableHttpClientTransport::from_config(config)).await,
+            }
         }
         Transport::Sse => {
             let url = endpoint.url.as_deref().unwrap_or_default();

@@ -35,6 +35,7 @@ use serde_json::value::RawValue;
 
 use super::connect::{MAX_ANSWER, custom_headers};
 use super::handler::client_config;
+use super::oauth::Token;
 use crate::catalog::CatalogTool;
 use crate::store::servers::{Endpoint, Transport};
 use crate::tool::{Progress, ToolContext, send_progress};
@@ -56,11 +57,18 @@ pub(super) struct DirectCalls {
     limits: StreamableHttpResponseLimits,
     /// Ids of this connection's requests.
     ids: AtomicI64,
+    /// An OAuth server's token, added to each call (and refreshed) by rmcp's client.
+    token: Option<Arc<Token>>,
 }
 
 impl DirectCalls {
     /// Direct calls for a connection that takes them: streamable HTTP, on 2026-07-28.
-    pub(super) fn of(endpoint: &Endpoint, peer: &Peer<RoleClient>, http: &reqwest::Client) -> Option<Self> {
+    pub(super) fn of(
+        endpoint: &Endpoint,
+        peer: &Peer<RoleClient>,
+        http: &reqwest::Client,
+        token: Option<Arc<Token>>,
+    ) -> Option<Self> {
         let version = peer.peer_info()?.protocol_version.clone();
         if endpoint.transport != Transport::StreamableHttp || version != ProtocolVersion::V_2026_07_28 {
             return None;
@@ -78,7 +86,7 @@ impl DirectCalls {
         let mut limits = StreamableHttpResponseLimits::default();
         limits.max_sse_event_size = MAX_ANSWER;
         limits.max_json_response_size = MAX_ANSWER;
-        Some(DirectCalls { http: http.clone(), url, headers, meta, limits, ids: AtomicI64::new(0) })
+        Some(DirectCalls { http: http.clone(), url, headers, meta, limits, ids: AtomicI64::new(0), token })
     }
 
     /// Whether a call of `tool` can go this way: its name travels as a bare header value and
@@ -114,11 +122,22 @@ impl DirectCalls {
             ClientRequest::CallToolRequest(CallToolRequest::new(params)),
             id.clone(),
         );
-        let response = self
-            .http
-            .post_message_with_response_limits(self.url.clone(), message, None, None, headers, self.limits)
-            .await
-            .map_err(http_error)?;
+        let url = self.url.clone();
+        let response = match &self.token {
+            Some(token) => {
+                token.renew().await.map_err(|e| failed(e.to_string()))?;
+                token
+                    .client
+                    .post_message_with_response_limits(url, message, None, None, headers, self.limits)
+                    .await
+            }
+            None => {
+                self.http
+                    .post_message_with_response_limits(url, message, None, None, headers, self.limits)
+                    .await
+            }
+        }
+        .map_err(http_error)?;
         match response {
             StreamableHttpPostResponse::Json(message, _) => answer_of(message),
             StreamableHttpPostResponse::Sse(mut stream, _) => {

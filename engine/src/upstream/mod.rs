@@ -31,6 +31,7 @@ use uuid::Uuid;
 mod connect;
 mod direct;
 mod handler;
+pub mod oauth;
 mod slot;
 mod sse;
 
@@ -40,8 +41,8 @@ use slot::{Member, PoolKey, Slot, SlotState};
 use crate::catalog::{Catalog, CatalogTool};
 use crate::exec::Upstream;
 use crate::secret::SecretBox;
-use crate::store::servers;
-use crate::tool::{ToolContext, ToolError, ToolFuture};
+use crate::store::servers::{self, Credential, OAuthMode};
+use crate::tool::{Caller, ToolContext, ToolError, ToolFuture};
 
 #[derive(Debug, Clone)]
 pub struct UpstreamConfig {
@@ -54,6 +55,14 @@ pub struct UpstreamConfig {
     /// How often an idle connection is probed (an HTTP server that went away is otherwise
     /// noticed only by the next call).
     pub health_interval: Duration,
+    /// The most connections private to a tenant or a person (their own credentials) open at
+    /// once; past it, the one unused longest is closed.
+    pub max_private_connections: usize,
+    /// A private connection unused this long is closed.
+    pub private_idle: Duration,
+    /// Toolgate's public URL, for the links a tool error gives a person (to connect their
+    /// account).
+    pub public_url: Option<String>,
 }
 
 impl Default for UpstreamConfig {
@@ -63,6 +72,9 @@ impl Default for UpstreamConfig {
             connect_timeout: Duration::from_secs(10),
             max_backoff: Duration::from_secs(30),
             health_interval: Duration::from_secs(15),
+            max_private_connections: 1000,
+            private_idle: Duration::from_secs(600),
+            public_url: None,
         }
     }
 }
@@ -76,14 +88,17 @@ pub enum ConnectionStatus {
     /// Connected, but the last discovery failed.
     Degraded,
     Down,
+    /// An OAuth server with no working token: someone must authorize it (again).
+    NeedsAuthorization,
 }
 
 impl ConnectionStatus {
-    pub const ALL: [ConnectionStatus; 4] = [
+    pub const ALL: [ConnectionStatus; 5] = [
         ConnectionStatus::Connecting,
         ConnectionStatus::Ready,
         ConnectionStatus::Degraded,
         ConnectionStatus::Down,
+        ConnectionStatus::NeedsAuthorization,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -92,6 +107,7 @@ impl ConnectionStatus {
             ConnectionStatus::Ready => "ready",
             ConnectionStatus::Degraded => "degraded",
             ConnectionStatus::Down => "down",
+            ConnectionStatus::NeedsAuthorization => "needs_authorization",
         }
     }
 }
@@ -163,6 +179,12 @@ pub enum UpstreamError {
     /// Its connection is down; the message says since when and why.
     #[error("{0}")]
     Down(String),
+    /// An OAuth server has no working token for this connection.
+    #[error("server `{0}` needs an authorization: authorize it on its page in the panel")]
+    NeedsAuthorization(String),
+    /// An OAuth server's provider could not be reached or refused.
+    #[error("authorization: {0}")]
+    Authorization(String),
 }
 
 /// All upstream connections of this process.
@@ -183,12 +205,13 @@ struct Inner {
     catalog: Catalog,
 }
 
-/// Which slot the calls of a tenant to a server use, valid for one catalog version.
+/// Which slot the calls of a tenant (by a person) to a server use, valid for one catalog
+/// version.
 #[derive(Default)]
 struct Routes {
     version: u64,
-    /// (server source, tenant) -> slot.
-    slots: HashMap<(Uuid, Uuid), Arc<Slot>>,
+    /// (server source, tenant, person) -> slot.
+    slots: HashMap<(Uuid, Uuid, Option<Uuid>), Arc<Slot>>,
 }
 
 impl Upstreams {
@@ -223,6 +246,15 @@ impl Upstreams {
             slots: Mutex::default(),
             routes: Mutex::default(),
             catalog: catalog.clone(),
+        });
+        let weak = Arc::downgrade(&inner);
+        tokio::spawn(async move {
+            let mut sweeps = tokio::time::interval(PRIVATE_SWEEP);
+            loop {
+                sweeps.tick().await;
+                let Some(inner) = weak.upgrade() else { break };
+                inner.close_idle();
+            }
         });
         let weak = Arc::downgrade(&inner);
         tokio::spawn(async move {
@@ -292,7 +324,46 @@ impl Drop for Inner {
     }
 }
 
+/// How often private connections are checked for idleness.
+const PRIVATE_SWEEP: Duration = Duration::from_secs(30);
+
 impl Inner {
+    /// Closes the private connections unused for longer than the configured idle time.
+    fn close_idle(&self) {
+        let mut slots = self.slots.lock().expect("slots");
+        let before = slots.len();
+        slots.retain(|key, slot| {
+            let idle = key.tenant.is_some() && slot.idle_for() > self.config.private_idle;
+            if idle {
+                slot.cancel.cancel();
+            }
+            !idle
+        });
+        if slots.len() != before {
+            tracing::debug!(closed = before - slots.len(), "closed idle private upstream connections");
+            self.routes.lock().expect("routes").slots.clear();
+        }
+    }
+
+    /// Makes room for one more private connection: past the maximum, the one unused longest
+    /// is closed.
+    fn make_room(&self, slots: &mut HashMap<PoolKey, Arc<Slot>>) {
+        let private = slots.keys().filter(|key| key.tenant.is_some()).count();
+        if private < self.config.max_private_connections {
+            return;
+        }
+        let oldest = slots
+            .iter()
+            .filter(|(key, _)| key.tenant.is_some())
+            .max_by_key(|(_, slot)| slot.idle_for())
+            .map(|(key, _)| key.clone());
+        if let Some(slot) = oldest.and_then(|key| slots.remove(&key)) {
+            tracing::info!(servers = %slot.label(), "closing the private upstream connection unused longest: at the maximum");
+            slot.cancel.cancel();
+            self.routes.lock().expect("routes").slots.retain(|_, routed| !Arc::ptr_eq(routed, &slot));
+        }
+    }
+
     /// A new connection for `members`; the servers' own (one with no tenant) discovers.
     fn spawn_slot(&self, key: PoolKey, members: Vec<Member>) -> Arc<Slot> {
         let (state, _) = watch::channel(SlotState {
@@ -310,8 +381,10 @@ impl Inner {
             discovers: key.tenant.is_none(),
             joined: tokio::sync::Notify::new(),
             pool: self.pool.clone(),
+            secrets: self.secrets.clone(),
             config: self.config.clone(),
             http: self.http.clone(),
+            last_used: Mutex::new(std::time::Instant::now()),
             state,
             progress: Mutex::default(),
             relays: Mutex::default(),
@@ -341,7 +414,15 @@ impl Inner {
                 tracing::info!("closing a connection whose servers were all removed or disabled");
                 slot.cancel.cancel();
             }
-            keep
+            // One waiting for an authorization starts again: one may have been given.
+            let waiting = slot.state.borrow().status == ConnectionStatus::NeedsAuthorization;
+            if keep && waiting {
+                slot.cancel.cancel();
+                if key.tenant.is_none() {
+                    wanted.insert(key.clone(), std::mem::take(&mut *slot.members()));
+                }
+            }
+            keep && !waiting
         });
         for (key, members) in wanted {
             let slot = self.spawn_slot(key.clone(), members);
@@ -351,26 +432,44 @@ impl Inner {
         Ok(())
     }
 
-    /// The slot calls of `tenant` to `tool`'s server go through.
-    async fn route(&self, tool: &CatalogTool, tenant: Uuid) -> Result<Arc<Slot>, ToolError> {
+    /// The slot calls of `ctx`'s tenant (and person) to `tool`'s server go through.
+    async fn route(&self, tool: &CatalogTool, ctx: &ToolContext) -> Result<Arc<Slot>, ToolError> {
+        let tenant = ctx.tenant_id;
+        let account = match &ctx.caller {
+            Caller::User(user) => Some(user.account),
+            Caller::Admin(username) => {
+                let account = crate::store::admins::role_of(&self.pool, username).await;
+                account.map_err(ToolError::internal)?.map(|(id, _)| id)
+            }
+            Caller::ApiKey(_) => None,
+        };
         let version = self.catalog.snapshot().version;
+        let route = (tool.source_id, tenant, account);
         {
             let mut routes = self.routes.lock().expect("routes");
             if routes.version != version {
                 *routes = Routes { version, slots: HashMap::new() };
             }
-            if let Some(slot) = routes.slots.get(&(tool.source_id, tenant)) {
+            if let Some(slot) = routes.slots.get(&route) {
                 return Ok(slot.clone());
             }
         }
-        let endpoint = servers::endpoint(&self.pool, &self.secrets, tool.source_id, Some(tenant))
+        let endpoint = servers::endpoint(&self.pool, &self.secrets, tool.source_id, tenant, account)
             .await
             .map_err(ToolError::internal)?;
-        // Credentials make a connection private to its tenant.
-        let private = !endpoint.headers.is_empty();
+        let private = match endpoint.credential {
+            Credential::Missing(mode) => return Err(self.unauthorized(tool, mode, ctx)),
+            // A tenant's or a person's token makes a connection theirs.
+            Credential::OAuth { mode, .. } => mode != OAuthMode::Shared || !endpoint.headers.is_empty(),
+            // Credentials make a connection private to its tenant.
+            Credential::None => !endpoint.headers.is_empty(),
+        };
         let key = PoolKey { endpoint, tenant: private.then_some(tenant) };
         let slot = {
             let mut slots = self.slots.lock().expect("slots");
+            if private && !slots.contains_key(&key) {
+                self.make_room(&mut slots);
+            }
             match slots.get(&key) {
                 Some(slot) => {
                     let mut members = slot.members();
@@ -388,15 +487,44 @@ impl Inner {
                 }
             }
         };
-        self.routes.lock().expect("routes").slots.insert((tool.source_id, tenant), slot.clone());
+        self.routes.lock().expect("routes").slots.insert(route, slot.clone());
         Ok(slot)
     }
+
+    /// What a caller without a token for an OAuth server is told.
+    fn unauthorized(&self, tool: &CatalogTool, mode: OAuthMode, ctx: &ToolContext) -> ToolError {
+        let server = &tool.source_name;
+        match (mode, &ctx.caller) {
+            (OAuthMode::Shared, _) => ToolError::tool(format!(
+                "MCP server `{server}` is not authorized yet: an administrator authorizes it on its page in Toolgate's panel"
+            )),
+            (OAuthMode::Tenant, _) => ToolError::tool(format!(
+                "MCP server `{server}` is not authorized for tenant `{}` yet: a tenant administrator authorizes it on its \
+                 page in Toolgate's panel",
+                ctx.tenant
+            )),
+            (OAuthMode::User, Caller::ApiKey(_)) => ToolError::tool(format!(
+                "MCP server `{server}` acts as each person: call it through a client you signed in to with your Toolgate \
+                 account (OAuth), not with an API key"
+            )),
+            (OAuthMode::User, _) => ToolError::tool(format!(
+                "MCP server `{server}` acts as you, and your account there is not connected yet: open {} to connect it, \
+                 then call again",
+                connect_link(self.config.public_url.as_deref(), server)
+            )),
+        }
+    }
+}
+
+/// Where a person connects their own account of `server`.
+pub fn connect_link(public_url: Option<&str>, server: &str) -> String {
+    format!("{}{}?server={server}", public_url.unwrap_or_default().trim_end_matches('/'), oauth::START_PATH)
 }
 
 impl Upstream for Upstreams {
     fn call<'a>(&'a self, tool: &'a CatalogTool, arguments: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let slot = self.inner.route(tool, ctx.tenant_id).await?;
+            let slot = self.inner.route(tool, ctx).await?;
             slot.call(tool, arguments, ctx).await
         })
     }

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use futures::future::OptionFuture;
 use rmcp::ClientCacheConfig;
 use tracing::Instrument;
 // Logging is deprecated by SEP-2577, but servers still send it: relayed while they do.
@@ -23,10 +24,12 @@ use uuid::Uuid;
 use super::connect::{MAX_ANSWER, connect, is_stateless};
 use super::direct::DirectCalls;
 use super::handler::{Handler, token_key};
+use super::oauth::Token;
 use super::{ConnectionStatus, UpstreamConfig, UpstreamError};
 use crate::catalog::CatalogTool;
 use crate::model::Name;
-use crate::store::servers::{self, Endpoint};
+use crate::secret::SecretBox;
+use crate::store::servers::{self, Credential, Endpoint};
 use crate::store::sources::ToolDefinition;
 use crate::tool::{ClientRelay, ProgressSink, ToolContext, ToolError, ToolOutput};
 
@@ -47,9 +50,13 @@ pub(super) struct Slot {
     /// A server joined the connection: discover its tools without reconnecting.
     pub(super) joined: tokio::sync::Notify,
     pub(super) pool: PgPool,
+    /// Opens an OAuth server's stored token.
+    pub(super) secrets: SecretBox,
     pub(super) config: UpstreamConfig,
     /// Where direct calls go out ([`DirectCalls`]).
     pub(super) http: reqwest::Client,
+    /// When a call last went through (a private connection unused for long is closed).
+    pub(super) last_used: Mutex<Instant>,
     pub(super) state: watch::Sender<SlotState>,
     /// Progress sinks of calls in flight, by progress token.
     pub(super) progress: Mutex<HashMap<String, ProgressSink>>,
@@ -136,6 +143,11 @@ impl Slot {
         self.members().iter().map(|m| m.name.clone()).collect()
     }
 
+    /// How long since a call last went through.
+    pub(super) fn idle_for(&self) -> Duration {
+        self.last_used.lock().expect("last used").elapsed()
+    }
+
     /// The member servers' names, for the log.
     pub(super) fn label(&self) -> String {
         self.member_names().join(",")
@@ -158,14 +170,21 @@ impl Slot {
 
     pub(super) async fn run(self: Arc<Self>, endpoint: Endpoint) {
         let mut backoff = Duration::from_millis(200);
+        let mut token: Option<Arc<Token>> = None;
         'connecting: while !self.cancel.is_cancelled() {
             self.set(|s| s.status = ConnectionStatus::Connecting);
             // Only this task counts connections: the next one gets the next number.
             let connection = self.state.borrow().connection + 1;
             let handler = Handler { slot: Arc::downgrade(&self), connection };
+            let connecting = async {
+                if token.is_none() {
+                    token = self.token(&endpoint).await?;
+                }
+                connect(&endpoint, handler, token.as_deref()).await
+            };
             let connected = tokio::select! {
                 () = self.cancel.cancelled() => break,
-                result = tokio::time::timeout(self.config.connect_timeout, connect(&endpoint, handler)) => {
+                result = tokio::time::timeout(self.config.connect_timeout, connecting) => {
                     result.unwrap_or(Err(UpstreamError::ConnectTimeout(self.config.connect_timeout)))
                 }
             };
@@ -173,7 +192,7 @@ impl Slot {
                 Ok(service) => {
                     backoff = Duration::from_millis(200);
                     let peer = service.peer().clone();
-                    let direct = DirectCalls::of(&endpoint, &peer, &self.http).map(Arc::new);
+                    let direct = DirectCalls::of(&endpoint, &peer, &self.http, token.clone()).map(Arc::new);
                     self.set(|s| {
                         s.status = ConnectionStatus::Ready;
                         s.peer = Some(peer.clone());
@@ -201,7 +220,7 @@ impl Slot {
                         let _ = watched.wait_for(|s| s.peer.is_none()).await;
                     };
                     let waiting = service.waiting();
-                    let probe = self.probe(&peer);
+                    let probe = self.probe(&peer, token.as_deref());
                     tokio::pin!(lost, waiting, probe);
                     loop {
                         tokio::select! {
@@ -225,9 +244,22 @@ impl Slot {
                         self.state.borrow().last_error.as_ref().map(|f| f.reason.clone()).unwrap_or_default();
                     tracing::warn!(servers = %self.label(), %reason, "upstream connection lost; reconnecting");
                 }
+                Err(err @ UpstreamError::NeedsAuthorization(_)) => {
+                    // Nothing to retry until someone authorizes: the configuration change that
+                    // brings then starts this connection again.
+                    tracing::info!(servers = %self.label(), "upstream connection waits for an authorization");
+                    self.set(|s| {
+                        s.fail(err.to_string());
+                        s.status = ConnectionStatus::NeedsAuthorization;
+                    });
+                    self.cancel.cancelled().await;
+                    break;
+                }
                 Err(err) => {
                     tracing::warn!(servers = %self.label(), error = %err, retry_in = ?backoff, "upstream connection failed");
                     self.set(|s| s.fail(err.to_string()));
+                    // A token that failed to open is opened again, fresh.
+                    token = None;
                 }
             }
             let jitter = Duration::from_millis(rand::random_range(0..=backoff.as_millis() as u64 / 4));
@@ -280,10 +312,29 @@ impl Slot {
         }
     }
 
-    /// Probes the connection every `health_interval`; returns when a probe fails.
-    async fn probe(&self, peer: &Peer<RoleClient>) -> String {
+    /// The token an OAuth server's connection carries: `None` for another server.
+    async fn token(&self, endpoint: &Endpoint) -> Result<Option<Arc<Token>>, UpstreamError> {
+        let server = || self.member_names().first().cloned().unwrap_or_default();
+        match endpoint.credential {
+            Credential::None => Ok(None),
+            Credential::Missing(_) => Err(UpstreamError::NeedsAuthorization(server())),
+            Credential::OAuth { id, .. } => {
+                let source = self.members().first().map(|m| m.source_id).unwrap_or_default();
+                Token::open(&self.pool, &self.secrets, &self.http, source, id)
+                    .await
+                    .map(|t| Some(Arc::new(t)))
+            }
+        }
+    }
+
+    /// Probes the connection every `health_interval` (renewing a client credentials token
+    /// first); returns when a probe fails.
+    async fn probe(&self, peer: &Peer<RoleClient>, token: Option<&Token>) -> String {
         loop {
             tokio::time::sleep(self.config.health_interval).await;
+            if let Some(Err(err)) = OptionFuture::from(token.map(Token::renew)).await {
+                return err.to_string();
+            }
             match tokio::time::timeout(self.config.connect_timeout, peer.list_tools(None)).await {
                 Ok(Ok(_)) => self.set(|s| s.last_seen = Some(Instant::now())),
                 Ok(Err(err)) => return format!("health probe failed: {err}"),
@@ -386,6 +437,7 @@ impl Slot {
         ctx: &ToolContext,
     ) -> Result<ToolOutput, ToolError> {
         let server = &tool.source_name;
+        *self.last_used.lock().expect("last used") = Instant::now();
         let (peer, connection) = self.peer(server).await?;
         let direct = self.state.borrow().direct.clone().filter(|direct| direct.takes(tool));
         let arguments = match arguments {

@@ -17,6 +17,31 @@ pub struct ServerView {
     pub tools: Vec<ServerTool>,
     pub pending: Vec<PendingDefinition>,
     pub health: ServerHealth,
+    /// An OAuth server's authorizations.
+    pub oauth: Option<OAuthView>,
+}
+
+/// Whose token an OAuth server's calls use, who authorized it, and what this owner may
+/// authorize.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OAuthView {
+    /// How the mode reads: "one account for every tenant"...
+    pub mode: String,
+    pub authorizations: Vec<AuthorizationRow>,
+    /// `(label, link)`: each authorization this owner may give, in the browser.
+    pub authorize: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuthorizationRow {
+    pub id: String,
+    /// "every tenant", "tenant acme", "ann".
+    pub whose: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub expires: String,
+    pub by: String,
+    pub at: String,
 }
 
 /// How the server has been answering: its connection, and the last hour of calls to it.
@@ -112,7 +137,84 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
             })
             .collect(),
     };
-    Ok(ServerView { summary, tools, pending, health })
+    let oauth = detail.entry.server.oauth.as_ref().map(|oauth| {
+        use engine::store::servers::{OAuthGrant, OAuthMode};
+        let start = |whose: &str| engine::upstream::connect_link(None, &name) + "&for=" + whose;
+        let mode = match (oauth.mode, oauth.grant) {
+            (_, OAuthGrant::ClientCredentials) => "client credentials (machine to machine)",
+            (OAuthMode::Shared, _) => "one account for every tenant",
+            (OAuthMode::Tenant, _) => "each tenant's own account",
+            (OAuthMode::User, _) => "each person's own account",
+        };
+        let mut authorize = vec![("Authorize for every tenant".to_string(), start("shared"))];
+        match oauth.mode {
+            OAuthMode::Shared => {}
+            OAuthMode::Tenant => authorize.extend(
+                tenants
+                    .iter()
+                    .map(|t| (format!("Authorize for {}", t.slug), start(&format!("tenant:{}", t.slug)))),
+            ),
+            OAuthMode::User => authorize.push(("Connect my account".to_string(), start("me"))),
+        }
+        let authorizations = detail
+            .authorizations
+            .iter()
+            .map(|a| AuthorizationRow {
+                id: a.id.to_string(),
+                whose: match (&a.tenant, &a.account) {
+                    (Some(tenant), _) => format!("tenant {tenant}"),
+                    (None, Some(account)) => account.clone(),
+                    (None, None) => "every tenant".into(),
+                },
+                status: serde_json::to_value(a.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                reason: a.reason.clone(),
+                expires: a.expires_at.map_or_else(|| "not said".into(), crate::server::minute),
+                by: a.authorized_by.clone(),
+                at: crate::server::minute(a.authorized_at),
+            })
+            .collect();
+        OAuthView { mode: mode.into(), authorizations, authorize }
+    });
+    Ok(ServerView { summary, tools, pending, health, oauth })
+}
+
+/// An OAuth server's card: who authorized it, each token's state, and the ways to authorize.
+fn oauth_card(oauth: OAuthView, forget: Callback<String>) -> AnyView {
+    view! {
+        <section class="card oauth">
+            <h2>"OAuth"</h2>
+            <p>"Calls use " <strong>{oauth.mode}</strong> "."</p>
+            {grid(oauth.authorizations, "Nobody has authorized it yet.", &["Whose", "State", "Token expires", "Authorized by", "When", ""], move |a| {
+                let id = StoredValue::new(a.id.clone());
+                view! {
+                    <tr>
+                        <td>{a.whose.clone()}</td>
+                        <td><StatusBadge status=a.status /> {a.reason.map(|reason| view! { <span class="small muted">" " {reason}</span> })}</td>
+                        <td>{a.expires}</td>
+                        <td>{a.by}</td>
+                        <td class="small">{a.at}</td>
+                        <td>
+                            <Confirm
+                                ask="Forget…"
+                                confirm=format!("Forget {}'s authorization", a.whose)
+                                keep="Keep it"
+                                on_confirm=Callback::new(move |()| forget.run(id.get_value()))
+                            />
+                        </td>
+                    </tr>
+                }
+                .into_any()
+            })}
+            <div class="actions">
+                {oauth.authorize.into_iter().map(|(label, link)| view! { <a class="button" href=link>{label}</a> }).collect_view()}
+            </div>
+            <p class="muted small">"Authorizing opens the server's sign-in; you come back here when it is done."</p>
+        </section>
+    }
+    .into_any()
 }
 
 /// `secs` seconds ago, in the unit a reader wants.
@@ -174,14 +276,17 @@ pub enum ServerOp {
     Approve,
     /// Keep the tool held rather than serve its pending definition.
     Reject,
+    /// Forget one of its OAuth authorizations.
+    Forget,
 }
 
-/// Does `command` to the server `name` (and to the tool `tool_id` for a tool's command).
+/// Does `command` to the server `name` (and to the tool or authorization `id` for their
+/// commands).
 #[server]
 pub async fn server_command(
     name: String,
     command: ServerOp,
-    tool_id: Option<String>,
+    id: Option<String>,
 ) -> Result<String, PanelError> {
     use axum::http::StatusCode;
     use engine::service::servers;
@@ -190,12 +295,12 @@ pub async fn server_command(
     let owner = owner().await?;
     let state = state();
     let server = engine::model::Name::parse(&name).map_err(engine::Error::from)?;
-    let tool = || {
-        tool_id
-            .as_deref()
+    let target = |what: &str| {
+        id.as_deref()
             .and_then(|id| id.parse::<uuid::Uuid>().ok())
-            .ok_or_else(|| PanelError::rejected(StatusCode::BAD_REQUEST, "which tool?"))
+            .ok_or_else(|| PanelError::rejected(StatusCode::BAD_REQUEST, format!("which {what}?")))
     };
+    let tool = || target("tool");
     let done = match command {
         ServerOp::Enable | ServerOp::Disable => {
             let enable = command == ServerOp::Enable;
@@ -224,6 +329,10 @@ pub async fn server_command(
             servers::reject(&state, &owner, tool()?).await?;
             "Rejected: the tool stays held".into()
         }
+        ServerOp::Forget => {
+            servers::remove_authorization(&state, &owner, &server, target("authorization")?).await?;
+            "Authorization forgotten".into()
+        }
     };
     Ok(done)
 }
@@ -236,7 +345,7 @@ pub fn ServerPage() -> impl IntoView {
     let detail = Resource::new(move || (name(), commanded.get()), |(name, _)| server_detail(name));
     let deleted = move || matches!(command.value().get(), Some(Ok(ref done)) if done.ends_with("deleted"));
     let run = move |what: ServerOp, tool: Option<String>| {
-        command.dispatch(ServerCommand { name: name(), command: what, tool_id: tool });
+        command.dispatch(ServerCommand { name: name(), command: what, id: tool });
     };
     view! {
         <Title text=move || format!("Server {}", name()) />
@@ -284,6 +393,7 @@ pub fn ServerPage() -> impl IntoView {
                         {d.summary.protocol.clone().map(|revision| format!(" · MCP {revision}"))}
                     </p>
                     {health_card(d.health.clone())}
+                    {d.oauth.clone().map(|oauth| oauth_card(oauth, Callback::new(move |id| run(ServerOp::Forget, Some(id)))))}
                     <PendingChanges pending=d.pending.clone() run />
                     <h2>"Tools"</h2>
                     <div class="scroll">

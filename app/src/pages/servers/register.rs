@@ -26,6 +26,13 @@ pub struct ServerForm {
     pub tenant: String,
     pub on_definition_change: String,
     pub new_tools_enabled: bool,
+    /// `""` (no OAuth), `shared`, `tenant`, `user`, or `machine` (client credentials).
+    pub oauth: String,
+    /// A client registered with the provider; empty = Toolgate registers itself.
+    pub oauth_client_id: String,
+    pub oauth_client_secret: String,
+    /// Space- or comma-separated.
+    pub oauth_scopes: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,7 +47,9 @@ mod ssr {
     use axum::http::StatusCode;
     use engine::model::{Name, Tag, TenantSlug};
     use engine::store::SecretInput;
-    use engine::store::servers::{EnvValue, OnDefinitionChange, ServerConfig, Transport};
+    use engine::store::servers::{
+        EnvValue, OAuthGrant, OAuthMode, OAuthSettings, OnDefinitionChange, ServerConfig, Transport,
+    };
 
     use super::ServerForm;
     use crate::error::PanelError;
@@ -83,7 +92,28 @@ mod ssr {
             slug => Some(TenantSlug::parse(slug).map_err(invalid)?),
         };
         let text = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
+        let (mode, grant) = match form.oauth.as_str() {
+            "" => (None, OAuthGrant::AuthorizationCode),
+            "shared" => (Some(OAuthMode::Shared), OAuthGrant::AuthorizationCode),
+            "tenant" => (Some(OAuthMode::Tenant), OAuthGrant::AuthorizationCode),
+            "user" => (Some(OAuthMode::User), OAuthGrant::AuthorizationCode),
+            "machine" => (Some(OAuthMode::Shared), OAuthGrant::ClientCredentials),
+            other => return Err(invalid(format!("unknown OAuth mode `{other}`"))),
+        };
+        let oauth = mode.map(|mode| OAuthSettings {
+            mode,
+            grant,
+            client_id: text(&form.oauth_client_id),
+            client_secret: text(&form.oauth_client_secret).map(SecretInput::Value),
+            scopes: form
+                .oauth_scopes
+                .split([' ', ','])
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+        });
         Ok(ServerConfig {
+            oauth,
             transport,
             prefix: text(&form.prefix),
             url: if transport == Transport::Stdio { None } else { text(&form.url) },
@@ -208,6 +238,12 @@ pub(super) fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoV
         RwSignal::new(String::new()),
     );
     let transport = RwSignal::new("streamable_http".to_string());
+    let (oauth, client_id, client_secret, scopes) = (
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+        RwSignal::new(String::new()),
+    );
     let on_change = RwSignal::new("hold".to_string());
     let new_tools = RwSignal::new(false);
     let form = move || ServerForm {
@@ -224,13 +260,32 @@ pub(super) fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoV
         tenant: tenant.get(),
         on_definition_change: on_change.get(),
         new_tools_enabled: new_tools.get(),
+        oauth: oauth.get(),
+        oauth_client_id: client_id.get(),
+        oauth_client_secret: client_secret.get(),
+        oauth_scopes: scopes.get(),
     };
     let busy = move || register.pending().get() || test.pending().get();
     let stdio = move || transport.get() == "stdio";
     // A registered server clears the form; a refused one keeps what was typed.
     Effect::new(move |_| {
         if let Some(Ok(_)) = register.value().get() {
-            for field in [name, prefix, url, command, args, cwd, headers, env, tags, tenant] {
+            for field in [
+                name,
+                prefix,
+                url,
+                command,
+                args,
+                cwd,
+                headers,
+                env,
+                tags,
+                tenant,
+                oauth,
+                client_id,
+                client_secret,
+                scopes,
+            ] {
                 field.set(String::new());
             }
         }
@@ -276,6 +331,34 @@ pub(super) fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoV
                          plus the variables above; nothing else of Toolgate's, so never its secret key or \
                          database URL."
                     </p>
+                </Show>
+                <Show when=move || transport.get() == "streamable_http" fallback=|| ()>
+                    <Choice
+                        label="OAuth (the server's own sign-in)"
+                        name="oauth"
+                        value=oauth
+                        options=&[
+                            ("", "None"),
+                            ("shared", "OAuth: one account for every tenant"),
+                            ("tenant", "OAuth: each tenant's own account"),
+                            ("user", "OAuth: each person's own account"),
+                            ("machine", "OAuth: client credentials (machine to machine)"),
+                        ]
+                    />
+                    <Show when=move || !oauth.get().is_empty() fallback=|| ()>
+                        <Field
+                            label="OAuth client id (empty = Toolgate registers itself)"
+                            value=client_id
+                            name="oauth_client_id"
+                        />
+                        <Field label="OAuth client secret (stored encrypted)" value=client_secret name="oauth_client_secret" />
+                        <Field label="OAuth scopes (empty = the server's)" value=scopes name="oauth_scopes" />
+                        <p class="muted form-note">
+                            "After registering, authorize the server on its page (per-person servers: each person \
+                             connects their account on first use). A provider that needs the callback URL: "
+                            <code>"<Toolgate's URL>/oauth/upstream/callback"</code>
+                        </p>
+                    </Show>
                 </Show>
                 <Lines
                     label="Headers (Name: value per line; stored encrypted, never shown again)"

@@ -14,9 +14,11 @@ use super::{Actor, Change, Error, Result, SecretInput, commit, yes};
 use crate::model::{Name, SourceKind, Tag, TenantSlug};
 use crate::secret::SecretBox;
 
+mod oauth;
 mod pinning;
 mod sealing;
 
+pub use oauth::{Credential, OAuthGrant, OAuthMode, OAuthSettings};
 pub use pinning::{DiscoveryReport, PendingChange, approve, pending_changes, record_discovery, reject};
 pub(crate) use sealing::StoredSecrets;
 use sealing::{Target, open, seal_env, seal_headers};
@@ -87,6 +89,9 @@ pub struct ServerConfig {
     /// Sent with every request (an `Authorization: Bearer ...` among them); always encrypted.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, SecretInput>,
+    /// A server protected by OAuth: Toolgate is its client, and whose token a call uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthSettings>,
     /// `None` = shared by every tenant.
     #[serde(default)]
     pub tenant: Option<TenantSlug>,
@@ -113,6 +118,7 @@ impl ServerConfig {
             cwd: None,
             env: BTreeMap::new(),
             headers: BTreeMap::new(),
+            oauth: None,
             tenant: None,
             tags: Vec::new(),
             enabled: true,
@@ -155,6 +161,9 @@ impl ServerConfig {
             }
             (Some(_), Transport::Stdio) => {}
         }
+        if let Some(oauth) = &self.oauth {
+            oauth.check(self)?;
+        }
         match (self.transport, &self.url, &self.command) {
             (Transport::Stdio, None, Some(command)) if !command.is_empty() => Ok(()),
             (Transport::Stdio, _, _) => {
@@ -177,6 +186,7 @@ impl ServerConfig {
             prefix: Some(self.prefix().to_owned()),
             env: BTreeMap::new(),
             headers: BTreeMap::new(),
+            oauth: None,
             ..self.clone()
         })
         .expect("configs serialise");
@@ -196,6 +206,9 @@ impl ServerConfig {
         }
         shown["env"] = Value::Object(env);
         shown["headers"] = Value::Object(headers);
+        if let Some(oauth) = &self.oauth {
+            shown["oauth"] = oauth.redacted(stored.client_secret.as_deref())?;
+        }
         Ok(shown)
     }
 }
@@ -212,6 +225,8 @@ pub struct Server {
     /// Plain values shown; secret ones as `{"set": true}`.
     pub env: BTreeMap<String, EnvValue>,
     pub header_names: Vec<String>,
+    /// Its OAuth settings, the client secret as `{"set": true}`.
+    pub oauth: Option<OAuthSettings>,
     pub on_definition_change: OnDefinitionChange,
     pub new_tools_enabled: bool,
 }
@@ -227,6 +242,8 @@ pub struct Endpoint {
     pub cwd: Option<String>,
     pub env: Vec<(String, String)>,
     pub headers: Vec<(String, String)>,
+    /// Whose OAuth token the connection carries.
+    pub credential: Credential,
 }
 
 pub(crate) struct ServerRow {
@@ -240,11 +257,22 @@ pub(crate) struct ServerRow {
     headers: Value,
     on_definition_change: OnDefinitionChange,
     new_tools_enabled: bool,
+    oauth_mode: Option<OAuthMode>,
+    oauth_grant: Option<OAuthGrant>,
+    oauth_client_id: Option<String>,
+    oauth_client_secret: Option<String>,
+    oauth_scopes: Option<Vec<String>>,
 }
 
 impl ServerRow {
-    /// How to connect, with `headers` (a tenant's own credentials) replacing the server's.
-    fn endpoint(self, secrets: &SecretBox, headers: Option<Value>) -> Result<Endpoint> {
+    /// How to connect, with `headers` (a tenant's own credentials) replacing the server's, and
+    /// `credential`'s token.
+    fn endpoint(
+        self,
+        secrets: &SecretBox,
+        headers: Option<Value>,
+        credential: Credential,
+    ) -> Result<Endpoint> {
         Ok(Endpoint {
             transport: self.transport,
             env: open(secrets, &self.env)?,
@@ -253,6 +281,18 @@ impl ServerRow {
             command: self.command,
             args: self.args,
             cwd: self.cwd,
+            credential,
+        })
+    }
+
+    /// The OAuth settings as reads show them, the client secret as `{set: true}`.
+    fn shown_oauth(&self) -> Option<OAuthSettings> {
+        Some(OAuthSettings {
+            mode: self.oauth_mode?,
+            grant: self.oauth_grant.unwrap_or_default(),
+            client_id: self.oauth_client_id.clone(),
+            client_secret: self.oauth_client_secret.as_ref().map(|_| SecretInput::SET),
+            scopes: self.oauth_scopes.clone().unwrap_or_default(),
         })
     }
 
@@ -267,7 +307,12 @@ impl ServerRow {
 
     pub(crate) fn secrets(&self) -> StoredSecrets {
         let target = Some(Target::of(&self.url, &self.command, &self.args, &self.cwd));
-        StoredSecrets { env: self.env.clone(), headers: self.headers.clone(), target }
+        StoredSecrets {
+            env: self.env.clone(),
+            headers: self.headers.clone(),
+            client_secret: self.oauth_client_secret.clone(),
+            target,
+        }
     }
 
     /// The server as the configuration document shows it, secrets as `{set: true}`.
@@ -290,6 +335,7 @@ impl ServerRow {
             cwd: self.cwd.clone(),
             env,
             headers,
+            oauth: self.shown_oauth(),
             tenant,
             tags: crate::model::parse_tags(&source.tags)?,
             enabled: source.enabled,
@@ -300,7 +346,9 @@ impl ServerRow {
 
     fn into_server(self, source: Source) -> Server {
         let env = self.shown_env();
+        let oauth = self.shown_oauth();
         Server {
+            oauth,
             source,
             transport: self.transport,
             on_definition_change: self.on_definition_change,
@@ -318,9 +366,14 @@ impl ServerRow {
 pub(crate) async fn row(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<ServerRow> {
     sqlx::query_as!(
         ServerRow,
-        r#"select source_id, transport as "transport: Transport", url, command, args, cwd, env, headers,
-                on_definition_change as "on_definition_change: OnDefinitionChange", new_tools_enabled
-         from mcp_server where source_id = $1"#,
+        r#"select s.source_id as "source_id!", transport as "transport!: Transport", url, command, args as "args!", cwd,
+                env as "env!", headers as "headers!",
+                on_definition_change as "on_definition_change!: OnDefinitionChange",
+                new_tools_enabled as "new_tools_enabled!",
+                o.mode as "oauth_mode?: OAuthMode", o.grant_type as "oauth_grant?: OAuthGrant",
+                o.client_id as oauth_client_id, o.client_secret as oauth_client_secret,
+                o.scopes as "oauth_scopes?"
+         from mcp_server s left join mcp_oauth o on o.source_id = s.source_id where s.source_id = $1"#,
         source_id
     )
     .fetch_optional(db)
@@ -387,6 +440,7 @@ pub(crate) async fn write(
     )
     .execute(&mut **tx)
     .await?;
+    oauth::write(tx, secrets, source_id, config, stored).await?;
     Ok(source_id)
 }
 
@@ -421,6 +475,8 @@ pub fn probe_endpoint(config: &ServerConfig) -> Result<Endpoint> {
         cwd: config.cwd.clone(),
         env,
         headers,
+        // An OAuth server is tested for what it answers without a token.
+        credential: Credential::None,
     })
 }
 
@@ -469,9 +525,14 @@ pub async fn get(pool: &PgPool, name: &Name) -> Result<Server> {
 pub(crate) async fn rows(db: impl PgExecutor<'_>) -> Result<HashMap<Uuid, ServerRow>> {
     let rows = sqlx::query_as!(
         ServerRow,
-        r#"select source_id, transport as "transport: Transport", url, command, args, cwd, env, headers,
-                on_definition_change as "on_definition_change: OnDefinitionChange", new_tools_enabled
-         from mcp_server"#
+        r#"select s.source_id as "source_id!", transport as "transport!: Transport", url, command, args as "args!", cwd,
+                env as "env!", headers as "headers!",
+                on_definition_change as "on_definition_change!: OnDefinitionChange",
+                new_tools_enabled as "new_tools_enabled!",
+                o.mode as "oauth_mode?: OAuthMode", o.grant_type as "oauth_grant?: OAuthGrant",
+                o.client_id as oauth_client_id, o.client_secret as oauth_client_secret,
+                o.scopes as "oauth_scopes?"
+         from mcp_server s left join mcp_oauth o on o.source_id = s.source_id"#
     )
     .fetch_all(db)
     .await?;
@@ -532,15 +593,22 @@ pub async fn set_credentials(
     commit(tx, actor, change).await
 }
 
-/// How to connect to a server, for `tenant` when given: a tenant's own credentials replace
-/// the server's headers (and make the connection private to that tenant).
+/// How to connect to a server for a call of `tenant`'s, by `account` when a person makes it: a
+/// tenant's own credentials replace the server's headers (and make the connection private to
+/// that tenant); an OAuth server's token is the one its mode says.
 pub async fn endpoint(
     pool: &PgPool,
     secrets: &SecretBox,
     source_id: Uuid,
-    tenant: Option<Uuid>,
+    tenant: Uuid,
+    account: Option<Uuid>,
 ) -> Result<Endpoint> {
     let server = row(pool, source_id).await?;
+    let credential = match server.oauth_mode {
+        Some(mode) => oauth::credential(pool, source_id, mode, tenant, account).await?,
+        None => Credential::None,
+    };
+    let tenant = Some(tenant);
     let tenant_headers: Option<Value> = match tenant {
         Some(tenant) => {
             sqlx::query_scalar!(
@@ -553,15 +621,26 @@ pub async fn endpoint(
         }
         None => None,
     };
-    server.endpoint(secrets, tenant_headers)
+    server.endpoint(secrets, tenant_headers, credential)
 }
 
-/// Every enabled server's name, source id and own endpoint.
+/// Every enabled server's name, source id and own endpoint: the one that discovers its tools,
+/// with the first authorization available for an OAuth server (the shared one, else the
+/// oldest).
 pub async fn enabled_endpoints(pool: &PgPool, secrets: &SecretBox) -> Result<Vec<(String, Uuid, Endpoint)>> {
+    let mut discovering = oauth::discovering(pool).await?;
     with_sources(pool)
         .await?
         .into_iter()
         .filter(|(source, _)| source.enabled)
-        .map(|(source, row)| Ok((source.name, source.id, row.endpoint(secrets, None)?)))
+        .map(|(source, row)| {
+            let credential = match row.oauth_mode {
+                Some(mode) => discovering
+                    .remove(&source.id)
+                    .map_or(Credential::Missing(mode), |id| Credential::OAuth { id, mode }),
+                None => Credential::None,
+            };
+            Ok((source.name, source.id, row.endpoint(secrets, None, credential)?))
+        })
         .collect()
 }

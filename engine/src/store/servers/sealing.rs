@@ -35,6 +35,8 @@ impl Target {
 pub(crate) struct StoredSecrets {
     pub(super) env: Value,
     pub(super) headers: Value,
+    /// An OAuth server's client secret.
+    pub(super) client_secret: Option<String>,
     /// The target they were given for; `None` for a server not stored yet.
     pub(super) target: Option<Target>,
 }
@@ -44,14 +46,21 @@ impl StoredSecrets {
     /// otherwise follow the server to a new URL or command that an admin may not have meant
     /// to give it to, so `{set: true}` is refused then, saying to give the value again.
     pub(crate) fn kept_for(&self, config: &ServerConfig) -> Result<&StoredSecrets> {
-        let moved = self.target.as_ref().is_some_and(|target| *target != config.target());
+        let moved = self.moved(config);
         let kept = config
             .headers
             .iter()
+            .map(|(name, value)| (name.as_str(), value))
             .chain(config.env.iter().filter_map(|(name, value)| match value {
-                EnvValue::Secret(secret) => Some((name, secret)),
+                EnvValue::Secret(secret) => Some((name.as_str(), secret)),
                 EnvValue::Plain(_) => None,
             }))
+            .chain(
+                config
+                    .oauth
+                    .iter()
+                    .filter_map(|oauth| Some(("client_secret", oauth.client_secret.as_ref()?))),
+            )
             .find(|(_, value)| value.new_value().is_none());
         match kept {
             Some((name, _)) if moved => Err(Error::Invalid(format!(
@@ -60,6 +69,11 @@ impl StoredSecrets {
             ))),
             _ => Ok(self),
         }
+    }
+
+    /// Whether `config` is for another target than the one these were given for.
+    pub(super) fn moved(&self, config: &ServerConfig) -> bool {
+        self.target.as_ref().is_some_and(|target| *target != config.target())
     }
 
     pub(super) fn env_secret(&self, name: &str) -> Option<&str> {
