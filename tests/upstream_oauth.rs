@@ -67,9 +67,10 @@ async fn protected_server(issuer: &str) -> Part {
     start(command, |line| line.strip_prefix("listening ").map(str::to_string)).await
 }
 
-/// `toolgate serve` with tenant acme and its administrators ann and bob.
+/// `toolgate serve` with tenant acme and its administrators ann and bob; it logs everything
+/// (so tests can look for tokens in its log).
 async fn toolgate(pool: &PgPool) -> toolgate_bench::ToolgateProcess {
-    let toolgate = start_process_with_env("serve", pool, &[]);
+    let toolgate = start_process_with_env("serve", pool, &[("RUST_LOG", "debug")]);
     let acme = TenantSlug::parse("acme").unwrap();
     store::tenants::create(pool, &Actor::system(), &acme, "Acme").await.unwrap();
     for name in ["ann", "bob"] {
@@ -244,18 +245,24 @@ async fn a_shared_authorization_is_refreshed_and_given_again_once_its_refresh_to
             .unwrap(),
         serde_json::to_string(&authorizations(&toolgate.url, &token, "crm").await).unwrap(),
     ];
-    for (what, text) in ["audit log", "configuration", "authorizations"].iter().zip(shown) {
+    let log = toolgate.log();
+    assert!(log.contains("upstream connected"), "the log is read: {log}");
+    let shown = shown.into_iter().chain([log]);
+    for (what, text) in ["audit log", "configuration", "authorizations", "log"].iter().zip(shown) {
         assert!(!text.contains(refresh) && !text.contains(&access), "a token in the {what}: {text}");
     }
 }
 
-/// Runs `whoami` of `server` in the playground, as the person `browser` is signed in as.
-async fn whoami_in_playground(base: &str, browser: &reqwest::Client, server: &str) -> String {
-    let form = [("tenant", "acme"), ("tool", &format!("{server}_whoami")), ("arguments", "{}")];
+/// Runs `whoami` of `server` in `tenant`'s playground, as the person `browser` is signed in as.
+async fn whoami_in_playground(base: &str, browser: &reqwest::Client, tenant: &str, server: &str) -> String {
+    let form = [("tenant", tenant), ("tool", &format!("{server}_whoami")), ("arguments", "{}")];
     let answer =
         browser.post(format!("{base}/api/run_tool")).form(&form).send().await.unwrap().text().await.unwrap();
-    let done =
-        answer.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()).next_back().unwrap_or_default();
+    let done = answer
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .next_back()
+        .unwrap_or_default();
     match done.pointer("/Done/output/content/0/text") {
         Some(Value::String(sub)) => sub.clone(),
         _ => done.to_string(),
@@ -276,7 +283,7 @@ async fn each_person_calls_a_per_person_server_as_themselves(pool: PgPool) {
     assert_eq!(authorize(&ann, &start, "ann@mail.test").await, "/connections");
     let mut answer = String::new();
     for _ in 0..100 {
-        answer = whoami_in_playground(&toolgate.url, &ann, "mail").await;
+        answer = whoami_in_playground(&toolgate.url, &ann, "acme", "mail").await;
         if !answer.contains("unknown tool") {
             break;
         }
@@ -286,15 +293,15 @@ async fn each_person_calls_a_per_person_server_as_themselves(pool: PgPool) {
 
     // Bob has not connected his: his call says where to, and never runs as ann.
     let bob = signed_in(&toolgate.url, "bob").await;
-    let refused = whoami_in_playground(&toolgate.url, &bob, "mail").await;
+    let refused = whoami_in_playground(&toolgate.url, &bob, "acme", "mail").await;
     assert!(refused.contains("/oauth/upstream/start?server=mail"), "{refused}");
     assert!(!refused.contains("ann@mail.test"), "{refused}");
 
     // Once he has, each sees their own account, again and again.
     assert_eq!(authorize(&bob, &start, "bob@mail.test").await, "/connections");
     for _ in 0..3 {
-        assert_eq!(whoami_in_playground(&toolgate.url, &bob, "mail").await, "bob@mail.test");
-        assert_eq!(whoami_in_playground(&toolgate.url, &ann, "mail").await, "ann@mail.test");
+        assert_eq!(whoami_in_playground(&toolgate.url, &bob, "acme", "mail").await, "bob@mail.test");
+        assert_eq!(whoami_in_playground(&toolgate.url, &ann, "acme", "mail").await, "ann@mail.test");
     }
     let listed = authorizations(&toolgate.url, &token, "mail").await;
     let people: Vec<&str> = listed.iter().filter_map(|a| a["account"].as_str()).collect();
@@ -332,4 +339,98 @@ async fn a_machine_to_machine_server_gets_its_token_with_client_credentials(pool
         .await
         .unwrap();
     assert!(!config.contains("machine-secret"), "{config}");
+}
+
+/// A person signed in to Toolgate with OAuth (the Python SDK) calls a per-person server they
+/// have not connected: the call asks them, through their client, to connect (a URL-mode
+/// elicitation), this test plays their browser, and the call goes on as them.
+async fn connect_on_first_use(pool: PgPool, mode: &str) {
+    let provider = provider().await;
+    let upstream = protected_server(&provider.url).await;
+    let toolgate = toolgate(&pool).await;
+    let token = common::admin_token(&pool, "ci").await;
+    register(&toolgate.url, &token, "mail", &upstream.url, json!({"mode": "user"})).await;
+    let carol = Username::parse("carol").unwrap();
+    admin::create(&pool, &carol, Role::Member, &Password::parse(PASSWORD.into()).unwrap()).await.unwrap();
+    admin::assign_tenant(&pool, &carol, "acme").await.unwrap();
+    // An owner's own account discovers the server's tools.
+    let owner = Username::parse("olive").unwrap();
+    admin::create(&pool, &owner, Role::Owner, &Password::parse(PASSWORD.into()).unwrap()).await.unwrap();
+    let olive = signed_in(&toolgate.url, "olive").await;
+    let start = format!("{}/oauth/upstream/start?server=mail", toolgate.url);
+    assert_eq!(authorize(&olive, &start, "olive@mail.test").await, "/connections");
+    let refused = whoami_as_owner(&toolgate.url, &token, "mail").await;
+    assert!(refused.to_string().contains("acts as you"), "an admin token is no person: {refused}");
+
+    let mut client = Command::new(venv_program("python"))
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/connect_client.py"))
+        .args([mode, &format!("{}/mcp/acme", toolgate.url), "carol", PASSWORD, "mail_whoami"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = client.stdin.take().unwrap();
+    let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
+    let mut said = Vec::new();
+    while let Ok(Ok(Some(line))) = tokio::time::timeout(Duration::from_secs(90), lines.next_line()).await {
+        if let Some(link) = line.strip_prefix("connect ") {
+            assert!(link.starts_with(&start), "{link}");
+            let carol = signed_in(&toolgate.url, "carol").await;
+            assert_eq!(authorize(&carol, link, "carol@mail.test").await, "/connections");
+            tokio::io::AsyncWriteExt::write_all(&mut stdin, b"connected\n").await.unwrap();
+        }
+        said.push(line);
+    }
+    let output = client.wait_with_output().await.unwrap();
+    let (stdout, stderr) = (said.join("\n"), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "the client failed:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("result carol@mail.test") && stdout.contains("again carol@mail.test"),
+        "{stdout}"
+    );
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_person_connects_on_first_use_when_their_client_opens_the_link_on_2026_07_28(pool: PgPool) {
+    connect_on_first_use(pool, "auto").await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_person_connects_on_first_use_when_their_client_opens_the_link_in_a_session(pool: PgPool) {
+    connect_on_first_use(pool, "legacy").await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_per_tenant_server_uses_the_account_its_tenants_administrator_authorized(pool: PgPool) {
+    let provider = provider().await;
+    let upstream = protected_server(&provider.url).await;
+    let toolgate = toolgate(&pool).await;
+    let token = common::admin_token(&pool, "ci").await;
+    register(&toolgate.url, &token, "desk", &upstream.url, json!({"mode": "tenant"})).await;
+
+    // Ann authorizes it for acme; every call of acme's uses that account, whoever makes it.
+    let ann = signed_in(&toolgate.url, "ann").await;
+    let start = format!("{}/oauth/upstream/start?server=desk&for=tenant:acme", toolgate.url);
+    assert_eq!(authorize(&ann, &start, "acme-team@desk.test").await, "/servers/desk");
+    assert_eq!(text(&whoami_as_owner(&toolgate.url, &token, "desk").await), "acme-team@desk.test");
+    let bob = signed_in(&toolgate.url, "bob").await;
+    assert_eq!(whoami_in_playground(&toolgate.url, &bob, "acme", "desk").await, "acme-team@desk.test");
+
+    // Another tenant's calls are not acme's, and its administrator cannot authorize for acme.
+    let globex = TenantSlug::parse("globex").unwrap();
+    store::tenants::create(&pool, &Actor::system(), &globex, "Globex").await.unwrap();
+    let gary = Username::parse("gary").unwrap();
+    admin::create(&pool, &gary, Role::TenantAdmin, &Password::parse(PASSWORD.into()).unwrap()).await.unwrap();
+    admin::assign_tenant(&pool, &gary, "globex").await.unwrap();
+    let gary = signed_in(&toolgate.url, "gary").await;
+    let unauthorized = whoami_in_playground(&toolgate.url, &gary, "globex", "desk").await;
+    assert!(unauthorized.contains("not authorized for tenant `globex`"), "{unauthorized}");
+    let refused = gary.get(&start).send().await.unwrap();
+    assert_eq!(refused.status(), 400);
+    assert!(refused.text().await.unwrap().contains("only administrators of tenant `acme`"));
+    let listed = authorizations(&toolgate.url, &token, "desk").await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["tenant"], "acme");
 }

@@ -25,7 +25,7 @@ use pages::{
 };
 
 /// The pages a member may see (everything else is for administrators).
-pub const MEMBER_PAGES: &[&str] = &["/apps", "/connections", "/authorize/"];
+pub const MEMBER_PAGES: &[&str] = &["/apps", "/connections", "/authorize/", "/oauth/upstream/start"];
 
 /// The HTML document around the app, rendered on the server. Its Content-Security-Policy
 /// admits only this response's nonce for inline scripts (the hydration bootstrap) and the

@@ -8,6 +8,7 @@ pub mod upstream;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -17,6 +18,8 @@ pub struct ToolgateProcess {
     child: Child,
     /// Where it listens: `http://127.0.0.1:<port>`.
     pub url: String,
+    /// What it logged so far (standard error).
+    log: Arc<Mutex<String>>,
 }
 
 impl Drop for ToolgateProcess {
@@ -66,18 +69,28 @@ impl ToolgateProcess {
         let mut child = process.spawn().with_context(|| format!("starting {bin} {command}"))?;
         let stderr = BufReader::new(child.stderr.take().expect("piped"));
         let (found, url) = std::sync::mpsc::channel();
+        let log = Arc::new(Mutex::new(String::new()));
+        let kept = log.clone();
         std::thread::spawn(move || {
             for line in stderr.lines().map_while(Result::ok) {
                 if let Some(at) = line.find("url=http://") {
                     let _ =
                         found.send(line[at + 4..].split_whitespace().next().unwrap_or_default().to_string());
                 }
+                let mut log = kept.lock().expect("log");
+                log.push_str(&line);
+                log.push('\n');
             }
         });
         let url = url
             .recv_timeout(Duration::from_secs(60))
             .with_context(|| format!("`toolgate {command}` did not start"))?;
-        Ok(ToolgateProcess { child, url })
+        Ok(ToolgateProcess { child, url, log })
+    }
+
+    /// What the process logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().expect("log").clone()
     }
 
     pub fn pid(&self) -> u32 {

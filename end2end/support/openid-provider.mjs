@@ -10,6 +10,7 @@
 // registration (RFC 7591), client credentials (the subject is the client id), revocation (RFC 7009),
 // a refresh token for every code exchange (no `offline_access` needed) and no consent screen, for
 // native clients either. Metadata is at /.well-known/oauth-authorization-server (RFC 8414) too.
+// `POST /admin/revoke?sub=<login>` revokes a person's refresh tokens, as an administrator would.
 import * as http from 'node:http';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import Provider, { errors, interactionPolicy } from 'oidc-provider';
@@ -72,7 +73,24 @@ const provider = new Provider(issuer, {
 });
 provider.on('server_error', (ctx, err) => console.error('server_error', err));
 
-server.on('request', provider.callback());
+// What a provider's administrator does to a person's access (`POST /admin/revoke?sub=<login>`):
+// every refresh token issued to them stops working.
+const refreshTokens = new Map();
+provider.on('refresh_token.saved', (token) => {
+  refreshTokens.set(token.accountId, [...(refreshTokens.get(token.accountId) ?? []), token]);
+});
+const answer = provider.callback();
+server.on('request', async (req, res) => {
+  const url = new URL(req.url, issuer);
+  if (resources && req.method === 'POST' && url.pathname === '/admin/revoke') {
+    const sub = url.searchParams.get('sub');
+    await Promise.all((refreshTokens.get(sub) ?? []).map((token) => token.destroy()));
+    refreshTokens.delete(sub);
+    res.writeHead(204).end();
+    return;
+  }
+  answer(req, res);
+});
 
 /** The base policy without the consent native clients otherwise always ask (the grant is auto-consented). */
 function nativeConsentGranted() {

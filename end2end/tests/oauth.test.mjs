@@ -146,7 +146,7 @@ test('an MCP client signs in with OAuth through the consent page, and a revoked 
   await context.close();
 });
 
-test('a member sees only their connected apps, on a phone too', async () => {
+test('a member sees only their connected apps and accounts, on a phone too', async () => {
   const context = await browser.newContext({ viewport: { width: 390, height: 800 } });
   const page = await context.newPage();
   await page.goto(`${toolgate.url}/login`);
@@ -158,7 +158,7 @@ test('a member sees only their connected apps, on a phone too', async () => {
   await page.getByRole('heading', { name: 'Connect an agent' }).waitFor();
   assert.match(await page.locator('.endpoint').first().innerText(), /\/mcp\/acme$/);
   const navigation = await page.locator('.sidebar nav a').allInnerTexts();
-  assert.deepEqual(navigation, ['Connected apps']);
+  assert.deepEqual(navigation, ['Connected apps', 'Connected accounts']);
   await page.goto(`${toolgate.url}/tenants`);
   assert.equal(new URL(page.url()).pathname, '/apps', 'an administrator page sends a member back');
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

@@ -364,7 +364,7 @@ test('a tenant administrator is offered only what she may use', async () => {
   const jane = await context.newPage();
   await signIn(jane, toolgate, 'jane', 'jane-s-long-password');
   const menu = await jane.locator('.sidebar nav a').allInnerTexts();
-  assert.deepEqual(menu, ['Dashboard', 'Tenants', 'Playground', 'Connected apps']);
+  assert.deepEqual(menu, ['Dashboard', 'Tenants', 'Playground', 'Connected apps', 'Connected accounts']);
   assert.equal(await jane.getByRole('heading', { name: 'Servers' }).count(), 0, 'her dashboard has no server card');
   assert.equal(await jane.getByText('No server registered').count(), 0);
   await open(jane, toolgate, '/tenants');

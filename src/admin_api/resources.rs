@@ -266,9 +266,12 @@ async fn test_server(
     Body(body): Body<ServerConfig>,
 ) -> Answer {
     match servers::probe(&state, &admin.owner()?, &body).await? {
-        Ok(probe) => {
-            ok(json!({"ok": true, "server_info": probe.server_info, "tool_count": probe.tool_count}))
-        }
+        Ok(probe) => ok(json!({
+            "ok": true,
+            "server_info": probe.server_info,
+            "tool_count": probe.tool_count,
+            "authorization_server": probe.authorization_server,
+        })),
         Err(err) => ok(json!({"ok": false, "error": err.to_string()})),
     }
 }

@@ -83,6 +83,25 @@ class Person:
         return self.result
 
 
+def signing_in(url: str, username: str, password: str, client_name: str, storage: Memory):
+    """The SDK's OAuth provider for the endpoint `url`, registering as `client_name`, and the
+    person who signs in at its browser step."""
+    person = Person(f"{urlparse(url).scheme}://{urlparse(url).netloc}", username, password)
+    provider = OAuthClientProvider(
+        server_url=url,
+        client_metadata=OAuthClientMetadata(
+            client_name=client_name,
+            redirect_uris=[REDIRECT],
+            grant_types=["authorization_code", "refresh_token"],
+            token_endpoint_auth_method="none",
+        ),
+        storage=storage,
+        redirect_handler=person.open,
+        callback_handler=person.callback,
+    )
+    return person, provider
+
+
 def mentions(error: BaseException, text: str) -> bool:
     """Whether `error`, a group of errors or any of their causes says `text`."""
     if text in str(error):
@@ -92,21 +111,8 @@ def mentions(error: BaseException, text: str) -> bool:
 
 
 async def main(mode: str, url: str, username: str, password: str) -> None:
-    base = f"{urlparse(url).scheme}://{urlparse(url).netloc}"
-    person = Person(base, username, password)
     storage = Memory()
-    provider = OAuthClientProvider(
-        server_url=url,
-        client_metadata=OAuthClientMetadata(
-            client_name=f"Python SDK ({mode})",
-            redirect_uris=[REDIRECT],
-            grant_types=["authorization_code", "refresh_token"],
-            token_endpoint_auth_method="none",
-        ),
-        storage=storage,
-        redirect_handler=person.open,
-        callback_handler=person.callback,
-    )
+    person, provider = signing_in(url, username, password, f"Python SDK ({mode})", storage)
     http = httpx2.AsyncClient(auth=provider, timeout=30)
     client = Client(streamable_http_client(url, http_client=http), mode=mode)
     try:

@@ -29,9 +29,8 @@ pub async fn my_accounts() -> Result<Vec<AccountRow>, PanelError> {
         .map(|row| AccountRow {
             connect: engine::upstream::connect_link(None, &row.server),
             connected: row.authorization.map(|a| {
-                let status = serde_json::to_value(a.status).ok().and_then(|v| v.as_str().map(str::to_string));
                 let expires = a.expires_at.map_or_else(|| "not said".into(), minute);
-                (a.id.to_string(), status.unwrap_or_default(), expires, minute(a.authorized_at))
+                (a.id.to_string(), a.status.label().into(), expires, minute(a.authorized_at))
             }),
             server: row.server,
         })
@@ -75,7 +74,7 @@ pub fn ConnectionsPage() -> impl IntoView {
                                         <td>{expires}</td>
                                         <td class="small">{at}</td>
                                         <td class="actions">
-                                            <a class="button" href=connect>"Connect again"</a>
+                                            <a class="button" href=connect rel="external">"Connect again"</a>
                                             <Confirm
                                                 ask="Disconnect…"
                                                 confirm=format!("Disconnect {server}")
@@ -95,7 +94,7 @@ pub fn ConnectionsPage() -> impl IntoView {
                                     <td><StatusBadge status="not connected" /></td>
                                     <td></td>
                                     <td></td>
-                                    <td><a class="button primary" href=connect>"Connect"</a></td>
+                                    <td><a class="button primary" href=connect rel="external">"Connect"</a></td>
                                 </tr>
                             }
                             .into_any(),

@@ -22,6 +22,16 @@ pub enum Status {
     NeedsAuthorization,
 }
 
+impl Status {
+    /// How the panel shows it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Active => "active",
+            Status::NeedsAuthorization => "needs authorization",
+        }
+    }
+}
+
 /// An authorization as the panel and the admin API show it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Authorization {
@@ -277,8 +287,8 @@ pub struct OAuthServer {
     /// The client the admin gave, secret opened.
     pub client: Option<(String, Option<String>)>,
     pub scopes: Vec<String>,
-    /// The client Toolgate registered itself: the provider's issuer, and the client.
-    pub registered: Option<(String, String, Option<String>)>,
+    /// The client Toolgate registered itself.
+    pub registered: Option<Registered>,
 }
 
 impl std::fmt::Debug for OAuthServer {
@@ -294,7 +304,7 @@ impl OAuthServer {
     /// The secret of client `id`: the admin's client's, or the one Toolgate registered.
     pub fn secret_of(&self, id: &str) -> Option<String> {
         let given = self.client.as_ref().map(|(client, secret)| (client, secret));
-        let registered = self.registered.as_ref().map(|(_, client, secret)| (client, secret));
+        let registered = self.registered.as_ref().map(|r| (&r.client_id, &r.client_secret));
         given
             .into_iter()
             .chain(registered)
@@ -320,11 +330,15 @@ pub async fn oauth_server(pool: &PgPool, secrets: &SecretBox, source_id: Uuid) -
         sealed.map(|sealed| secrets.decrypt(sealed).map_err(|e| Error::Invalid(e.to_string()))).transpose()
     };
     let registered = match &row.registered {
-        Some(registered) => Some((
-            registered["issuer"].as_str().unwrap_or_default().to_string(),
-            registered["client_id"].as_str().unwrap_or_default().to_string(),
-            open(registered["client_secret"].as_str())?,
-        )),
+        Some(registered) => {
+            let text = |field: &str| registered[field].as_str().unwrap_or_default().to_string();
+            Some(Registered {
+                issuer: text("issuer"),
+                redirect_uri: text("redirect_uri"),
+                client_id: text("client_id"),
+                client_secret: open(registered["client_secret"].as_str())?,
+            })
+        }
         None => None,
     };
     let client = match row.client_id {
@@ -343,19 +357,29 @@ pub async fn oauth_server(pool: &PgPool, secrets: &SecretBox, source_id: Uuid) -
     })
 }
 
-/// Keeps the client Toolgate registered dynamically with `issuer` for a server, secret sealed.
+/// A client Toolgate registered dynamically for a server.
+#[derive(Clone)]
+pub struct Registered {
+    /// The provider it is registered with.
+    pub issuer: String,
+    /// Toolgate's callback when it registered (its public URL may change).
+    pub redirect_uri: String,
+    pub client_id: String,
+    pub client_secret: Option<String>,
+}
+
+/// Keeps the client Toolgate registered dynamically for a server, secret sealed.
 pub(crate) async fn registered(
     pool: &PgPool,
     secrets: &SecretBox,
     source_id: Uuid,
-    issuer: &str,
-    client_id: &str,
-    client_secret: Option<&str>,
+    client: &Registered,
 ) -> Result<()> {
     let registered = serde_json::json!({
-        "issuer": issuer,
-        "client_id": client_id,
-        "client_secret": client_secret.map(|secret| secrets.encrypt(secret)),
+        "issuer": client.issuer,
+        "redirect_uri": client.redirect_uri,
+        "client_id": client.client_id,
+        "client_secret": client.client_secret.as_deref().map(|secret| secrets.encrypt(secret)),
     });
     sqlx::query!("update mcp_oauth set registered = $2 where source_id = $1", source_id, registered)
         .execute(pool)

@@ -28,7 +28,7 @@ pub async fn test_connection(
     let server_info = serde_json::to_value(service.peer().peer_info()).unwrap_or(Value::Null);
     let tools = service.peer().list_all_tools().await.map_err(|e| UpstreamError::Listing(e.to_string()));
     service.cancellation_token().cancel();
-    Ok(ServerProbe { server_info, tool_count: tools?.len() })
+    Ok(ServerProbe { server_info, tool_count: tools?.len(), authorization_server: None })
 }
 
 /// What a stdio server gets of Toolgate's environment, besides its own configured `env`:

@@ -133,6 +133,9 @@ pub struct Health {
 pub struct ServerProbe {
     pub server_info: Value,
     pub tool_count: usize,
+    /// An OAuth server's authorization server: such a server is authorized once saved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub authorization_server: Option<String>,
 }
 
 impl ServerProbe {
@@ -222,6 +225,18 @@ impl Upstreams {
         config: &servers::ServerConfig,
     ) -> crate::store::Result<Result<ServerProbe, UpstreamError>> {
         let endpoint = servers::probe_endpoint(config)?;
+        if config.oauth.is_some() {
+            let url = endpoint.url.as_deref().unwrap_or_default();
+            let found =
+                tokio::time::timeout(self.inner.config.connect_timeout, oauth::provider_of(url)).await;
+            let found =
+                found.unwrap_or(Err(UpstreamError::ConnectTimeout(self.inner.config.connect_timeout)));
+            return Ok(found.map(|issuer| ServerProbe {
+                server_info: Value::Null,
+                tool_count: 0,
+                authorization_server: Some(issuer),
+            }));
+        }
         Ok(test_connection(&endpoint, &self.inner.config).await)
     }
 
@@ -323,6 +338,9 @@ impl Drop for Inner {
         }
     }
 }
+
+/// How long a call waits for its person to connect their account once they accepted to.
+const CONNECT_WAIT: Duration = Duration::from_secs(300);
 
 /// How often private connections are checked for idleness.
 const PRIVATE_SWEEP: Duration = Duration::from_secs(30);
@@ -454,9 +472,37 @@ impl Inner {
                 return Ok(slot.clone());
             }
         }
-        let endpoint = servers::endpoint(&self.pool, &self.secrets, tool.source_id, tenant, account)
-            .await
-            .map_err(ToolError::internal)?;
+        let lookup = || async {
+            let endpoint =
+                servers::endpoint(&self.pool, &self.secrets, tool.source_id, tenant, account).await;
+            endpoint.map_err(ToolError::internal)
+        };
+        let mut endpoint = lookup().await?;
+        if endpoint.credential == Credential::Missing(OAuthMode::User) && self.may_ask_to_connect(ctx) {
+            // The person connects their account, asked through their client; the call goes on.
+            let mut versions = self.catalog.versions();
+            self.ask_to_connect(tool, ctx).await?;
+            let waiting = async {
+                loop {
+                    let found = lookup().await?;
+                    if found.credential != Credential::Missing(OAuthMode::User) {
+                        return Ok(found);
+                    }
+                    // An authorization tells every replica, as any configuration change does.
+                    if versions.changed().await.is_err() {
+                        return Err(ToolError::internal("the catalog stopped"));
+                    }
+                }
+            };
+            endpoint = tokio::time::timeout(CONNECT_WAIT, waiting).await.map_err(|_| {
+                ToolError::tool(format!(
+                    "your account of MCP server `{}` was not connected within {} minutes; connect it at {}, then call again",
+                    tool.source_name,
+                    CONNECT_WAIT.as_secs() / 60,
+                    connect_link(self.config.public_url.as_deref(), &tool.source_name)
+                ))
+            })??;
+        }
         let private = match endpoint.credential {
             Credential::Missing(mode) => return Err(self.unauthorized(tool, mode, ctx)),
             // A tenant's or a person's token makes a connection theirs.
@@ -489,6 +535,44 @@ impl Inner {
         };
         self.routes.lock().expect("routes").slots.insert(route, slot.clone());
         Ok(slot)
+    }
+
+    /// Whether a person can be asked, through their client, to connect their account.
+    fn may_ask_to_connect(&self, ctx: &ToolContext) -> bool {
+        matches!(ctx.caller, Caller::User(_)) && ctx.client().is_some()
+    }
+
+    /// Sends the person to connect their account of `tool`'s server: a URL-mode elicitation
+    /// (revision 2025-11-25; an input request of the call on 2026-07-28). `Ok` once they
+    /// accepted to go; a client that cannot ask gets the link in a tool error.
+    async fn ask_to_connect(&self, tool: &CatalogTool, ctx: &ToolContext) -> Result<(), ToolError> {
+        let server = &tool.source_name;
+        let link = connect_link(self.config.public_url.as_deref(), server);
+        let client = ctx.client().ok_or_else(|| self.unauthorized(tool, OAuthMode::User, ctx))?;
+        let asked = client
+            .request(serde_json::json!({
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "url",
+                    "elicitationId": Uuid::new_v4().to_string(),
+                    "url": link,
+                    "message": format!(
+                        "MCP server `{server}` acts as you: connect your account there (sign in to Toolgate, then to \
+                         the server) and the call goes on."
+                    ),
+                },
+            }))
+            .await;
+        match asked {
+            Ok(answer) if answer["action"] == "accept" => Ok(()),
+            Ok(_) => Err(ToolError::tool(format!(
+                "you did not connect your account of MCP server `{server}`; connect it at {link}, then call again"
+            ))),
+            Err(why) => {
+                tracing::debug!(%why, "the caller's client cannot open a URL");
+                Err(self.unauthorized(tool, OAuthMode::User, ctx))
+            }
+        }
     }
 
     /// What a caller without a token for an OAuth server is told.

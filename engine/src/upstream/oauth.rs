@@ -30,7 +30,7 @@ use uuid::Uuid;
 
 use super::UpstreamError;
 use crate::secret::SecretBox;
-use crate::store::authorizations::{self, Flow, OAuthServer, Owner};
+use crate::store::authorizations::{self, Flow, OAuthServer, Owner, Registered};
 use crate::store::servers::OAuthGrant;
 use crate::store::{self, Actor};
 
@@ -81,20 +81,28 @@ fn provider(err: AuthError) -> AuthorizeError {
     AuthorizeError::Provider(err.to_string())
 }
 
-/// An rmcp manager for `server`'s provider, found by discovery, and the provider's metadata.
-async fn discover(server: &OAuthServer) -> Result<(AuthorizationManager, AuthorizationMetadata), AuthError> {
+/// An rmcp manager for the provider of the server at `url`, found by discovery, and the
+/// provider's metadata.
+async fn discover(url: &str) -> Result<(AuthorizationManager, AuthorizationMetadata), AuthError> {
     // Upstream servers, and their providers, are often on private networks; link-local and
     // other reserved addresses stay refused.
-    let mut manager = AuthorizationManager::new_allowing_private_addresses(server.url.as_str()).await?;
+    let mut manager = AuthorizationManager::new_allowing_private_addresses(url).await?;
     let resolution = manager.resolve_metadata().await?;
     if resolution.source == AuthorizationMetadataSource::LegacyEndpointFallback {
         return Err(AuthError::AuthorizationFailed(format!(
-            "`{}` publishes no OAuth metadata (RFC 9728 protected resource metadata, or RFC 8414)",
-            server.url
+            "`{url}` publishes no OAuth metadata (RFC 9728 protected resource metadata, or RFC 8414)"
         )));
     }
     manager.set_metadata(resolution.metadata.clone());
     Ok((manager, resolution.metadata))
+}
+
+/// The authorization server of the protected server at `url` (its issuer, else its
+/// authorization endpoint), found as an authorization finds it: what testing an OAuth server
+/// before it is saved can check.
+pub(super) async fn provider_of(url: &str) -> Result<String, UpstreamError> {
+    let (_, metadata) = discover(url).await.map_err(|e| UpstreamError::Authorization(e.to_string()))?;
+    Ok(metadata.issuer.unwrap_or(metadata.authorization_endpoint))
 }
 
 /// What an authorization started: a browser must go to the provider, or (client credentials)
@@ -116,7 +124,7 @@ pub async fn begin(
     return_to: &str,
 ) -> Result<Begun, AuthorizeError> {
     let server = authorizations::oauth_server(pool, secrets, source_id).await?;
-    let (mut manager, metadata) = discover(&server).await.map_err(provider)?;
+    let (mut manager, metadata) = discover(&server.url).await.map_err(provider)?;
     if server.grant == OAuthGrant::ClientCredentials {
         let credentials = machine_credentials(&server).map_err(provider)?;
         let store = InMemoryCredentialStore::new();
@@ -135,10 +143,11 @@ pub async fn begin(
     if !server.scopes.is_empty() {
         request = request.with_scopes(server.scopes.clone());
     }
-    let registered =
-        server.registered.as_ref().filter(|(at, ..)| current_issuer.as_deref() == Some(at.as_str()));
-    match (&server.client, registered) {
-        (Some((id, secret)), _) | (None, Some((_, id, secret))) => {
+    let registered = server.registered.as_ref().filter(|registered| {
+        current_issuer.as_deref() == Some(registered.issuer.as_str()) && registered.redirect_uri == callback
+    });
+    match (&server.client, registered.map(|r| (&r.client_id, &r.client_secret))) {
+        (Some((id, secret)), _) | (None, Some((id, secret))) => {
             request = request.with_preregistered_client(id);
             if let Some(secret) = secret {
                 request = request.with_client_secret(secret);
@@ -152,18 +161,15 @@ pub async fn begin(
             // server is then one client's.
             let scopes: Vec<&str> = server.scopes.iter().map(String::as_str).collect();
             let client = manager.register_client("Toolgate", &callback, &scopes).await.map_err(provider)?;
-            let issuer = current_issuer.clone().unwrap_or_default();
-            authorizations::registered(
-                pool,
-                secrets,
-                source_id,
-                &issuer,
-                &client.client_id,
-                client.client_secret.as_deref(),
-            )
-            .await?;
-            request = request.with_preregistered_client(&client.client_id);
-            if let Some(secret) = &client.client_secret {
+            let registered = Registered {
+                issuer: current_issuer.clone().unwrap_or_default(),
+                redirect_uri: callback.clone(),
+                client_id: client.client_id,
+                client_secret: client.client_secret,
+            };
+            authorizations::registered(pool, secrets, source_id, &registered).await?;
+            request = request.with_preregistered_client(&registered.client_id);
+            if let Some(secret) = &registered.client_secret {
                 request = request.with_client_secret(secret);
             }
         }
@@ -219,7 +225,7 @@ pub async fn finish(
         return Err(AuthorizeError::Stale);
     }
     let server = authorizations::oauth_server(pool, secrets, flow.source_id).await?;
-    let (mut manager, _) = discover(&server).await.map_err(provider)?;
+    let (mut manager, _) = discover(&server.url).await.map_err(provider)?;
     let mut client = OAuthClientConfig::new(&flow.client_id, callback_url(base));
     if let Some(secret) = server.secret_of(&flow.client_id) {
         client = client.with_client_secret(secret);
@@ -309,7 +315,7 @@ impl Token {
         let Some(stored) = store.load().await.map_err(|e| failed(&e))? else {
             return Err(UpstreamError::NeedsAuthorization(server.name));
         };
-        let (mut manager, _) = discover(&server).await.map_err(|e| failed(&e))?;
+        let (mut manager, _) = discover(&server.url).await.map_err(|e| failed(&e))?;
         manager.set_credential_store(SharedStore(store.clone()));
         let machine = match server.grant {
             OAuthGrant::ClientCredentials => {

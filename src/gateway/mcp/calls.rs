@@ -120,10 +120,14 @@ impl Listener {
         }
     }
 
-    /// Whether the client can answer `method`.
-    fn answers(&self, method: &str) -> bool {
+    /// Whether the client can answer `request`: a URL-mode elicitation only one that says it
+    /// opens URLs.
+    fn answers(&self, request: &Value) -> bool {
         let capabilities = self.capabilities.as_ref();
-        match method {
+        match request["method"].as_str().unwrap_or_default() {
+            "elicitation/create" if request["params"]["mode"] == "url" => {
+                capabilities.and_then(|c| c.elicitation.as_ref()).is_some_and(|e| e.url.is_some())
+            }
             "elicitation/create" => capabilities.is_some_and(|c| c.elicitation.is_some()),
             "sampling/createMessage" => capabilities.is_some_and(|c| c.sampling.is_some()),
             _ => false,
@@ -175,7 +179,7 @@ impl ClientRelay for CallRelay {
         let method = request["method"].as_str().unwrap_or_default().to_string();
         let (client, answers) = {
             let listener = self.listening.lock().expect("listener");
-            (listener.client.clone(), listener.answers(&method))
+            (listener.client.clone(), listener.answers(&request))
         };
         let rounds = self.rounds.clone();
         Box::pin(async move {

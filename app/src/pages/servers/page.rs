@@ -166,10 +166,7 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
                     (None, Some(account)) => account.clone(),
                     (None, None) => "every tenant".into(),
                 },
-                status: serde_json::to_value(a.status)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
+                status: a.status.label().into(),
                 reason: a.reason.clone(),
                 expires: a.expires_at.map_or_else(|| "not said".into(), crate::server::minute),
                 by: a.authorized_by.clone(),
@@ -209,7 +206,7 @@ fn oauth_card(oauth: OAuthView, forget: Callback<String>) -> AnyView {
                 .into_any()
             })}
             <div class="actions">
-                {oauth.authorize.into_iter().map(|(label, link)| view! { <a class="button" href=link>{label}</a> }).collect_view()}
+                {oauth.authorize.into_iter().map(|(label, link)| view! { <a class="button" href=link rel="external">{label}</a> }).collect_view()}
             </div>
             <p class="muted small">"Authorizing opens the server's sign-in; you come back here when it is done."</p>
         </section>

@@ -150,6 +150,13 @@ pub async fn test_server(form: ServerForm) -> Result<TestOutcome, PanelError> {
     let owner = owner().await?;
     let config = ssr::config(&form)?;
     Ok(match engine::service::servers::probe(&state(), &owner, &config).await? {
+        Ok(probe) if probe.authorization_server.is_some() => TestOutcome {
+            ok: true,
+            message: format!(
+                "The server is protected by OAuth; its authorization server is {}. Register it, then authorize it on its page.",
+                probe.authorization_server.unwrap_or_default()
+            ),
+        },
         Ok(probe) => {
             let name = probe.server_name().unwrap_or("the server");
             TestOutcome { ok: true, message: format!("Connected to {name}: {} tools.", probe.tool_count) }
