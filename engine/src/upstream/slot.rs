@@ -172,7 +172,12 @@ impl Slot {
         let mut backoff = Duration::from_millis(200);
         let mut token: Option<Arc<Token>> = None;
         'connecting: while !self.cancel.is_cancelled() {
-            self.set(|s| s.status = ConnectionStatus::Connecting);
+            // A connection retried after a failure stays down until it is back.
+            self.set(|s| {
+                if !s.retrying {
+                    s.status = ConnectionStatus::Connecting;
+                }
+            });
             // Only this task counts connections: the next one gets the next number.
             let connection = self.state.borrow().connection + 1;
             let handler = Handler { slot: Arc::downgrade(&self), connection };
