@@ -73,6 +73,16 @@ impl Owner {
 
 /// Authorizations, of one server's and of one person's when given.
 pub async fn list(pool: &PgPool, server: Option<&Name>, account: Option<Uuid>) -> Result<Vec<Authorization>> {
+    select(pool, server, account, None).await
+}
+
+/// Authorizations, of one server's, one person's and with one id when given.
+async fn select(
+    pool: &PgPool,
+    server: Option<&Name>,
+    account: Option<Uuid>,
+    id: Option<Uuid>,
+) -> Result<Vec<Authorization>> {
     let rows = sqlx::query_as!(
         Authorization,
         r#"select a.id, s.name as server, t.slug as "tenant?", u.username as "account?",
@@ -83,9 +93,11 @@ pub async fn list(pool: &PgPool, server: Option<&Name>, account: Option<Uuid>) -
            left join tenant t on t.id = a.tenant_id
            left join admin_user u on u.id = a.account_id
            where ($1::text is null or s.name = $1) and ($2::uuid is null or a.account_id = $2)
+             and ($3::uuid is null or a.id = $3)
            order by s.name, t.slug nulls first, u.username nulls first"#,
         server.map(Name::as_str),
         account,
+        id,
     )
     .fetch_all(pool)
     .await?;
@@ -94,15 +106,9 @@ pub async fn list(pool: &PgPool, server: Option<&Name>, account: Option<Uuid>) -
 
 /// One authorization, by id.
 pub async fn get(pool: &PgPool, id: Uuid) -> Result<Authorization> {
-    let row = sqlx::query_scalar!("select source_id from mcp_authorization where id = $1", id)
-        .fetch_optional(pool)
+    select(pool, None, None, Some(id))
         .await?
-        .ok_or_else(|| Error::not_found(format!("authorization {id}")))?;
-    let name = sqlx::query_scalar!("select name from source where id = $1", row).fetch_one(pool).await?;
-    list(pool, Some(&Name::parse(&name)?), None)
-        .await?
-        .into_iter()
-        .find(|a| a.id == id)
+        .pop()
         .ok_or_else(|| Error::not_found(format!("authorization {id}")))
 }
 
