@@ -59,18 +59,19 @@ async fn receiver() -> (String, Arc<Mutex<Vec<Received>>>) {
     (url, seen)
 }
 
-/// The spans of `trace`, once its upstream call has come (the batch is exported every 100 ms).
-async fn trace_of(received: &Mutex<Vec<Received>>, trace: &str) -> Vec<Received> {
+/// The spans of `trace`, once every one of `names` has come (a batch is exported every 100 ms,
+/// and the outer spans close, so come, after the inner ones).
+async fn trace_of(received: &Mutex<Vec<Received>>, trace: &str, names: &[&str]) -> Vec<Received> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let spans: Vec<Received> =
             received.lock().unwrap().iter().filter(|s| s.trace_id == trace).cloned().collect();
-        if spans.iter().any(|s| s.name == "upstream tools/call") {
+        if names.iter().all(|name| spans.iter().any(|s| s.name == *name)) {
             return spans;
         }
         assert!(
             Instant::now() < deadline,
-            "no upstream span in trace {trace}: {:?}",
+            "not all of {names:?} in trace {trace}: {:?}",
             received.lock().unwrap()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -148,9 +149,9 @@ async fn a_call_through_toolgate_is_one_trace_from_the_caller_to_the_upstream(po
 
     // One trace: the request is the caller's child, the tool call the request's, the upstream
     // call the tool call's.
-    let spans = trace_of(&received, trace).await;
-    let (request, call, upstream_call) =
-        (span(&spans, "request"), span(&spans, "tool call"), span(&spans, "upstream tools/call"));
+    let names = ["request", "tool call", "upstream tools/call"];
+    let spans = trace_of(&received, trace, &names).await;
+    let [request, call, upstream_call] = names.map(|name| span(&spans, name));
     assert_eq!(request.parent, caller_span, "{spans:?}");
     assert_eq!(call.parent, request.span_id, "{spans:?}");
     assert_eq!(upstream_call.parent, call.span_id, "{spans:?}");
@@ -169,9 +170,9 @@ async fn a_call_through_toolgate_is_one_trace_from_the_caller_to_the_upstream(po
     call.meta = Some(meta);
     let result = client.call_tool(call).await.unwrap();
     assert_ne!(result.is_error, Some(true), "{result:?}");
-    let spans = trace_of(&received, trace).await;
-    let (mcp_call, call, upstream_call) =
-        (span(&spans, "mcp tools/call"), span(&spans, "tool call"), span(&spans, "upstream tools/call"));
+    let names = ["mcp tools/call", "tool call", "upstream tools/call"];
+    let spans = trace_of(&received, trace, &names).await;
+    let [mcp_call, call, upstream_call] = names.map(|name| span(&spans, name));
     assert_eq!(mcp_call.parent, caller_span, "{spans:?}");
     assert_eq!(call.parent, mcp_call.span_id, "{spans:?}");
     assert_eq!(upstream_call.parent, call.span_id, "{spans:?}");
