@@ -7,7 +7,7 @@
 //! a group or an override may name a tool of a server that has not been discovered, and binds
 //! to it once discovery finds it. Built-in and external sources are not part of the document.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -155,6 +155,10 @@ pub struct Change {
     pub before: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<Value>,
+    /// What a server's move to a new URL, command or working directory drops: what tenants
+    /// gave it for its old target (credentials, OAuth authorizations).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
 }
 
 /// The stored configuration: the document, and the encrypted values `{set: true}` keeps.
@@ -163,8 +167,8 @@ struct Current {
     server_ids: HashMap<String, Uuid>,
     server_secrets: HashMap<String, StoredSecrets>,
     tenant_ids: HashMap<String, Uuid>,
-    /// (tenant slug, tool key) -> secret preset name -> encrypted value.
-    preset_secrets: HashMap<(String, String), Map<String, Value>>,
+    /// (tenant slug, tool key) -> the tool's source, and secret preset name -> encrypted value.
+    preset_secrets: HashMap<(String, String), (Uuid, Map<String, Value>)>,
     /// The OpenID provider's sealed client secret.
     sso_secret: Option<String>,
 }
@@ -237,7 +241,7 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
                 presets: row.presets.as_object().cloned().unwrap_or_default(),
                 secret_presets: sealed.keys().map(|k| (k.clone(), SecretInput::SET)).collect(),
             };
-            preset_secrets.insert((tenant.slug.clone(), key.clone()), sealed);
+            preset_secrets.insert((tenant.slug.clone(), key.clone()), (row.source_id, sealed));
             tools.insert(key, input);
         }
         tenants.push(TenantConfig {
@@ -355,9 +359,12 @@ fn group_view(group: &GroupConfig) -> Value {
 }
 
 /// A tenant as the diff shows it: defaults filled in, secret presets redacted.
+/// `tenant` as the diff shows it; a secret preset is kept from `stored` unless its server is
+/// among the `moved` ones.
 fn tenant_view(
     tenant: &TenantConfig,
-    stored: &HashMap<(String, String), Map<String, Value>>,
+    stored: &HashMap<(String, String), (Uuid, Map<String, Value>)>,
+    moved: &HashSet<Uuid>,
 ) -> Result<Value> {
     let mut tools = Map::new();
     for (key, input) in &tenant.tools {
@@ -365,7 +372,13 @@ fn tenant_view(
         let stored = stored.get(&(tenant.slug.to_string(), key.clone()));
         let mut presets = Map::new();
         for (name, secret) in &input.secret_presets {
-            let kept = stored.and_then(|s| s.get(name)).and_then(Value::as_str);
+            let kept = stored.and_then(|(_, s)| s.get(name)).and_then(Value::as_str);
+            if kept.is_some() && secret.new_value().is_none() && stored.is_some_and(|(id, _)| moved.contains(id)) {
+                return Err(Error::Invalid(format!(
+                    "{place}: secret preset `{name}` must be given again: its server's URL, command or working \
+                     directory changes, and a stored secret never follows its server to a new target"
+                )));
+            }
             presets.insert(name.clone(), secret.redact(name, kept).map_err(at(&place))?);
         }
         let mut shown = serde_json::to_value(OverrideInput {
@@ -402,7 +415,7 @@ fn diff(kind: &'static str, before: Vec<(String, Value)>, after: Vec<(String, Va
     for (name, new) in after {
         match old.remove(&name) {
             None => {
-                changes.push(Change { action: Action::Create, kind, name, before: None, after: Some(new) })
+                changes.push(Change { action: Action::Create, kind, name, before: None, after: Some(new), dropped: vec![] })
             }
             Some(old) if old != new => changes.push(Change {
                 action: Action::Update,
@@ -410,6 +423,7 @@ fn diff(kind: &'static str, before: Vec<(String, Value)>, after: Vec<(String, Va
                 name,
                 before: Some(old),
                 after: Some(new),
+                dropped: vec![],
             }),
             Some(_) => {}
         }
@@ -420,8 +434,19 @@ fn diff(kind: &'static str, before: Vec<(String, Value)>, after: Vec<(String, Va
         name,
         before: Some(old),
         after: None,
+        dropped: vec![],
     }));
     changes
+}
+
+/// The servers `desired` moves to a new URL, command or working directory, by name.
+fn moved_servers(current: &Current, desired: &Document) -> HashMap<String, Uuid> {
+    desired
+        .servers
+        .iter()
+        .filter(|s| current.server_secrets.get(s.name.as_str()).is_some_and(|stored| stored.moved(s)))
+        .map(|s| (s.name.to_string(), current.server_ids[s.name.as_str()]))
+        .collect()
 }
 
 fn plan(current: &Current, desired: &Document) -> Result<Vec<Change>> {
@@ -444,14 +469,15 @@ fn plan(current: &Current, desired: &Document) -> Result<Vec<Change>> {
     let group_views =
         |document: &Document| document.groups.iter().map(|g| (g.name.to_string(), group_view(g))).collect();
     changes.extend(diff("group", group_views(&current.document), group_views(desired)));
-    let tenant_views = |document: &Document| -> Result<Vec<(String, Value)>> {
+    let tenant_views = |document: &Document, moved: &HashSet<Uuid>| -> Result<Vec<(String, Value)>> {
         document
             .tenants
             .iter()
-            .map(|t| Ok((t.slug.to_string(), tenant_view(t, &current.preset_secrets)?)))
+            .map(|t| Ok((t.slug.to_string(), tenant_view(t, &current.preset_secrets, moved)?)))
             .collect()
     };
-    changes.extend(diff("tenant", tenant_views(&current.document)?, tenant_views(desired)?));
+    let moved = moved_servers(current, desired).into_values().collect();
+    changes.extend(diff("tenant", tenant_views(&current.document, &HashSet::new())?, tenant_views(desired, &moved)?));
     if let (Some(now), Some(wanted)) = (&current.document.sign_in, &desired.sign_in) {
         let stored = current.sso_secret.as_deref();
         let view = |config| sso::redacted(config, stored).map_err(at("sign_in"));
@@ -527,7 +553,13 @@ pub async fn apply(
     let mut tx = pool.begin().await?;
     settings::lock(&mut *tx).await?;
     let current = current(&mut tx).await?;
-    let changes = plan(&current, desired)?;
+    let mut changes = plan(&current, desired)?;
+    for (name, id) in moved_servers(&current, desired) {
+        let dropped = servers::given_for_target(&mut tx, id).await?;
+        if let Some(change) = changes.iter_mut().find(|c| c.kind == "server" && c.name == name) {
+            change.dropped = dropped;
+        }
+    }
     // Checked in a dry run too: it fails exactly when the apply would.
     let slugs: Vec<&TenantSlug> = desired.tenants.iter().map(|t| &t.slug).collect();
     if let Some(sign_in) = &desired.sign_in {
@@ -572,7 +604,7 @@ pub async fn apply(
     }
     for server in desired.servers.iter().filter(|s| changed_any("server", s.name.as_str())) {
         let existing = current.server_ids.get(server.name.as_str()).copied();
-        servers::write(&mut tx, secrets, server, existing)
+        servers::write(&mut tx, secrets, actor, server, existing)
             .await
             .map_err(at(format!("servers.{}", server.name)))?;
     }

@@ -3,10 +3,12 @@
 
 use engine::catalog::{Catalog, CatalogOptions};
 use engine::config::{self, Action, Document};
-use engine::model::Name;
+use std::collections::BTreeMap;
+
+use engine::model::{Name, TenantSlug};
 use engine::secret::SecretBox;
 use engine::store::sources::ToolDefinition;
-use engine::store::{self, Actor, Error};
+use engine::store::{self, Actor, Error, SecretInput};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
@@ -220,24 +222,59 @@ async fn a_dry_run_shows_a_given_secret_as_changed_whether_or_not_it_is_the_stor
     assert_eq!(right, json!({"set": true, "changed": true}));
 }
 
-/// A stored header kept with `{set: true}` would follow the server to wherever its URL now
-/// points: refused, with what to do.
+/// A stored secret kept with `{set: true}` would follow the server to wherever its URL now
+/// points: the server's own headers and the tenants' secret presets on its tools are refused,
+/// with what to do; the tenants' own credentials (which the document does not show) are
+/// dropped, said in the dry run and in an update's answer, and audited.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_kept_secret_does_not_follow_its_server_to_a_new_url(pool: PgPool) {
     apply(&pool, example(), false).await.unwrap();
+    let (server, acme) = (Name::parse("everything").unwrap(), TenantSlug::parse("acme").unwrap());
+    let credentials = BTreeMap::from([("Authorization".to_string(), SecretInput::Value("Bearer acme".into()))]);
+    store::servers::set_credentials(&pool, &secrets(), &actor(), &server, &acme, &credentials).await.unwrap();
     let mut moved = serde_json::to_value(config::export(&pool).await.unwrap()).unwrap();
     moved["servers"][0]["url"] = json!("http://127.0.0.1:3002/mcp");
+    let refused = |message: &str, place: &str, secret: &str| {
+        message.contains(&format!("{place}: secret{secret} must be given again"))
+            && message.contains("URL, command or working directory change")
+    };
     for dry_run in [true, false] {
-        let err = apply(&pool, moved.clone(), dry_run).await.unwrap_err();
-        let message = err.to_string();
-        assert!(
-            message.contains("servers.everything: secret `Authorization` must be given again")
-                && message.contains("URL, command or working directory changed"),
-            "{message}"
-        );
+        let message = apply(&pool, moved.clone(), dry_run).await.unwrap_err().to_string();
+        assert!(refused(&message, "servers.everything", " `Authorization`"), "{message}");
     }
     moved["servers"][0]["headers"]["Authorization"] = json!({"secret": "Bearer abc"});
-    apply(&pool, moved, false).await.unwrap();
+    for dry_run in [true, false] {
+        let message = apply(&pool, moved.clone(), dry_run).await.unwrap_err().to_string();
+        assert!(refused(&message, "tenants.acme.tools.everything_get-sum", " preset `apiKey`"), "{message}");
+    }
+    moved["tenants"][0]["tools"]["everything_get-sum"]["secret_presets"]["apiKey"] = json!({"secret": "sk-NEW"});
+    let dropped = ["tenant `acme`'s credentials", "tenant `acme`'s secret preset `apiKey` of tool `get-sum`"];
+    for dry_run in [true, false] {
+        let changes = apply(&pool, moved.clone(), dry_run).await.unwrap();
+        let change = changes.iter().find(|c| c.kind == "server").expect("the server changes");
+        assert_eq!(change.dropped, dropped, "{changes:?}");
+    }
+    let left: i64 = sqlx::query_scalar("select count(*) from mcp_credential").fetch_one(&pool).await.unwrap();
+    assert_eq!(left, 0, "the tenant's credentials are gone");
+    let audited: Value = sqlx::query_scalar(
+        "select after from audit_event where action = 'drop_given_secrets' and entity_id = 'everything'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(audited["dropped"], json!(dropped));
+
+    // An update through the admin API's service says what it dropped in its answer.
+    store::servers::set_credentials(&pool, &secrets(), &actor(), &server, &acme, &credentials).await.unwrap();
+    let mut config = config::export(&pool).await.unwrap().servers.remove(0);
+    config.url = Some("http://127.0.0.1:3003/mcp".into());
+    config.headers.insert("Authorization".into(), SecretInput::Value("Bearer abc".into()));
+    let updated = store::servers::update(&pool, &secrets(), &actor(), &config).await.unwrap();
+    assert_eq!(updated.dropped, dropped);
+    let answer = serde_json::to_value(&updated).unwrap();
+    assert_eq!((&answer["url"], &answer["dropped"]), (&json!("http://127.0.0.1:3003/mcp"), &json!(dropped)));
+    let unmoved = store::servers::update(&pool, &secrets(), &actor(), &config).await.unwrap();
+    assert!(serde_json::to_value(&unmoved).unwrap().get("dropped").is_none());
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

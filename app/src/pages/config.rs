@@ -18,6 +18,9 @@ pub struct PlannedChange {
     pub kind: String,
     pub name: String,
     pub fields: Vec<ShownChange>,
+    /// What the change drops that the document does not show (a moved server's tenant
+    /// credentials and OAuth authorizations).
+    pub dropped: Vec<String>,
 }
 
 /// The configuration now, as YAML.
@@ -55,6 +58,7 @@ pub async fn plan_document(text: String, apply: bool) -> Result<Vec<PlannedChang
                 .map(ShownChange::from)
                 .collect(),
             name: change.name,
+            dropped: change.dropped,
         })
         .collect())
 }
@@ -154,7 +158,18 @@ fn changes_table(changes: Vec<PlannedChange>) -> impl IntoView {
                                 <tr>
                                     <td>{c.action}</td>
                                     <td>{c.kind} " " <code>{c.name}</code></td>
-                                    <td>{fields_table(c.fields)}</td>
+                                    <td>
+                                        {fields_table(c.fields)}
+                                        {(!c.dropped.is_empty())
+                                            .then(|| {
+                                                view! {
+                                                    <p class="notice stale-note">
+                                                        "Dropped, as the server moves to a new target: "
+                                                        {c.dropped.join("; ")}
+                                                    </p>
+                                                }
+                                            })}
+                                    </td>
                                 </tr>
                             }
                         })

@@ -21,7 +21,8 @@ mod sealing;
 pub use oauth::{Credential, OAuthGrant, OAuthMode, OAuthSettings};
 pub use pinning::{DiscoveryReport, PendingChange, approve, pending_changes, record_discovery, reject};
 pub(crate) use sealing::StoredSecrets;
-use sealing::{Target, open, seal_env, seal_headers};
+pub(crate) use sealing::given_for_target;
+use sealing::{Target, drop_given_for_target, open, seal_env, seal_headers};
 
 /// How a server is reached; stored as text (a value the database's check does not know fails
 /// the read, never turns into another transport).
@@ -383,12 +384,15 @@ pub(crate) async fn row(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<Serv
 
 /// Writes a server inside the caller's transaction: creates it, or updates the server with
 /// source id `existing`. Secrets given as `{set: true}` keep their stored values.
+/// Writes `config` as the server `existing` (a new one when `None`); returns its source id and
+/// what tenants had given it that a move to a new target dropped (audited).
 pub(crate) async fn write(
     tx: &mut Transaction<'_, Postgres>,
     secrets: &SecretBox,
+    actor: &Actor,
     config: &ServerConfig,
     existing: Option<Uuid>,
-) -> Result<Uuid> {
+) -> Result<(Uuid, Vec<String>)> {
     config.check()?;
     let tenant_id = match &config.tenant {
         Some(slug) => Some(super::tenants::get(&mut **tx, slug).await?.id),
@@ -418,6 +422,16 @@ pub(crate) async fn write(
     .execute(&mut **tx)
     .await?;
     let stored = stored.kept_for(config)?;
+    let mut dropped = Vec::new();
+    if stored.moved(config) {
+        dropped = given_for_target(tx, source_id).await?;
+        if !dropped.is_empty() {
+            drop_given_for_target(tx, source_id).await?;
+            let change = Change::new("drop_given_secrets", "server", &config.name)
+                .after(&json!({"dropped": dropped, "reason": "the server's target changed"}));
+            super::record(tx, actor, &change).await?;
+        }
+    }
     sqlx::query!(
         "insert into mcp_server (source_id, transport, url, command, args, cwd, env, headers,
                                  on_definition_change, new_tools_enabled)
@@ -441,7 +455,7 @@ pub(crate) async fn write(
     .execute(&mut **tx)
     .await?;
     oauth::write(tx, secrets, source_id, config, stored).await?;
-    Ok(source_id)
+    Ok((source_id, dropped))
 }
 
 /// How to connect to a server that is not saved yet (to test it): every secret must be given
@@ -489,10 +503,20 @@ pub async fn create(
     config: &ServerConfig,
 ) -> Result<Server> {
     let mut tx = pool.begin().await?;
-    write(&mut tx, secrets, config, None).await?;
+    write(&mut tx, secrets, actor, config, None).await?;
     let server = load(&mut tx, &config.name).await?;
     commit(tx, actor, Change::new("create", "server", &config.name).after(&server)).await?;
     Ok(server)
+}
+
+/// A server as an update leaves it, with what its move to a new target dropped.
+#[derive(Debug, Clone, Serialize)]
+pub struct Updated {
+    #[serde(flatten)]
+    pub server: Server,
+    /// What tenants had given the server for its old URL, command or working directory.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
 }
 
 /// Replaces a server's settings; secrets given as `{set: true}` keep their stored values.
@@ -502,13 +526,13 @@ pub async fn update(
     secrets: &SecretBox,
     actor: &Actor,
     config: &ServerConfig,
-) -> Result<Server> {
+) -> Result<Updated> {
     let mut tx = pool.begin().await?;
     let before = load(&mut tx, &config.name).await?;
-    write(&mut tx, secrets, config, Some(before.source.id)).await?;
+    let (_, dropped) = write(&mut tx, secrets, actor, config, Some(before.source.id)).await?;
     let after = load(&mut tx, &config.name).await?;
     commit(tx, actor, Change::new("update", "server", &config.name).before(&before).after(&after)).await?;
-    Ok(after)
+    Ok(Updated { server: after, dropped })
 }
 
 /// A server as it is read back, by name.

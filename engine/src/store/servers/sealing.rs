@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
+use uuid::Uuid;
 
 use super::{EnvValue, ServerConfig};
 use crate::secret::SecretBox;
@@ -72,7 +73,7 @@ impl StoredSecrets {
     }
 
     /// Whether `config` is for another target than the one these were given for.
-    pub(super) fn moved(&self, config: &ServerConfig) -> bool {
+    pub(crate) fn moved(&self, config: &ServerConfig) -> bool {
         self.target.as_ref().is_some_and(|target| *target != config.target())
     }
 
@@ -129,4 +130,59 @@ pub(super) fn open(secrets: &SecretBox, sealed: &Value) -> Result<Vec<(String, S
             plain.map(|plain| (name.clone(), plain)).map_err(|err| Error::Invalid(format!("`{name}`: {err}")))
         })
         .collect()
+}
+
+/// What others gave a server for its target, which does not follow it to a new one: tenants'
+/// own credentials, tenants' secret presets on its tools, the OAuth authorizations made at it
+/// (and those being made). Described for the admin, in a stable order.
+pub(crate) async fn given_for_target(conn: &mut sqlx::PgConnection, source_id: Uuid) -> Result<Vec<String>> {
+    let credentials = sqlx::query_scalar!(
+        "select t.slug from mcp_credential c join tenant t on t.id = c.tenant_id
+         where c.source_id = $1 order by t.slug",
+        source_id
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let presets = sqlx::query!(
+        r#"select t.slug, o.upstream_name, p.name as "preset!"
+           from tool_override o join tenant t on t.id = o.tenant_id,
+                jsonb_object_keys(o.secret_presets) as p(name)
+           where o.source_id = $1 order by 1, 2, 3"#,
+        source_id
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let authorizations = sqlx::query_scalar!(
+        r#"select count(*) as "count!" from mcp_authorization where source_id = $1"#,
+        source_id
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(credentials
+        .into_iter()
+        .map(|tenant| format!("tenant `{tenant}`'s credentials"))
+        .chain(presets.into_iter().map(|p| {
+            format!("tenant `{}`'s secret preset `{}` of tool `{}`", p.slug, p.preset, p.upstream_name)
+        }))
+        .chain((authorizations > 0).then(|| match authorizations {
+            1 => "1 OAuth authorization".to_string(),
+            n => format!("{n} OAuth authorizations"),
+        }))
+        .collect())
+}
+
+/// Drops what [`given_for_target`] lists: the server is going to a new target.
+pub(super) async fn drop_given_for_target(conn: &mut sqlx::PgConnection, source_id: Uuid) -> Result<()> {
+    sqlx::query!("delete from mcp_credential where source_id = $1", source_id).execute(&mut *conn).await?;
+    sqlx::query!(
+        "update tool_override set secret_presets = '{}' where source_id = $1 and secret_presets <> '{}'",
+        source_id
+    )
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query!("delete from mcp_authorization where source_id = $1", source_id).execute(&mut *conn).await?;
+    sqlx::query!("delete from mcp_authorization_flow where source_id = $1", source_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
 }
