@@ -184,6 +184,99 @@ async fn an_mcp_session_moves_to_another_replica_with_its_key_and_its_equipped_g
     assert_eq!(text, "program `sleep` is not allowed (allowed: none)", "{ran}");
 }
 
+/// Opens a handshake-era session at `url` with `key`: its id, or the status that refused it.
+async fn open_session(url: &str, key: &str) -> Result<String, u16> {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "ending-client", "version": "1"}}});
+    let (status, session, _) = rpc(url, key, None, initialize).await;
+    let session = session.filter(|_| status == 200).ok_or(status)?;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(rpc(url, key, Some(&session), initialized).await.0, 202);
+    Ok(session)
+}
+
+/// Ends `session` at `url` with its client's DELETE.
+async fn end_session(url: &str, key: &str, session: &str) {
+    let ended = reqwest::Client::new()
+        .delete(url)
+        .bearer_auth(key)
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 204);
+}
+
+/// Waits until `session` is unknown at `url` (404), as it must be promptly once it ended.
+async fn until_gone(url: &str, key: &str, session: &str) {
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let (status, _, answer) = rpc(url, key, Some(session), list.clone()).await;
+        if status == 404 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{url} still serves ended session {session}: {status} {answer}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A session its client ends on one replica ends on the others within milliseconds, with its
+/// stream, so the per-key cap counts what is really open: main kept every session alive on the
+/// replica that had adopted it, and a key capped at one session could hold any number there
+/// (open on A, use on B, DELETE on A, again).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_session_ended_on_one_replica_ends_on_every_other_and_the_cap_holds_across_them(pool: PgPool) {
+    let acme = TenantSlug::parse("acme").unwrap();
+    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    let key = store::keys::create(&pool, &Actor::system(), &acme, "capped", None, Default::default())
+        .await
+        .unwrap()
+        .1;
+    let one = [("TOOLGATE_MCP_SESSIONS_PER_KEY", "1")];
+    let first = common::start_process_with_env("gateway", &pool, &one);
+    let second = common::start_process_with_env("gateway", &pool, &one);
+    let (a, b) = (format!("{}/mcp/acme", first.url), format!("{}/mcp/acme", second.url));
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+
+    let session = open_session(&a, &key).await.unwrap();
+    for _ in 0..2 {
+        let (status, _, answer) = rpc(&b, &key, Some(&session), list.clone()).await;
+        assert_eq!(status, 200, "the second replica adopts it: {answer}");
+    }
+    let mut stream = reqwest::Client::new()
+        .get(&b)
+        .bearer_auth(&key)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    assert_eq!(open_session(&b, &key).await, Err(429), "one session per key");
+
+    end_session(&a, &key, &session).await;
+    until_gone(&b, &key, &session).await;
+    let closed = async {
+        while let Some(chunk) = stream.chunk().await.unwrap() {
+            let _ = chunk;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(3), closed).await.expect("its stream on the second replica ends");
+
+    // The cap counts the one session open now, on whichever replica.
+    let again = open_session(&b, &key).await.expect("the ended session no longer counts");
+    assert_eq!(rpc(&a, &key, Some(&again), list.clone()).await.0, 200);
+    assert_eq!(open_session(&a, &key).await, Err(429));
+    end_session(&b, &key, &again).await;
+    until_gone(&a, &key, &again).await;
+    let open: i64 = sqlx::query_scalar("select count(*) from mcp_session").fetch_one(&pool).await.unwrap();
+    assert_eq!(open, 0);
+}
+
 /// A tenant's daily limit holds across two gateway replicas: each counts locally and shares
 /// its count through PostgreSQL at every sync, so a call on one replica is refused once the
 /// calls of both reach the limit.

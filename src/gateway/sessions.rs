@@ -15,10 +15,12 @@
 //! Sessions live in PostgreSQL too ([`StoredSessions`], rmcp's session store): a replica that
 //! gets a request for a session opened elsewhere (or before it restarted) checks its key there
 //! and rmcp replays the handshake, so a load balancer needs no sticky sessions. The cap counts
-//! the sessions of every replica.
+//! the sessions of every replica. A session ended on one replica ends on every other within
+//! milliseconds: each row's deletion is announced through PostgreSQL, and a replica that was
+//! not listening checks the sessions it serves when it listens again (and every half minute).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
@@ -83,9 +85,10 @@ pub struct SessionOwners {
 impl SessionOwners {
     /// Binds the sessions of `manager`, at most `per_key` open per key; in the background, for
     /// as long as the returned value (or a clone) lives, forgets ended sessions, closes idle
-    /// ones and records in PostgreSQL which were used.
+    /// ones and those that ended on another replica, and records in PostgreSQL which were used.
     pub fn new(manager: Arc<LocalSessionManager>, pool: PgPool, per_key: usize) -> Self {
         let owners = SessionOwners { owners: Arc::default(), manager, pool, per_key };
+        tokio::spawn(hear_ended(Arc::downgrade(&owners.owners), owners.manager.clone(), owners.pool.clone()));
         let weak = Arc::downgrade(&owners.owners);
         let (manager, pool) = (owners.manager.clone(), owners.pool.clone());
         tokio::spawn(async move {
@@ -110,7 +113,6 @@ impl SessionOwners {
                     metrics::gauge!("toolgate_mcp_sessions").set(owners.len() as f64);
                     (idle, used)
                 };
-                drop(owners);
                 for id in idle {
                     let _ = manager.close_session(&id).await;
                 }
@@ -118,7 +120,10 @@ impl SessionOwners {
                     if !used.is_empty() {
                         mcp_sessions::touch(&pool, &used).await?;
                     }
-                    mcp_sessions::expire(&pool, IDLE).await
+                    mcp_sessions::expire(&pool, IDLE).await?;
+                    // A session that ended while this replica was adopting it has no
+                    // announcement left to hear.
+                    end_those_gone(&owners, &manager, &pool).await
                 };
                 if let Err(err) = recorded.await {
                     tracing::warn!(error = %err, "could not record the use of MCP sessions");
@@ -168,6 +173,65 @@ impl SessionOwners {
 
     fn forget(&self, id: &str) {
         self.owners.lock().expect("session owners").remove(id);
+    }
+}
+
+/// Ends here, within milliseconds, each session another replica ended (a DELETE there, its key
+/// removed, expiry): the id its row's deletion announces; on every (re)connection, whatever
+/// ended while this replica was not listening.
+async fn hear_ended(owners: Weak<Mutex<HashMap<Arc<str>, Owner>>>, manager: Arc<LocalSessionManager>, pool: PgPool) {
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let mut listener = match mcp_sessions::listen_ended(&pool).await {
+            Ok(listener) => listener,
+            Err(err) => {
+                tracing::warn!(error = %err, retry_in = ?delay, "cannot hear of MCP sessions ended elsewhere");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+                continue;
+            }
+        };
+        delay = Duration::from_millis(100);
+        let Some(known) = owners.upgrade() else { return };
+        if let Err(err) = end_those_gone(&known, &manager, &pool).await {
+            tracing::warn!(error = %err, "could not check for MCP sessions ended elsewhere");
+        }
+        drop(known);
+        while let Ok(Some(ended)) = listener.try_recv().await {
+            let Some(known) = owners.upgrade() else { return };
+            end(&known, &manager, &Arc::from(ended.payload())).await;
+        }
+        tracing::warn!("lost the connection that hears of MCP sessions ended elsewhere; reconnecting");
+    }
+}
+
+/// Ends the sessions this replica serves whose rows are gone.
+async fn end_those_gone(
+    owners: &Mutex<HashMap<Arc<str>, Owner>>,
+    manager: &LocalSessionManager,
+    pool: &PgPool,
+) -> Result<(), engine::Error> {
+    let served: Vec<String> = owners.lock().expect("session owners").keys().map(|id| id.to_string()).collect();
+    if served.is_empty() {
+        return Ok(());
+    }
+    let open = mcp_sessions::still_open(pool, &served).await?;
+    for id in served.into_iter().filter(|id| !open.contains(id)) {
+        end(owners, manager, &Arc::from(id)).await;
+    }
+    Ok(())
+}
+
+/// Ends session `id` on this replica: its state, its rmcp worker and streams.
+async fn end(owners: &Mutex<HashMap<Arc<str>, Owner>>, manager: &LocalSessionManager, id: &Arc<str>) {
+    let served = {
+        let mut owners = owners.lock().expect("session owners");
+        let served = owners.remove(id).is_some();
+        metrics::gauge!("toolgate_mcp_sessions").set(owners.len() as f64);
+        served
+    };
+    if served || manager.sessions.read().await.contains_key(id) {
+        let _ = manager.close_session(id).await;
     }
 }
 

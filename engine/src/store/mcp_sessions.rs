@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sqlx::PgPool;
+use sqlx::postgres::PgListener;
 use uuid::Uuid;
 
 use super::Result;
@@ -106,6 +107,19 @@ pub async fn equip(pool: &PgPool, id: &str, groups: &[String]) -> Result<()> {
 pub async fn touch(pool: &PgPool, ids: &[String]) -> Result<()> {
     sqlx::query!("update mcp_session set seen_at = now() where id = any($1)", ids).execute(pool).await?;
     Ok(())
+}
+
+/// A connection that hears the id of each session that ends, whichever replica ends it (each
+/// row's deletion announces it).
+pub async fn listen_ended(pool: &PgPool) -> Result<PgListener> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.listen("toolgate_mcp_session_ended").await?;
+    Ok(listener)
+}
+
+/// Those of the sessions `ids` that have not ended.
+pub async fn still_open(pool: &PgPool, ids: &[String]) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar!("select id from mcp_session where id = any($1)", ids).fetch_all(pool).await?)
 }
 
 pub async fn remove(pool: &PgPool, id: &str) -> Result<()> {
