@@ -518,6 +518,44 @@ async fn the_limits_of_a_tenant_a_tool_and_a_key_refuse_calls_naming_themselves(
     assert!(records <= 4, "refusals are not calls: {records} records");
 }
 
+/// Calls their arguments refuse are calls: they count against the key's limit, and once it
+/// is spent are refused before anything is stored; what is stored of large arguments is their
+/// size and hash. Main checked the arguments first, never met the limit, and recorded every
+/// refused call's arguments in full (4 MiB each, kept 30 days).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn calls_with_bad_arguments_count_against_the_limits_and_are_recorded_small(pool: PgPool) {
+    let s = setup(pool, ExecConfig::default()).await;
+    let acme = TenantSlug::parse("acme").unwrap();
+    let (key, _) =
+        store::keys::create(&s.pool, &Actor::system(), &acme, "ci", None, per(None, Some(2), None))
+            .await
+            .unwrap();
+    limit_tenant(&s, TenantUpdate::default(), |l| l.keys.len() == 1).await;
+    let bad = json!({"a": "x".repeat(1 << 20), "b": 2});
+    for _ in 0..2 {
+        let result = s.executor.call("acme", &Caller::ApiKey(key.id), call("add", bad.clone()), None).await;
+        assert_eq!(result.unwrap().status, Status::ToolError, "refused by its arguments");
+    }
+    let limited = refusal(s.executor.call("acme", &Caller::ApiKey(key.id), call("add", bad), None).await);
+    assert_eq!((&limited.scope, limited.limit), (&Scope::Key, Kind::PerDay));
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let recorded = loop {
+        let recorded: Vec<Value> =
+            sqlx::query_scalar("select arguments from invocation").fetch_all(&s.pool).await.unwrap();
+        if recorded.len() == 2 || std::time::Instant::now() > deadline {
+            break recorded;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(recorded.len(), 2, "the refused call is not recorded");
+    for arguments in recorded {
+        assert_eq!(arguments["bytes"], (1 << 20) + 14, "{arguments:.200}");
+        assert_eq!(arguments["sha256"].as_str().map(str::len), Some(64));
+        assert!(arguments["beginning"].as_str().unwrap().starts_with(r#"{"a":"xxx"#));
+    }
+}
+
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_concurrent_limit_refuses_a_call_that_waited_too_long_for_a_place(pool: PgPool) {
     let s = setup(pool, ExecConfig::default()).await;

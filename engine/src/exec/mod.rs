@@ -4,7 +4,8 @@
 //! a tool error's message reaches the caller verbatim; any other failure (a panic included)
 //! becomes a generic message with a correlation id, and the details go to the log only.
 //! Calls are bounded by the limits set for their tenant, tool and key ([`limits`]), and
-//! concurrent calls by each process per tenant and per key ([`admission`]).
+//! concurrent calls by each process per tenant and per key ([`admission`]); a call is admitted
+//! before its arguments are checked, so a call they refuse counts too.
 
 mod admission;
 pub mod limits;
@@ -243,6 +244,10 @@ impl Executor {
         if let Some(client) = hooks.client {
             ctx = ctx.with_client(client);
         }
+        // Admitted before its arguments are checked: a call they refuse is a call, and counts
+        // against the limits like any other (a key whose limit is spent stores nothing more).
+        // Refused here, it is not a call: nothing is recorded.
+        let _places = self.admit(view, &tool, caller).await.inspect_err(|limited| limited.count(tenant))?;
         let unfinished = Unfinished::new(
             &self.inner.recorder,
             started,
@@ -266,18 +271,7 @@ impl Executor {
         } else {
             match tool.validator().check(arguments) {
                 Err(problems) => Outcome::ToolError(problems),
-                Ok(()) => {
-                    let _places = match self.admit(view, &tool, caller).await {
-                        Ok(places) => places,
-                        Err(limited) => {
-                            // Refused before it started: not a call.
-                            limited.count(tenant);
-                            unfinished.discard();
-                            return Err(limited.into());
-                        }
-                    };
-                    self.dispatch(view.tenant_id, &tool, arguments.clone(), ctx).await
-                }
+                Ok(()) => self.dispatch(view.tenant_id, &tool, arguments.clone(), ctx).await,
             }
         };
         let result = self.finish(outcome, started);
