@@ -39,6 +39,11 @@ pub struct ServeSettings {
     #[arg(long, env = "TOOLGATE_PUBLIC_URL")]
     pub public_url: Option<String>,
 
+    /// Origins (`scheme://host:port`, comma-separated) of browser pages allowed to call the MCP
+    /// endpoint besides the public URL's, such as a browser-based MCP client's.
+    #[arg(long, env = "TOOLGATE_MCP_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub mcp_allowed_origins: Vec<String>,
+
     /// Key for secrets at rest: 32 bytes, base64. Without it a key is generated into the data
     /// folder on first start; replicas sharing a database must share the key.
     #[arg(long, env = "TOOLGATE_SECRET_KEY", hide_env_values = true)]

@@ -275,13 +275,18 @@ fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
         settings.limits.input_waits_per_key,
     );
     // The credential check runs first: a named session must then be the key's (or grant's) own.
+    let origins = gateway::BrowserOrigins::new(
+        settings.public_url.as_deref(),
+        settings.mcp_allowed_origins.iter().map(String::as_str),
+    );
     let mcp = Router::new()
         .route("/mcp/{tenant}", service)
         .route_layer(axum::middleware::from_fn_with_state(owners, sessions::bind_sessions))
         .route_layer(axum::middleware::from_fn_with_state(
             credentials.clone(),
             gateway::require_credentials_of_path_tenant,
-        ));
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(Arc::new(origins), gateway::allowed_browser_origins));
     let rest = rest::router(
         state.catalog.clone(),
         state.executor.clone(),

@@ -744,6 +744,54 @@ async fn a_request_for_a_foreign_host_is_refused_even_with_a_key(pool: PgPool) {
     assert_eq!(post("evil.example.com".into()).await.unwrap().status(), 403);
 }
 
+/// A browser page may call the MCP endpoint only from Toolgate's public URL or an origin the
+/// operator lists; another site's page (even with a key, in either era, on rmcp's way or the
+/// direct one) gets 403, and a request without `Origin` (no browser) passes. Main checked no
+/// `Origin`.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_browser_page_of_another_origin_is_refused_even_with_a_key(pool: PgPool) {
+    let app = TestApp::spawn_configured(pool.clone(), |s| {
+        s.public_url = Some("https://gate.example.com/".into());
+        s.mcp_allowed_origins = vec!["http://localhost:6274".into()];
+    })
+    .await;
+    let key = common::tenant_key(&app, &pool).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}
+    }});
+    let stateless = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    }}});
+    let post = async |origin: Option<&str>, body: &Value| {
+        let mut request = reqwest::Client::new()
+            .post(app.url("/mcp/acme"))
+            .bearer_auth(&key)
+            .header("accept", "application/json, text/event-stream")
+            .json(body);
+        if body["method"] == "tools/list" {
+            request = request.header("mcp-protocol-version", "2026-07-28").header("mcp-method", "tools/list");
+        }
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        let answer = request.send().await.unwrap();
+        (answer.status().as_u16(), answer.text().await.unwrap())
+    };
+    for body in [&initialize, &stateless] {
+        for origin in [None, Some("https://gate.example.com"), Some("http://localhost:6274")] {
+            let (status, text) = post(origin, body).await;
+            assert_eq!(status, 200, "{origin:?}: {text}");
+        }
+        for origin in ["https://evil.example", "http://gate.example.com", "http://localhost:6275", "null"] {
+            let (status, text) = post(Some(origin), body).await;
+            assert_eq!(status, 403, "{origin}: {text}");
+            assert!(text.contains("TOOLGATE_MCP_ALLOWED_ORIGINS"), "{text}");
+        }
+    }
+}
+
 /// Revision 2026-07-28's request checks, on a tenant's endpoint: `Mcp-Method` and `Mcp-Name`
 /// must match the body (`HeaderMismatch`, -32020) and an unknown revision is refused with the
 /// ones served (`UnsupportedProtocolVersion`, -32022), each with HTTP 400.

@@ -818,3 +818,42 @@ async fn a_stdio_server_is_killed_when_its_server_is_disabled(pool: PgPool) {
         .await;
     assert!(call.is_err(), "a disabled server's tools are gone");
 }
+
+/// A legacy HTTP+SSE server that redirects gets the server's credentials no further: the
+/// redirect is not followed (its target would have received custom headers, such as an API
+/// key, and a re-POSTed body), and the test says why the connection failed. Main followed it.
+#[tokio::test]
+async fn a_legacy_sse_server_that_redirects_gets_no_credentials_elsewhere() {
+    let elsewhere_saw = Arc::new(Mutex::new(Vec::new()));
+    let seen = elsewhere_saw.clone();
+    let elsewhere = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| async move {
+        seen.lock().unwrap().push(headers);
+        axum::http::StatusCode::NOT_FOUND
+    });
+    let elsewhere_at = bound(elsewhere).await;
+    let target = format!("http://{elsewhere_at}/sse");
+    let redirecting = axum::Router::new().fallback(move || async move {
+        (axum::http::StatusCode::TEMPORARY_REDIRECT, [("location", target)])
+    });
+    let endpoint = Endpoint {
+        transport: Transport::Sse,
+        url: Some(format!("http://{}/sse", bound(redirecting).await)),
+        command: None,
+        args: vec![],
+        cwd: None,
+        env: vec![],
+        headers: vec![("X-Api-Key".into(), "sk-upstream".into())],
+        credential: Credential::None,
+    };
+    let err = test_connection(&endpoint, &UpstreamConfig::default()).await.unwrap_err();
+    assert!(err.to_string().contains("307"), "{err}");
+    assert!(elsewhere_saw.lock().unwrap().is_empty(), "the redirect was followed");
+}
+
+/// `router` served on a loopback port; its address.
+async fn bound(router: axum::Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    address
+}

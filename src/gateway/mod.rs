@@ -418,6 +418,40 @@ pub fn resource_metadata_url(issuer: &str, path: &str) -> String {
     format!("{issuer}{}{path}", crate::oauth::PROTECTED_RESOURCE)
 }
 
+/// The browser origins whose pages may call the MCP endpoint: Toolgate's public URL's and
+/// those an operator lists (a browser-based client such as the MCP Inspector).
+pub struct BrowserOrigins(Vec<String>);
+
+impl BrowserOrigins {
+    pub fn new<'a>(public_url: Option<&'a str>, listed: impl IntoIterator<Item = &'a str>) -> Self {
+        BrowserOrigins(public_url.into_iter().chain(listed).filter_map(origin_of).collect())
+    }
+}
+
+/// `url`'s origin as browsers send it (`scheme://host[:port]`, the default port left out).
+fn origin_of(url: &str) -> Option<String> {
+    let origin = url::Url::parse(url.trim()).ok()?.origin();
+    origin.is_tuple().then(|| origin.ascii_serialization())
+}
+
+/// For `/mcp/{tenant}`: a request from a browser page (it carries `Origin`) must come from one
+/// of the [`BrowserOrigins`], else 403 — another site's page, or one reaching a local Toolgate
+/// through DNS rebinding, gets nowhere. A request without `Origin` (no browser) passes.
+pub async fn allowed_browser_origins(
+    State(allowed): State<Arc<BrowserOrigins>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(origin) = request.headers().get(header::ORIGIN) else { return next.run(request).await };
+    let origin = origin.to_str().ok().and_then(origin_of);
+    if origin.is_some_and(|origin| allowed.0.contains(&origin)) {
+        return next.run(request).await;
+    }
+    let detail = "the Origin of this request is not allowed: browser pages may call the MCP endpoint only from \
+                  TOOLGATE_PUBLIC_URL or an origin in TOOLGATE_MCP_ALLOWED_ORIGINS";
+    problem(StatusCode::FORBIDDEN, "origin_not_allowed", detail).into_response()
+}
+
 /// For `/mcp/{tenant}`: a key of the tenant in the path, or a token of its endpoint. Anything
 /// else is 401, without revealing whether the tenant exists.
 pub async fn require_credentials_of_path_tenant(

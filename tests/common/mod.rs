@@ -40,6 +40,7 @@ impl TestApp {
             addr: "127.0.0.1:0".parse().unwrap(),
             site_root: Some(site.clone()),
             public_url: None,
+            mcp_allowed_origins: vec![],
             secret_key: None,
             metrics_token: None,
             tools_enabled: true,

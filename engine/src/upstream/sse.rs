@@ -57,7 +57,9 @@ impl SseTransport {
         post_timeout: Duration,
     ) -> Result<Self, SseError> {
         let url = Url::parse(url).map_err(|_| SseError::ForeignEndpoint(url.to_string()))?;
-        let http = reqwest::Client::builder().tcp_nodelay(true).build()?;
+        // A redirect could carry the server's credentials (and a re-POSTed message) elsewhere.
+        let http =
+            reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).tcp_nodelay(true).build()?;
         let response = http
             .get(url.clone())
             .headers(headers.clone())
