@@ -5,10 +5,9 @@
 //! only). Single sign-on through the OpenID provider lives here too (`/sso/start`,
 //! `/sso/callback`). The rules are `engine::oauth`'s and `engine::sso`'s.
 
-use std::net::SocketAddr;
-
+use app::auth::ssr::ClientAddress;
 use app::state::AppState;
-use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -146,7 +145,7 @@ fn no_store(mut response: Response) -> Response {
 
 async fn register(
     State(oauth): State<AuthServer>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ClientAddress(client): ClientAddress,
     body: Result<Json<Registration>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let Json(registration) = match body {
@@ -158,7 +157,7 @@ async fn register(
             });
         }
     };
-    match oauth.register(registration, &registrant(peer.ip())).await {
+    match oauth.register(registration, &registrant(client)).await {
         Ok(registered) => no_store((StatusCode::CREATED, Json(registered)).into_response()),
         Err(err) => oauth_error(err),
     }

@@ -1,7 +1,8 @@
 //! Process settings, read from the environment (and flags of the same names).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
 use clap::Args;
@@ -44,6 +45,13 @@ pub struct ServeSettings {
     #[arg(long, env = "TOOLGATE_MCP_ALLOWED_ORIGINS", value_delimiter = ',')]
     pub mcp_allowed_origins: Vec<String>,
 
+    /// Reverse proxies in front of Toolgate, comma-separated IP addresses or networks
+    /// (`10.0.0.0/8,127.0.0.1`). A request from one of them is taken to come from the address
+    /// its `X-Forwarded-For` names (the rightmost one that is not itself a trusted proxy);
+    /// from any other peer the header is ignored. Default: none, the peer's address counts.
+    #[arg(long, env = "TOOLGATE_TRUSTED_PROXIES", default_value = "", hide_default_value = true)]
+    pub trusted_proxies: TrustedProxies,
+
     /// Key for secrets at rest: 32 bytes, base64. Without it a key is generated into the data
     /// folder on first start; replicas sharing a database must share the key.
     #[arg(long, env = "TOOLGATE_SECRET_KEY", hide_env_values = true)]
@@ -75,6 +83,46 @@ pub struct ServeSettings {
 
     #[command(flatten)]
     pub database: DatabaseSettings,
+}
+
+/// The reverse proxies whose `X-Forwarded-For` is believed (`TOOLGATE_TRUSTED_PROXIES`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustedProxies(Vec<ipnet::IpNet>);
+
+impl TrustedProxies {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `ip` is one of the proxies (an IPv4-mapped IPv6 address counts as its IPv4 one).
+    pub fn trusts(&self, ip: IpAddr) -> bool {
+        let canonical = ip.to_canonical();
+        self.0.iter().any(|net| net.contains(&ip) || net.contains(&canonical))
+    }
+}
+
+/// A comma-separated list of addresses (`127.0.0.1`, `::1`) and networks (`10.0.0.0/8`,
+/// `fd00::/8`); blanks are ignored, so an empty list trusts no proxy.
+impl FromStr for TrustedProxies {
+    type Err = String;
+
+    fn from_str(list: &str) -> Result<Self, String> {
+        list.split(',')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| {
+                let net = if entry.contains('/') {
+                    entry.parse::<ipnet::IpNet>().ok().map(|net| net.trunc())
+                } else {
+                    entry.parse::<IpAddr>().ok().map(ipnet::IpNet::from)
+                };
+                net.ok_or_else(|| {
+                    format!("`{entry}` is neither an IP address nor a network such as `10.0.0.0/8`")
+                })
+            })
+            .collect::<Result<_, _>>()
+            .map(TrustedProxies)
+    }
 }
 
 /// Bounds on what one key may hold or start.
@@ -333,5 +381,44 @@ mod tests {
         assert_eq!(named, [("cat", 0), ("ls", 2)]);
         let bad = Command::try_parse_from(["toolgate", "--shell-allow", "ls:l"]).err().unwrap().to_string();
         assert!(bad.contains("`l` is not a flag"), "{bad}");
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_and_networks() {
+        let ip = |text: &str| text.parse::<IpAddr>().unwrap();
+        let proxies =
+            settings(&["--trusted-proxies", "10.0.0.0/8, 127.0.0.1,,2001:db8::/32,::1"]).trusted_proxies;
+        for trusted in ["10.0.0.1", "10.255.255.255", "127.0.0.1", "2001:db8::1", "2001:db8:ffff::9", "::1"] {
+            assert!(proxies.trusts(ip(trusted)), "{trusted}");
+        }
+        for untrusted in ["11.0.0.1", "127.0.0.2", "203.0.113.7", "2001:db9::1", "::2", "fe80::1"] {
+            assert!(!proxies.trusts(ip(untrusted)), "{untrusted}");
+        }
+        // A dual-stack listener sees IPv4 peers as IPv4-mapped IPv6 addresses.
+        assert!(proxies.trusts(ip("::ffff:10.1.2.3")));
+        assert!(!proxies.trusts(ip("::ffff:203.0.113.7")));
+        // Host bits in a network are dropped: 192.168.1.77/24 is 192.168.1.0/24.
+        let lax: TrustedProxies = "192.168.1.77/24".parse().unwrap();
+        assert!(lax.trusts(ip("192.168.1.1")) && !lax.trusts(ip("192.168.2.1")));
+    }
+
+    #[test]
+    fn a_blank_list_trusts_no_proxy() {
+        for blank in ["", " , "] {
+            assert!(settings(&["--trusted-proxies", blank]).trusted_proxies.is_empty(), "{blank:?}");
+        }
+        if std::env::var_os("TOOLGATE_TRUSTED_PROXIES").is_none() {
+            let default = settings(&[]).trusted_proxies;
+            assert!(default.is_empty() && !default.trusts("127.0.0.1".parse().unwrap()));
+        }
+    }
+
+    #[test]
+    fn a_bad_trusted_proxy_is_refused_at_start() {
+        for bad in ["proxy.example", "10.0.0.0/33", "::1/129", "10.0.0.1:80", "10.0.0.0/8/8"] {
+            let refused =
+                Command::try_parse_from(["toolgate", "--trusted-proxies", bad]).err().unwrap().to_string();
+            assert!(refused.contains("is neither an IP address nor a network"), "{bad}: {refused}");
+        }
     }
 }

@@ -130,6 +130,12 @@ impl Application {
             router = router.merge(panel_router(state, sessions, settings.public_url.clone()));
         }
         let router = web::security_headers(with_request_ids(router), settings.served_over_https());
+        // Around everything: each handler finds the client's address (behind trusted proxies,
+        // the one they forward) already worked out.
+        let router = router.layer(axum::middleware::from_fn_with_state(
+            Arc::new(settings.trusted_proxies.clone()),
+            web::client_address,
+        ));
         Ok(Application { listener, router, services })
     }
 
@@ -194,7 +200,9 @@ fn with_request_ids(router: Router) -> Router {
     let trace = TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<_>| {
         let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
         let id = header(REQUEST_ID.as_str()).unwrap_or_default();
-        let span = tracing::info_span!("request", method = %request.method(), path = %logged_path(request.uri()), request_id = %id);
+        let (path, id) =
+            (engine::telemetry::bounded(logged_path(request.uri())), engine::telemetry::bounded(id));
+        let span = tracing::info_span!("request", method = %request.method(), %path, request_id = %id);
         // A caller's W3C trace context makes this request part of its trace.
         engine::telemetry::follow(&span, header("traceparent"), header("tracestate"));
         span
@@ -286,7 +294,10 @@ fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
             credentials.clone(),
             gateway::require_credentials_of_path_tenant,
         ))
-        .route_layer(axum::middleware::from_fn_with_state(Arc::new(origins), gateway::allowed_browser_origins));
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::new(origins),
+            gateway::allowed_browser_origins,
+        ));
     let rest = rest::router(
         state.catalog.clone(),
         state.executor.clone(),

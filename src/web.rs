@@ -1,12 +1,14 @@
 //! Middleware around the panel: the sign-in guard, who a session belongs to (for the admin
-//! API), the cross-site write check and the security headers.
+//! API), the cross-site write check and the security headers; and, around everything, which
+//! address a request comes from.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use app::auth::ssr::{landing, signed_in};
+use app::auth::ssr::{ClientAddress, landing, signed_in};
 use app::state::AppState;
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -15,6 +17,7 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use tower_sessions::Session;
 
 use crate::admin_api::SessionAdmin;
+use crate::settings::TrustedProxies;
 
 /// The panel's server functions live under this prefix; they answer 401 themselves.
 const SERVER_FN_PREFIX: &str = "/api/";
@@ -77,6 +80,56 @@ pub async fn identify_session(
             }
             Err(err) => return crate::gateway::internal(&err),
         }
+    }
+    next.run(request).await
+}
+
+/// The address a request comes from, for sign-in throttling and every other per-address
+/// limit: the TCP peer's, unless the peer is a trusted proxy. Then `X-Forwarded-For` (every
+/// such header, in order, as one list) is walked from the right, each proxy having appended
+/// the address it was reached from: the first address that is not itself a trusted proxy is
+/// the client (whatever the client put further left is its own claim, never believed). An
+/// entry that is not an address ends the walk at the last address known; so does the end of
+/// the list, everyone on it being a trusted proxy. An untrusted peer's header is ignored.
+pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &TrustedProxies) -> IpAddr {
+    let mut client = peer.to_canonical();
+    if !trusted.trusts(client) {
+        return client;
+    }
+    for list in headers.get_all(X_FORWARDED_FOR).iter().rev() {
+        let Ok(list) = list.to_str() else { return client };
+        // Empty elements of a list are ignored (RFC 9110 §5.6.1).
+        for entry in list.rsplit(',').map(str::trim).filter(|entry| !entry.is_empty()) {
+            let Some(hop) = forwarded_ip(entry) else { return client };
+            client = hop;
+            if !trusted.trusts(hop) {
+                return client;
+            }
+        }
+    }
+    client
+}
+
+const X_FORWARDED_FOR: &str = "x-forwarded-for";
+
+/// An `X-Forwarded-For` entry's address; some proxies add the port (`203.0.113.7:4711`,
+/// `[2001:db8::7]:443`).
+fn forwarded_ip(entry: &str) -> Option<IpAddr> {
+    let ip = entry.parse::<IpAddr>().ok().or_else(|| entry.parse::<SocketAddr>().ok().map(|at| at.ip()))?;
+    Some(ip.to_canonical())
+}
+
+/// Puts the request's [`ClientAddress`] (see [`client_ip`]) into its extensions, for the
+/// sign-in server function and the OAuth registration endpoint.
+pub async fn client_address(
+    State(trusted): State<Arc<TrustedProxies>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(peer)| peer.ip());
+    if let Some(peer) = peer {
+        let client = client_ip(peer, request.headers(), &trusted);
+        request.extensions_mut().insert(ClientAddress(client));
     }
     next.run(request).await
 }
@@ -196,5 +249,77 @@ mod tests {
         let allowed = AllowedOrigins::new(Some("https://gate.example.com/".into()));
         assert!(allowed.admits("https://gate.example.com", &host("10.0.0.5:3000")));
         assert!(!allowed.admits("http://gate.example.com", &host("10.0.0.5:3000")));
+    }
+
+    /// The client `client_ip` picks for `peer` sending these `X-Forwarded-For` headers.
+    fn client(trusted: &str, peer: &str, forwarded: &[&str]) -> String {
+        let mut headers = HeaderMap::new();
+        for value in forwarded {
+            headers.append(X_FORWARDED_FOR, HeaderValue::from_str(value).unwrap());
+        }
+        let trusted = trusted.parse::<TrustedProxies>().unwrap();
+        client_ip(peer.parse().unwrap(), &headers, &trusted).to_string()
+    }
+
+    #[test]
+    fn an_untrusted_peer_is_the_client_whatever_it_forwards() {
+        assert_eq!(client("", "198.51.100.1", &["203.0.113.7"]), "198.51.100.1");
+        assert_eq!(client("10.0.0.0/8", "198.51.100.1", &["203.0.113.7"]), "198.51.100.1");
+        assert_eq!(client("127.0.0.1", "127.0.0.2", &["203.0.113.7"]), "127.0.0.2");
+        assert_eq!(client("2001:db8::/32", "2001:db9::1", &["203.0.113.7"]), "2001:db9::1");
+    }
+
+    #[test]
+    fn a_trusted_proxy_names_the_client() {
+        assert_eq!(client("127.0.0.1", "127.0.0.1", &["203.0.113.7"]), "203.0.113.7");
+        assert_eq!(client("10.0.0.0/8", "10.9.8.7", &["203.0.113.7"]), "203.0.113.7");
+        assert_eq!(client("2001:db8::/32", "2001:db8::5", &["2001:db8:1::1, 2a00:1450::7"]), "2a00:1450::7");
+        // Without the header (or with an empty one) the proxy itself is all we know.
+        assert_eq!(client("127.0.0.1", "127.0.0.1", &[]), "127.0.0.1");
+        assert_eq!(client("127.0.0.1", "127.0.0.1", &[""]), "127.0.0.1");
+    }
+
+    #[test]
+    fn the_rightmost_untrusted_address_is_the_client() {
+        let trusted = "127.0.0.1,10.0.0.0/8";
+        // The client put 198.51.100.1 in front itself: only what our proxies added counts.
+        let spoofed = "198.51.100.1, 203.0.113.7, 10.1.2.3";
+        assert_eq!(client(trusted, "127.0.0.1", &[spoofed]), "203.0.113.7");
+        // Several headers make one list, in order.
+        assert_eq!(client(trusted, "127.0.0.1", &["198.51.100.1", "203.0.113.7,10.1.2.3"]), "203.0.113.7");
+        assert_eq!(client(trusted, "127.0.0.1", &["203.0.113.7", "10.1.2.3"]), "203.0.113.7");
+        // Empty elements are skipped; ports are dropped.
+        assert_eq!(client(trusted, "127.0.0.1", &["203.0.113.7,, 10.1.2.3 ,"]), "203.0.113.7");
+        assert_eq!(client(trusted, "127.0.0.1", &["203.0.113.7:4711"]), "203.0.113.7");
+        assert_eq!(client(trusted, "127.0.0.1", &["[2001:db8::7]:443"]), "2001:db8::7");
+        // Everyone on the list a trusted proxy: the farthest of them.
+        assert_eq!(client(trusted, "127.0.0.1", &["10.0.0.5, 10.1.2.3"]), "10.0.0.5");
+    }
+
+    #[test]
+    fn garbage_in_the_header_ends_the_walk_at_the_last_address_known() {
+        let trusted = "127.0.0.1,10.0.0.0/8";
+        assert_eq!(client(trusted, "127.0.0.1", &["not-an-address"]), "127.0.0.1");
+        assert_eq!(client(trusted, "127.0.0.1", &["unknown"]), "127.0.0.1");
+        assert_eq!(client(trusted, "127.0.0.1", &["203.0.113.7, garbage"]), "127.0.0.1");
+        assert_eq!(client(trusted, "127.0.0.1", &["203.0.113.7, 10.1.2.3/8"]), "127.0.0.1");
+        assert_eq!(client(trusted, "127.0.0.1", &["garbage, 10.1.2.3"]), "10.1.2.3");
+        // Not even text.
+        let mut headers = HeaderMap::new();
+        headers.insert(X_FORWARDED_FOR, HeaderValue::from_bytes(b"203.0.113.7\xff").unwrap());
+        let trusted: TrustedProxies = trusted.parse().unwrap();
+        assert_eq!(client_ip("127.0.0.1".parse().unwrap(), &headers, &trusted).to_string(), "127.0.0.1");
+    }
+
+    #[test]
+    fn ipv4_mapped_addresses_count_as_ipv4() {
+        // A dual-stack listener sees an IPv4 proxy as ::ffff:a.b.c.d.
+        assert_eq!(client("127.0.0.1", "::ffff:127.0.0.1", &["203.0.113.7"]), "203.0.113.7");
+        assert_eq!(client("127.0.0.1", "::ffff:198.51.100.1", &["203.0.113.7"]), "198.51.100.1");
+        assert_eq!(
+            client("127.0.0.1,10.0.0.0/8", "127.0.0.1", &["203.0.113.7, ::ffff:10.1.2.3"]),
+            "203.0.113.7"
+        );
+        assert_eq!(client("127.0.0.1", "127.0.0.1", &["::ffff:203.0.113.7"]), "203.0.113.7");
     }
 }

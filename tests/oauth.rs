@@ -680,6 +680,31 @@ async fn dynamic_registration_is_checked_and_bounded(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn behind_a_trusted_proxy_registrations_count_by_the_forwarded_address(pool: PgPool) {
+    let app = TestApp::spawn_configured(pool, |settings| {
+        settings.trusted_proxies = "127.0.0.1,::1".parse().unwrap();
+    })
+    .await;
+    let url = app.url("/oauth/register");
+    let post = async |forwarded_for: &str| {
+        let body = json!({"redirect_uris": [REDIRECT]});
+        let answer = reqwest::Client::new()
+            .post(&url)
+            .header("x-forwarded-for", forwarded_for)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        answer.status()
+    };
+    for _ in 0..20 {
+        assert_eq!(post("203.0.113.7").await, StatusCode::CREATED);
+    }
+    assert_eq!(post("203.0.113.7").await, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(post("203.0.113.8").await, StatusCode::CREATED);
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_member_sees_only_their_connected_apps_in_the_panel(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     tenants_and_member(&app, &pool).await;

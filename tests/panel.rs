@@ -95,6 +95,50 @@ async fn repeated_failures_lock_sign_in(pool: PgPool) {
     assert!(locked.text().await.unwrap().contains("too many failed sign-in attempts"));
 }
 
+/// Signs in as `admin` through a proxy that says the request came from `forwarded_for`.
+async fn login_forwarded_for(app: &TestApp, forwarded_for: &str, password: &str) -> StatusCode {
+    let client = client_with_origin(&app.url(""));
+    let answer = client
+        .post(app.url("/api/login"))
+        .header("x-forwarded-for", forwarded_for)
+        .form(&[("username", "admin"), ("password", password)])
+        .send()
+        .await
+        .unwrap();
+    answer.status()
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn behind_a_trusted_proxy_failures_lock_out_the_forwarded_address_only(pool: PgPool) {
+    let app = TestApp::spawn_configured(pool, |settings| {
+        settings.trusted_proxies = "127.0.0.1,::1".parse().unwrap();
+    })
+    .await;
+    for _ in 0..LoginPolicy::default().max_failures_per_user {
+        let failed = login_forwarded_for(&app, "203.0.113.7", "guess-again").await;
+        assert_eq!(failed, StatusCode::UNAUTHORIZED);
+    }
+    // What the client itself puts left of the proxy's entry changes nothing.
+    let spoofed = login_forwarded_for(&app, "198.51.100.9, 203.0.113.7", PASSWORD).await;
+    assert_eq!(spoofed, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(login_forwarded_for(&app, "203.0.113.7", PASSWORD).await, StatusCode::TOO_MANY_REQUESTS);
+    // Everyone else behind the same proxy still signs in.
+    let other = login_forwarded_for(&app, "203.0.113.8", PASSWORD).await;
+    assert!(other.is_success() || other.is_redirection(), "{other}");
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn without_trusted_proxies_x_forwarded_for_is_ignored(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    for _ in 0..LoginPolicy::default().max_failures_per_user {
+        let failed = login_forwarded_for(&app, "203.0.113.7", "guess-again").await;
+        assert_eq!(failed, StatusCode::UNAUTHORIZED);
+    }
+    // The failures counted against the peer (this test), whatever the header claimed.
+    assert_eq!(login_forwarded_for(&app, "203.0.113.8", PASSWORD).await, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(app.login(PASSWORD).await.status(), StatusCode::TOO_MANY_REQUESTS);
+}
+
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn logout_ends_the_session_for_good(pool: PgPool) {
     let app = TestApp::spawn(pool).await;

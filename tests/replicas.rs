@@ -265,7 +265,9 @@ async fn a_session_ended_on_one_replica_ends_on_every_other_and_the_cap_holds_ac
             let _ = chunk;
         }
     };
-    tokio::time::timeout(Duration::from_secs(3), closed).await.expect("its stream on the second replica ends");
+    tokio::time::timeout(Duration::from_secs(3), closed)
+        .await
+        .expect("its stream on the second replica ends");
 
     // The cap counts the one session open now, on whichever replica.
     let again = open_session(&b, &key).await.expect("the ended session no longer counts");

@@ -16,6 +16,7 @@ use engine::store::{self, Actor};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use prost::Message;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
@@ -35,6 +36,8 @@ struct Received {
     trace_id: String,
     span_id: String,
     parent: String,
+    /// The longest of its string attributes, in bytes.
+    longest_value: usize,
 }
 
 /// An OTLP/HTTP trace receiver on loopback; returns its base URL and what it received.
@@ -42,11 +45,22 @@ async fn receiver() -> (String, Arc<Mutex<Vec<Received>>>) {
     async fn export(State(seen): State<Arc<Mutex<Vec<Received>>>>, body: Bytes) -> Vec<u8> {
         let request = ExportTraceServiceRequest::decode(body).expect("an OTLP protobuf export");
         let spans = request.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans);
-        seen.lock().unwrap().extend(spans.map(|span| Received {
-            name: span.name.clone(),
-            trace_id: hex(&span.trace_id),
-            span_id: hex(&span.span_id),
-            parent: hex(&span.parent_span_id),
+        seen.lock().unwrap().extend(spans.map(|span| {
+            Received {
+                name: span.name.clone(),
+                trace_id: hex(&span.trace_id),
+                span_id: hex(&span.span_id),
+                parent: hex(&span.parent_span_id),
+                longest_value: span
+                    .attributes
+                    .iter()
+                    .filter_map(|a| match a.value.as_ref()?.value.as_ref()? {
+                        Value::StringValue(value) => Some(value.len()),
+                        _ => None,
+                    })
+                    .max()
+                    .unwrap_or(0),
+            }
         }));
         ExportTraceServiceResponse::default().encode_to_vec()
     }
@@ -136,15 +150,16 @@ async fn a_call_through_toolgate_is_one_trace_from_the_caller_to_the_upstream(po
     let toolgate = start_process_with_env("gateway", &pool, &env);
     until_listed(&toolgate.url, &key, "up_echo").await;
 
+    let invoke = |tool: &str, traceparent: String| {
+        reqwest::Client::new()
+            .post(format!("{}/api/v1/tools/{tool}/invoke", toolgate.url))
+            .bearer_auth(&key)
+            .header("traceparent", traceparent)
+            .json(&json!({}))
+            .send()
+    };
     let (trace, caller_span) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
-    let answer = reqwest::Client::new()
-        .post(format!("{}/api/v1/tools/up_echo/invoke", toolgate.url))
-        .bearer_auth(&key)
-        .header("traceparent", format!("00-{trace}-{caller_span}-01"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
+    let answer = invoke("up_echo", format!("00-{trace}-{caller_span}-01")).await.unwrap();
     assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
 
     // One trace: the request is the caller's child, the tool call the request's, the upstream
@@ -158,6 +173,18 @@ async fn a_call_through_toolgate_is_one_trace_from_the_caller_to_the_upstream(po
     // The upstream was told the trace, with the upstream call as the parent of its work.
     let seen = upstream.traceparents.lock().unwrap().clone();
     assert_eq!(seen, [format!("00-{trace}-{}-01", upstream_call.span_id)]);
+
+    // A caller's `sampled=0` does not turn tracing off for its requests (main followed it), and
+    // a span keeps a bounded part of what the caller named (main kept all of it).
+    let unsampled = "5bf92f3577b34da6a3ce929d0e0e4737";
+    let long_name = "x".repeat(8192);
+    let answer = invoke(&long_name, format!("00-{unsampled}-{caller_span}-00")).await.unwrap();
+    assert_eq!(answer.status(), 404);
+    let names = ["request", "tool call"];
+    let spans = trace_of(&received, unsampled, &names).await;
+    for span in names.map(|name| span(&spans, name)) {
+        assert!(span.longest_value <= 256, "{span:?}");
+    }
 
     // Over MCP the trace context comes in the request's `_meta`.
     let (trace, caller_span) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");

@@ -38,16 +38,14 @@ pub async fn sign_in_choices() -> Result<SignInOffer, PanelError> {
 /// Signs in with a password, then goes to `next` (a path of this site; else the start page).
 #[server(endpoint = "login")]
 pub async fn login(username: String, password: String, next: Option<String>) -> Result<(), PanelError> {
-    use axum::extract::ConnectInfo;
     use axum::http::StatusCode;
     use engine::admin::LoginError;
-    use std::net::SocketAddr;
 
     let state = expect_context::<crate::state::AppState>();
     let session = ssr::session().await?;
-    let address = leptos_axum::extract::<ConnectInfo<SocketAddr>>()
+    let address = leptos_axum::extract::<ssr::ClientAddress>()
         .await
-        .map(|ConnectInfo(addr)| addr.ip().to_string())
+        .map(|ssr::ClientAddress(ip)| ip.to_string())
         .unwrap_or_else(|_| "unknown".to_string());
     let admin = engine::admin::login(&state.pool, &state.login_policy, username.trim(), &password, &address)
         .await
@@ -88,6 +86,31 @@ pub mod ssr {
     use tower_sessions::Session;
 
     use crate::error::PanelError;
+
+    /// The address a request comes from: the TCP peer's, or behind a trusted reverse proxy the
+    /// client's it forwards (`TOOLGATE_TRUSTED_PROXIES`). The server's middleware
+    /// (`web::client_address`) works it out and puts it into the request's extensions; this
+    /// extractor reads it there, and without it falls back to the peer, never to a header.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct ClientAddress(pub std::net::IpAddr);
+
+    impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddress {
+        type Rejection = (axum::http::StatusCode, &'static str);
+
+        async fn from_request_parts(
+            parts: &mut axum::http::request::Parts,
+            _state: &S,
+        ) -> Result<Self, Self::Rejection> {
+            if let Some(address) = parts.extensions.get::<ClientAddress>() {
+                return Ok(*address);
+            }
+            parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|axum::extract::ConnectInfo(peer)| ClientAddress(peer.ip().to_canonical()))
+                .ok_or((axum::http::StatusCode::INTERNAL_SERVER_ERROR, "the client's address is unknown"))
+        }
+    }
 
     /// The session key holding the signed-in administrator's id.
     pub const ADMIN_ID: &str = "admin_id";

@@ -161,14 +161,16 @@ pub struct Change {
     pub dropped: Vec<String>,
 }
 
+/// (tenant slug, tool key) -> the tool's source, and secret preset name -> encrypted value.
+type PresetSecrets = HashMap<(String, String), (Uuid, Map<String, Value>)>;
+
 /// The stored configuration: the document, and the encrypted values `{set: true}` keeps.
 struct Current {
     document: Document,
     server_ids: HashMap<String, Uuid>,
     server_secrets: HashMap<String, StoredSecrets>,
     tenant_ids: HashMap<String, Uuid>,
-    /// (tenant slug, tool key) -> the tool's source, and secret preset name -> encrypted value.
-    preset_secrets: HashMap<(String, String), (Uuid, Map<String, Value>)>,
+    preset_secrets: PresetSecrets,
     /// The OpenID provider's sealed client secret.
     sso_secret: Option<String>,
 }
@@ -363,7 +365,7 @@ fn group_view(group: &GroupConfig) -> Value {
 /// among the `moved` ones.
 fn tenant_view(
     tenant: &TenantConfig,
-    stored: &HashMap<(String, String), (Uuid, Map<String, Value>)>,
+    stored: &PresetSecrets,
     moved: &HashSet<Uuid>,
 ) -> Result<Value> {
     let mut tools = Map::new();
@@ -373,7 +375,10 @@ fn tenant_view(
         let mut presets = Map::new();
         for (name, secret) in &input.secret_presets {
             let kept = stored.and_then(|(_, s)| s.get(name)).and_then(Value::as_str);
-            if kept.is_some() && secret.new_value().is_none() && stored.is_some_and(|(id, _)| moved.contains(id)) {
+            if kept.is_some()
+                && secret.new_value().is_none()
+                && stored.is_some_and(|(id, _)| moved.contains(id))
+            {
                 return Err(Error::Invalid(format!(
                     "{place}: secret preset `{name}` must be given again: its server's URL, command or working \
                      directory changes, and a stored secret never follows its server to a new target"
@@ -414,9 +419,14 @@ fn diff(kind: &'static str, before: Vec<(String, Value)>, after: Vec<(String, Va
     let mut changes = Vec::new();
     for (name, new) in after {
         match old.remove(&name) {
-            None => {
-                changes.push(Change { action: Action::Create, kind, name, before: None, after: Some(new), dropped: vec![] })
-            }
+            None => changes.push(Change {
+                action: Action::Create,
+                kind,
+                name,
+                before: None,
+                after: Some(new),
+                dropped: vec![],
+            }),
             Some(old) if old != new => changes.push(Change {
                 action: Action::Update,
                 kind,
@@ -477,7 +487,11 @@ fn plan(current: &Current, desired: &Document) -> Result<Vec<Change>> {
             .collect()
     };
     let moved = moved_servers(current, desired).into_values().collect();
-    changes.extend(diff("tenant", tenant_views(&current.document, &HashSet::new())?, tenant_views(desired, &moved)?));
+    changes.extend(diff(
+        "tenant",
+        tenant_views(&current.document, &HashSet::new())?,
+        tenant_views(desired, &moved)?,
+    ));
     if let (Some(now), Some(wanted)) = (&current.document.sign_in, &desired.sign_in) {
         let stored = current.sso_secret.as_deref();
         let view = |config| sso::redacted(config, stored).map_err(at("sign_in"));

@@ -230,7 +230,8 @@ async fn a_dry_run_shows_a_given_secret_as_changed_whether_or_not_it_is_the_stor
 async fn a_kept_secret_does_not_follow_its_server_to_a_new_url(pool: PgPool) {
     apply(&pool, example(), false).await.unwrap();
     let (server, acme) = (Name::parse("everything").unwrap(), TenantSlug::parse("acme").unwrap());
-    let credentials = BTreeMap::from([("Authorization".to_string(), SecretInput::Value("Bearer acme".into()))]);
+    let credentials =
+        BTreeMap::from([("Authorization".to_string(), SecretInput::Value("Bearer acme".into()))]);
     store::servers::set_credentials(&pool, &secrets(), &actor(), &server, &acme, &credentials).await.unwrap();
     let mut moved = serde_json::to_value(config::export(&pool).await.unwrap()).unwrap();
     moved["servers"][0]["url"] = json!("http://127.0.0.1:3002/mcp");
@@ -247,7 +248,8 @@ async fn a_kept_secret_does_not_follow_its_server_to_a_new_url(pool: PgPool) {
         let message = apply(&pool, moved.clone(), dry_run).await.unwrap_err().to_string();
         assert!(refused(&message, "tenants.acme.tools.everything_get-sum", " preset `apiKey`"), "{message}");
     }
-    moved["tenants"][0]["tools"]["everything_get-sum"]["secret_presets"]["apiKey"] = json!({"secret": "sk-NEW"});
+    moved["tenants"][0]["tools"]["everything_get-sum"]["secret_presets"]["apiKey"] =
+        json!({"secret": "sk-NEW"});
     let dropped = ["tenant `acme`'s credentials", "tenant `acme`'s secret preset `apiKey` of tool `get-sum`"];
     for dry_run in [true, false] {
         let changes = apply(&pool, moved.clone(), dry_run).await.unwrap();

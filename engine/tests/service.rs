@@ -1,9 +1,11 @@
 //! The application layer against a real PostgreSQL database and a live catalog.
 
+use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
 use engine::admin::Scope;
 use engine::catalog::visibility::Ceiling;
+use engine::exec::CallLimits;
 use engine::model::{Name, SourceKind, TenantSlug};
 use engine::secret::SecretBox;
 use engine::service::{Admin, Options, Owner, Services, servers, tenants};
@@ -14,6 +16,7 @@ use engine::store::tenants::TenantUpdate;
 use engine::store::{self, Actor};
 use serde_json::json;
 use sqlx::PgPool;
+use uuid::Uuid;
 
 async fn services(pool: &PgPool) -> Services {
     let secrets = SecretBox::from_key(&[0; 32]).unwrap();
@@ -123,6 +126,156 @@ async fn a_tenant_administrator_manages_only_their_tenants_and_not_their_ceiling
     tenants::update(&services, &acme, ceiling).await.unwrap();
     tenants::delete(&services, &acme).await.unwrap();
     assert!(tenants::list(&services, &owner).await.unwrap().iter().all(|t| t.slug != "acme"));
+}
+
+fn limits(minute: Option<u32>, day: Option<u32>, concurrent: Option<u32>) -> CallLimits {
+    let n = |value: Option<u32>| value.and_then(NonZeroU32::new);
+    CallLimits { per_minute: n(minute), per_day: n(day), concurrent: n(concurrent) }
+}
+
+/// The tenants `slugs`, with no ceiling.
+async fn create_tenants(pool: &PgPool, slugs: &[&str]) {
+    for slug in slugs {
+        store::tenants::create(pool, &Actor::system(), &TenantSlug::parse(slug).unwrap(), slug)
+            .await
+            .unwrap();
+    }
+}
+
+/// A source `name` (the tenant `owner`'s, or shared) with the one tool `tool_name`; its id.
+async fn source(pool: &PgPool, name: &str, owner: Option<&str>, tool_name: &str) -> Uuid {
+    let new = NewSource {
+        kind: SourceKind::Mcp,
+        name: Name::parse(name).unwrap(),
+        prefix: name.into(),
+        tags: Vec::new(),
+        tenant: owner.map(|slug| TenantSlug::parse(slug).unwrap()),
+    };
+    store::sources::create(pool, &Actor::system(), &new).await.unwrap();
+    store::sources::sync_tools(pool, &Actor::system(), &new.name, &[tool(tool_name)]).await.unwrap()[0]
+}
+
+/// Sets the owner's ceiling of `slug`.
+async fn set_ceiling(pool: &PgPool, slug: &str, ceiling: Ceiling) {
+    let update = TenantUpdate { ceiling: Some(ceiling), ..Default::default() };
+    store::tenants::update(pool, &Actor::system(), &TenantSlug::parse(slug).unwrap(), update).await.unwrap();
+}
+
+/// An owner sets a key's limits as they like; a tenant administrator or a tenant's token only
+/// tightens them (each limit the key has stays, no higher), so neither can undo an owner's
+/// limit, and a refusal names what must be kept. A key a tenant administrator creates is under
+/// the limits they choose (the tenant's own limits, an owner's, bound it).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn only_an_owner_may_remove_or_raise_a_keys_limits(pool: PgPool) {
+    let services = services(&pool).await;
+    create_tenants(&pool, &["acme"]).await;
+    let root = Admin::signed_in("root", Scope::Everything);
+    let jane = Admin::signed_in("jane", Scope::Tenants(vec!["acme".into()]));
+    let token = Admin::token("ci", Scope::Tenants(vec!["acme".into()]));
+    let set_by_owner = limits(Some(100), None, Some(5));
+    let (key, _) = tenants::create_key(&services, &root.tenant("acme").unwrap(), "ci", None, set_by_owner)
+        .await
+        .unwrap();
+
+    let tighter = limits(Some(50), Some(1000), Some(5));
+    let set =
+        tenants::set_key_limits(&services, &jane.tenant("acme").unwrap(), key.id, tighter).await.unwrap();
+    assert_eq!(set.limits.0, tighter);
+    for (admin, looser, kept) in [
+        (&jane, limits(Some(60), Some(1000), Some(5)), "per_minute at most 50"),
+        (&token, limits(Some(50), None, Some(5)), "per_day at most 1000"),
+        (&jane, set_by_owner, "per_minute at most 50, per_day at most 1000"),
+        (&token, CallLimits::default(), "per_minute at most 50, per_day at most 1000, concurrent at most 5"),
+    ] {
+        let refused = tenants::set_key_limits(&services, &admin.tenant("acme").unwrap(), key.id, looser)
+            .await
+            .unwrap_err();
+        assert!(matches!(refused, engine::Error::Forbidden(_)), "{refused:?}");
+        assert_eq!(
+            refused.to_string(),
+            format!("only an owner may remove or raise a key's limits: keep {kept}")
+        );
+    }
+    let keys = tenants::keys(&services, &jane.tenant("acme").unwrap()).await.unwrap();
+    assert_eq!(keys[0].limits.0, tighter, "a refused change changes nothing");
+
+    let acme = root.tenant("acme").unwrap();
+    let set = tenants::set_key_limits(&services, &acme, key.id, CallLimits::default()).await.unwrap();
+    assert!(set.limits.0.is_none());
+    let own = limits(Some(1000), None, None);
+    let (key, _) =
+        tenants::create_key(&services, &jane.tenant("acme").unwrap(), "own", None, own).await.unwrap();
+    assert_eq!(key.limits.0, own);
+}
+
+/// A tenant overrides only the tools it may use: another tenant's, or a shared one beyond its
+/// ceiling, is answered exactly as an unknown tool is, to an owner too, and a bad preset for it
+/// does not list the tool's parameters.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_tenant_cannot_override_a_tool_it_may_not_use_nor_learn_that_it_exists(pool: PgPool) {
+    let services = services(&pool).await;
+    create_tenants(&pool, &["acme", "globex"]).await;
+    let allowed = source(&pool, "up", None, "echo").await;
+    let beyond = source(&pool, "hidden", None, "peek").await;
+    let theirs = source(&pool, "theirs", Some("globex"), "mine").await;
+    set_ceiling(&pool, "acme", Ceiling { sources: Some(vec!["up".into()]), ..Default::default() }).await;
+
+    let bad =
+        OverrideInput { presets: json!({"nope": 1}).as_object().unwrap().clone(), ..Default::default() };
+    let jane = Admin::signed_in("jane", Scope::Tenants(vec!["acme".into()]));
+    let root = Admin::signed_in("root", Scope::Everything);
+    for admin in [&jane, &root] {
+        let acme = admin.tenant("acme").unwrap();
+        let refused = tenants::set_override(&services, &acme, allowed, &bad).await.unwrap_err();
+        assert!(refused.to_string().contains("(its parameters: text)"), "{refused}");
+        for tool_id in [beyond, theirs, Uuid::new_v4()] {
+            let refused = tenants::set_override(&services, &acme, tool_id, &bad).await.unwrap_err();
+            assert!(matches!(refused, engine::Error::NotFound(_)), "{refused:?}");
+            assert_eq!(refused.to_string(), format!("tool {tool_id} not found"));
+        }
+    }
+    let hide = OverrideInput { enabled: Some(false), ..Default::default() };
+    tenants::set_override(&services, &jane.tenant("acme").unwrap(), allowed, &hide).await.unwrap();
+    let overrides = store::overrides::list(&pool, &TenantSlug::parse("acme").unwrap()).await.unwrap();
+    assert_eq!(overrides.iter().map(|o| o.tool_id).collect::<Vec<_>>(), [allowed]);
+}
+
+/// A tenant administrator's view of their tenant names only what its ceiling admits: the
+/// groups within it, the shared sources and tools the tenant may use (not another tenant's).
+/// An owner's names every group, shared source and tool, to choose a ceiling from.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_tenant_administrator_sees_only_the_groups_and_sources_within_the_ceiling(pool: PgPool) {
+    let services = services(&pool).await;
+    create_tenants(&pool, &["acme", "globex"]).await;
+    let echo = source(&pool, "up", None, "echo").await;
+    source(&pool, "hidden", None, "peek").await;
+    source(&pool, "theirs", Some("globex"), "mine").await;
+    for group in ["math", "ops"] {
+        store::groups::put(&pool, &Actor::system(), &Name::parse(group).unwrap(), group, false)
+            .await
+            .unwrap();
+    }
+    let ceiling =
+        Ceiling { sources: Some(vec!["up".into()]), groups: Some(vec!["math".into()]), ..Default::default() };
+    set_ceiling(&pool, "acme", ceiling).await;
+    let jane = Admin::signed_in("jane", Scope::Tenants(vec!["acme".into()]));
+    let root = Admin::signed_in("root", Scope::Everything);
+    let groups =
+        |detail: tenants::TenantDetail| detail.groups.into_iter().map(|g| g.group).collect::<Vec<_>>();
+
+    let hers = tenants::detail(&services, &jane.tenant("acme").unwrap()).await.unwrap();
+    assert_eq!(groups(hers), ["math"]);
+    let hers = tenants::choices(&services, &jane.tenant("acme").unwrap()).await.unwrap();
+    assert_eq!(hers.shared_sources, ["up"]);
+    assert_eq!(hers.usable.iter().map(|t| t.id).collect::<Vec<_>>(), [echo]);
+    assert_eq!(hers.names.into_keys().collect::<Vec<_>>(), [echo]);
+
+    let all = tenants::detail(&services, &root.tenant("acme").unwrap()).await.unwrap();
+    assert_eq!(groups(all), ["math", "ops"]);
+    let all = tenants::choices(&services, &root.tenant("acme").unwrap()).await.unwrap();
+    assert_eq!(all.shared_sources, ["hidden", "up"]);
+    assert_eq!(all.usable.iter().map(|t| t.id).collect::<Vec<_>>(), [echo]);
+    assert_eq!(all.names.len(), 3);
 }
 
 /// A server's detail: what is stored, the health of its connection (an unreachable server is

@@ -179,7 +179,11 @@ impl SessionOwners {
 /// Ends here, within milliseconds, each session another replica ended (a DELETE there, its key
 /// removed, expiry): the id its row's deletion announces; on every (re)connection, whatever
 /// ended while this replica was not listening.
-async fn hear_ended(owners: Weak<Mutex<HashMap<Arc<str>, Owner>>>, manager: Arc<LocalSessionManager>, pool: PgPool) {
+async fn hear_ended(
+    owners: Weak<Mutex<HashMap<Arc<str>, Owner>>>,
+    manager: Arc<LocalSessionManager>,
+    pool: PgPool,
+) {
     let mut delay = Duration::from_millis(100);
     loop {
         let mut listener = match mcp_sessions::listen_ended(&pool).await {
@@ -211,7 +215,8 @@ async fn end_those_gone(
     manager: &LocalSessionManager,
     pool: &PgPool,
 ) -> Result<(), engine::Error> {
-    let served: Vec<String> = owners.lock().expect("session owners").keys().map(|id| id.to_string()).collect();
+    let served: Vec<String> =
+        owners.lock().expect("session owners").keys().map(|id| id.to_string()).collect();
     if served.is_empty() {
         return Ok(());
     }

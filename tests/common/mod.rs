@@ -41,6 +41,7 @@ impl TestApp {
             site_root: Some(site.clone()),
             public_url: None,
             mcp_allowed_origins: vec![],
+            trusted_proxies: Default::default(),
             secret_key: None,
             metrics_token: None,
             tools_enabled: true,

@@ -222,7 +222,7 @@ impl Executor {
 
     /// Runs one call among the tools of `view` (the tenant's, or an MCP session's own choice
     /// of groups, [`TenantTools::equip`]); `hooks` receive what the call sends its caller.
-    #[tracing::instrument(name = "tool call", skip_all, fields(tenant = %view.slug, tool = %request.name, caller = %caller, status))]
+    #[tracing::instrument(name = "tool call", skip_all, fields(tenant = %view.slug, tool = %crate::telemetry::bounded(&request.name), caller = %caller, status))]
     pub async fn call_in(
         &self,
         view: &TenantTools,

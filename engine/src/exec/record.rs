@@ -285,7 +285,8 @@ mod tests {
             correlation_id: None,
             arguments: json!({}),
         };
-        let batch = [record(tenant.id, "kept"), record(uuid::Uuid::new_v4(), "orphan"), record(tenant.id, "also")];
+        let batch =
+            [record(tenant.id, "kept"), record(uuid::Uuid::new_v4(), "orphan"), record(tenant.id, "also")];
         write(&pool, &batch).await;
         let written: Vec<String> = sqlx::query_scalar("select tool_name from invocation order by tool_name")
             .fetch_all(&pool)

@@ -63,7 +63,11 @@ pub async fn create(services: &Services, owner: &Owner, config: &ServerConfig) -
 
 /// Replaces a server's settings; secrets given as `{set: true}` keep their stored values, and
 /// what tenants gave it is dropped when it moves to a new target.
-pub async fn update(services: &Services, owner: &Owner, config: &ServerConfig) -> Result<store::servers::Updated> {
+pub async fn update(
+    services: &Services,
+    owner: &Owner,
+    config: &ServerConfig,
+) -> Result<store::servers::Updated> {
     store::servers::update(&services.pool, &services.secrets, owner.actor(), config).await
 }
 

@@ -169,6 +169,7 @@ pub async fn set_group(
     store::tenants::set_group(&services.pool, tenant.actor(), tenant.slug(), group, active).await
 }
 
+/// Sets the tenant's override of a tool it may use; any other tool is answered as unknown.
 pub async fn set_override(
     services: &Services,
     tenant: &ManagedTenant<'_>,
@@ -214,7 +215,9 @@ pub async fn keys(services: &Services, tenant: &ManagedTenant<'_>) -> Result<Vec
     store::keys::list(&services.pool, tenant.slug()).await
 }
 
-/// A new API key, and the key itself: the only time it is shown.
+/// A new API key, and the key itself: the only time it is shown. Its limits are the creator's
+/// choice, a tenant administrator's too: the tenant's own limits, which only owners set, bound
+/// every key's calls.
 pub async fn create_key(
     services: &Services,
     tenant: &ManagedTenant<'_>,
@@ -225,14 +228,17 @@ pub async fn create_key(
     store::keys::create(&services.pool, tenant.actor(), tenant.slug(), name, expires_at, limits).await
 }
 
-/// Sets the limits on an active key's calls.
+/// Sets the limits on an active key's calls. An owner sets any; a tenant administrator (or a
+/// tenant's token) only tightens them: each limit the key has stays, no higher, so a limit an
+/// owner set can never be loosened but by an owner.
 pub async fn set_key_limits(
     services: &Services,
     tenant: &ManagedTenant<'_>,
     id: Uuid,
     limits: CallLimits,
 ) -> Result<ApiKey> {
-    store::keys::set_limits(&services.pool, tenant.actor(), tenant.slug(), id, limits).await
+    let owner = tenant.owner().is_ok();
+    store::keys::set_limits(&services.pool, tenant.actor(), tenant.slug(), id, limits, owner).await
 }
 
 pub async fn revoke_key(services: &Services, tenant: &ManagedTenant<'_>, id: Uuid) -> Result<()> {
@@ -255,11 +261,14 @@ pub async fn test_runs(services: &Services, tenant: &ManagedTenant<'_>) -> Resul
     store::invocations::test_runs(&services.pool, tenant.slug().as_str(), 20).await
 }
 
-/// The tenant in full.
-pub async fn detail(services: &Services, tenant: &ManagedTenant<'_>) -> Result<TenantDetail> {
-    let (pool, catalog, slug) = (&services.pool, &services.catalog, tenant.slug());
+/// The tenant in full; to a tenant administrator, only the groups its ceiling admits.
+pub async fn detail(services: &Services, managed: &ManagedTenant<'_>) -> Result<TenantDetail> {
+    let (pool, catalog, slug) = (&services.pool, &services.catalog, managed.slug());
     let tenant = store::tenants::get(pool, slug).await?;
-    let groups = store::tenants::group_activations(pool, slug).await?;
+    let mut groups = store::tenants::group_activations(pool, slug).await?;
+    if managed.owner().is_err() {
+        groups.retain(|group| tenant.ceiling.admits_group(&group.group));
+    }
     let overrides = store::overrides::list(pool, slug).await?;
     let keys = store::keys::list(pool, slug).await?;
     let snapshot = catalog.snapshot();
@@ -289,7 +298,8 @@ pub async fn detail(services: &Services, tenant: &ManagedTenant<'_>) -> Result<T
     })
 }
 
-/// What an administrator chooses from for a tenant.
+/// What an administrator chooses from for a tenant. An owner's choices name every tool and
+/// shared source; a tenant administrator's only those the tenant may use.
 #[derive(Debug, Clone, Serialize)]
 pub struct TenantChoices {
     /// The tools the tenant may use (its own and the shared ones its ceiling admits).
@@ -297,17 +307,23 @@ pub struct TenantChoices {
     /// The tags its tag whitelist may name: those its usable tools carry, the default tags
     /// and its own, within its ceiling.
     pub tags: Vec<String>,
-    /// The shared sources a ceiling may name.
+    /// The shared sources a ceiling may name (to a tenant administrator, those with a tool the
+    /// tenant may use).
     pub shared_sources: Vec<String>,
     pub default_tags: Vec<String>,
-    /// Every tool's default exposed name, by id (for naming overrides and conflicts).
+    /// The tools' default exposed names, by id (for naming overrides and conflicts): every
+    /// tool's, or to a tenant administrator those the tenant may use.
     pub names: HashMap<Uuid, String>,
 }
 
-/// What `tenant` (as read into `stored`) can be given.
-pub async fn choices(services: &Services, stored: &Tenant) -> Result<TenantChoices> {
+/// What `tenant` can be given.
+pub async fn choices(services: &Services, tenant: &ManagedTenant<'_>) -> Result<TenantChoices> {
+    let stored = store::tenants::get(&services.pool, tenant.slug()).await?;
     let default_tags = store::settings::get(&services.pool).await?.default_tags;
-    let tools = store::sources::tools(&services.pool).await?;
+    let mut tools = store::sources::tools(&services.pool).await?;
+    if tenant.owner().is_err() {
+        tools.retain(|tool| stored.may_use(tool.tenant_id, &tool.source, &tool.tags));
+    }
     let names = tools.iter().map(|tool| (tool.id, tool.exposed_name.clone())).collect();
     let mut shared_sources: Vec<String> =
         tools.iter().filter(|tool| tool.tenant_id.is_none()).map(|tool| tool.source.clone()).collect();

@@ -142,7 +142,8 @@ pub async fn revoke(pool: &PgPool, actor: &Actor, tenant: &TenantSlug, id: Uuid)
     commit(tx, actor, Change::new("revoke_key", "tenant", tenant).before(&before).after(&revoked)).await
 }
 
-/// Sets the limits on an active key's calls.
+/// Sets the limits on an active key's calls. Unless `may_loosen` (an owner's change), they may
+/// only tighten the key's: each limit it has stays, no higher.
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %tenant, %id))]
 pub async fn set_limits(
     pool: &PgPool,
@@ -150,6 +151,7 @@ pub async fn set_limits(
     tenant: &TenantSlug,
     id: Uuid,
     limits: CallLimits,
+    may_loosen: bool,
 ) -> Result<ApiKey> {
     let mut tx = pool.begin().await?;
     let before = sqlx::query_scalar!(
@@ -161,6 +163,10 @@ pub async fn set_limits(
     .fetch_optional(&mut *tx)
     .await?
     .ok_or_else(|| Error::not_found(format!("active key {id} of `{tenant}`")))?;
+    // Checked under the row's lock: a concurrent change cannot slip between check and write.
+    if !may_loosen && let Some(refusal) = loosening(&before.0, &limits) {
+        return Err(Error::Forbidden(refusal));
+    }
     let key = sqlx::query_as!(
         ApiKey,
         r#"update api_key set limits = $2 where id = $1
@@ -176,6 +182,25 @@ pub async fn set_limits(
         .after(&serde_json::json!({ "key": id, "limits": key.limits }));
     commit(tx, actor, change).await?;
     Ok(key)
+}
+
+/// Why `after` loosens the limits `before` (a limit removed or raised), if it does, naming
+/// each limit with the most it may be.
+fn loosening(before: &CallLimits, after: &CallLimits) -> Option<String> {
+    let limits = [
+        ("per_minute", before.per_minute, after.per_minute),
+        ("per_day", before.per_day, after.per_day),
+        ("concurrent", before.concurrent, after.concurrent),
+    ];
+    let loosened: Vec<String> = limits
+        .into_iter()
+        .filter_map(|(name, was, now)| {
+            let max = was?;
+            now.is_none_or(|now| now > max).then(|| format!("{name} at most {max}"))
+        })
+        .collect();
+    (!loosened.is_empty())
+        .then(|| format!("only an owner may remove or raise a key's limits: keep {}", loosened.join(", ")))
 }
 
 /// Records that a key was used; at most once a minute per key, so the hot path rarely writes.

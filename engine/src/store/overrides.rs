@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
+use super::tenants::Tenant;
 use super::{Actor, Change, Error, Result, SecretInput, commit};
 use crate::catalog::naming;
 use crate::exec::validate::ArgumentValidator;
@@ -238,7 +239,24 @@ async fn named(tx: &mut Transaction<'_, Postgres>, tool_id: Uuid) -> Result<Name
     Ok(NamedTool { source_id: row.source_id, upstream_name: row.upstream_name, name })
 }
 
-/// Sets the tenant's override of a tool (see [`write`] for secret presets).
+/// Refuses a tool `tenant` may not use (another tenant's, or a shared one beyond its ceiling:
+/// see [`Tenant::may_use`]) as [`named`] refuses an unknown one, so the refusal tells nothing
+/// of the tool, not even that it exists.
+async fn check_usable(db: impl PgExecutor<'_>, tenant: &Tenant, tool_id: Uuid) -> Result<()> {
+    let tool: Option<(Option<Uuid>, String, Vec<String>)> = sqlx::query_as(
+        "select s.tenant_id, s.name, t.tags || s.tags from tool t join source s on s.id = t.source_id
+         where t.id = $1",
+    )
+    .bind(tool_id)
+    .fetch_optional(db)
+    .await?;
+    match tool {
+        Some((owner, source, tags)) if tenant.may_use(owner, &source, &tags) => Ok(()),
+        _ => Err(Error::not_found(format!("tool {tool_id}"))),
+    }
+}
+
+/// Sets the tenant's override of a tool it may use (see [`write`] for secret presets).
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %slug, %tool_id))]
 pub async fn set(
     pool: &PgPool,
@@ -250,6 +268,7 @@ pub async fn set(
 ) -> Result<Override> {
     let mut tx = pool.begin().await?;
     let tenant = super::tenants::get(&mut *tx, slug).await?;
+    check_usable(&mut *tx, &tenant, tool_id).await?;
     let tool = named(&mut tx, tool_id).await?;
     let before = fetch(&mut *tx, tenant.id, tool_id).await?;
     write(&mut tx, secrets, tenant.id, tool.source_id, &tool.upstream_name, input).await?;

@@ -58,8 +58,10 @@ impl SseTransport {
     ) -> Result<Self, SseError> {
         let url = Url::parse(url).map_err(|_| SseError::ForeignEndpoint(url.to_string()))?;
         // A redirect could carry the server's credentials (and a re-POSTed message) elsewhere.
-        let http =
-            reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).tcp_nodelay(true).build()?;
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .tcp_nodelay(true)
+            .build()?;
         let response = http
             .get(url.clone())
             .headers(headers.clone())

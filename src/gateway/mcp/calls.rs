@@ -298,7 +298,7 @@ pub(super) fn not_authenticated() -> ErrorData {
 /// The span of one `tools/call`, following the caller's trace context: in `_meta` (SEP-414),
 /// else on the HTTP request.
 pub(super) fn call_span(tool: &str, meta: &RequestMetaObject, headers: Option<&HeaderMap>) -> tracing::Span {
-    let span = tracing::info_span!("mcp tools/call", tool = %tool);
+    let span = tracing::info_span!("mcp tools/call", tool = %engine::telemetry::bounded(tool));
     let header = |name: &str| headers.and_then(|h| h.get(name)?.to_str().ok());
     let field = |name: &str| meta.get(name).and_then(Value::as_str);
     match field("traceparent") {

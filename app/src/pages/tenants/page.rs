@@ -137,7 +137,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         ..
     } = tenants::detail(&state, &managed).await?;
     let TenantChoices { usable, tags: known_tags, shared_sources, default_tags, names } =
-        tenants::choices(&state, &tenant).await?;
+        tenants::choices(&state, &managed).await?;
     let name_of = |id: uuid::Uuid| names.get(&id).cloned().unwrap_or_else(|| id.to_string());
     let tools = tools
         .into_iter()
