@@ -514,6 +514,60 @@ async fn a_call_the_client_cancels_is_cancelled_upstream(pool: PgPool) {
     }
 }
 
+/// A call on 2026-07-28 whose client goes away (the connection closed before the answer) is
+/// cancelled upstream and recorded as cancelled: main ran it on to its timeout for nobody.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_call_on_2026_07_28_whose_client_goes_away_is_cancelled_upstream(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_with_key(&pool, "acme").await;
+    let upstream = Endless::default();
+    common::register_upstream(&pool, "up", upstream.clone()).await;
+    let client = until_key_works(&app, "acme", &key).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !client.list_all_tools().await.unwrap().iter().any(|t| t.name == "up_endless") {
+        assert!(Instant::now() < deadline, "the upstream tool never appeared");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "up_endless",
+        "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        }
+    }});
+    let gone = reqwest::Client::new()
+        .post(app.url("/mcp/acme"))
+        .bearer_auth(&key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "up_endless")
+        .timeout(Duration::from_millis(500))
+        .json(&body)
+        .send()
+        .await;
+    assert!(gone.is_err_and(|err| err.is_timeout()), "the call was answered");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !upstream.cancelled.load(Ordering::SeqCst) {
+        assert!(Instant::now() < deadline, "the upstream call runs on for nobody");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    loop {
+        let status: Option<String> =
+            sqlx::query_scalar("select status from invocation where tool_name = 'up_endless'")
+                .fetch_optional(&pool)
+                .await
+                .unwrap();
+        match status {
+            Some(status) => break assert_eq!(status, "cancelled"),
+            None => assert!(Instant::now() < deadline, "the abandoned call was not recorded"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A session's `logging/setLevel` holds back the relayed messages below it; a call on
 /// 2026-07-28 that asks for no level gets none (SEP-2575).
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

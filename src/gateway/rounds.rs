@@ -9,6 +9,7 @@
 //! else's retry is answered as if the handle did not exist. At most `per_key` calls of one key
 //! wait for input at a time; beyond that the upstream's question is refused.
 //! The waiting call lives in this process, so a retry must reach the replica that issued it.
+//! A call whose client goes away during a round is cancelled (upstream too).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -20,7 +21,7 @@ use rand::distr::{Alphanumeric, SampleString};
 use rmcp::model::{InputRequest, InputRequests, InputRequiredResult, InputResponses};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 
 /// How long a call waits for the client to come back with the input asked for.
 pub const INPUT_WAIT: Duration = Duration::from_secs(5 * 60);
@@ -84,8 +85,10 @@ impl<T: Send + 'static> Rounds<T> {
         Rounds { waiting: Arc::default(), per_key }
     }
 
-    /// Runs `call` until it finishes or asks something its client must answer.
+    /// Runs `call` until it finishes or asks something its client must answer. A round whose
+    /// client goes away (its request, and with it this future, dropped) cancels the call.
     pub async fn next(&self, owner: Owner, mut call: RunningCall, extra: T) -> Round {
+        let mut cancel = CancelOnDrop(Some(call.task.abort_handle()));
         loop {
             let question = tokio::select! {
                 outcome = &mut call.task => return joined(outcome),
@@ -109,6 +112,8 @@ impl<T: Send + 'static> Rounds<T> {
                 let _ = answer.send(Err(refusal));
                 continue;
             }
+            // It waits for the client's retry now, not for this round.
+            cancel.0 = None;
             let handle = new_handle();
             let waiting = Waiting { owner: owner.clone(), call, answer, extra };
             self.waiting.lock().expect("waiting calls").insert(handle.clone(), waiting);
@@ -156,6 +161,17 @@ impl<T: Send + 'static> Rounds<T> {
                 let _ = expired.answer.send(Err("the client did not answer in time".into()));
             }
         });
+    }
+}
+
+/// Aborts a call's task when dropped, unless disarmed (`None`).
+struct CancelOnDrop(Option<AbortHandle>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
     }
 }
 
