@@ -247,6 +247,34 @@ async fn the_meta_tool_equips_groups_for_one_session_only(pool: PgPool) {
     assert!(other.call_tool(CallToolRequestParams::new("run_command").with_arguments(args)).await.is_err());
 }
 
+/// The meta tool writes PostgreSQL and renders a list at every call: it counts against the
+/// key's limits like any call. Main let a key call it without end.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_meta_tool_counts_against_the_keys_limits(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let acme = TenantSlug::parse("acme").unwrap();
+    engine::store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    let limits = serde_json::from_value(json!({"per_minute": 2})).unwrap();
+    let (_, key) = engine::store::keys::create(&pool, &Actor::system(), &acme, "ci", None, limits).await.unwrap();
+    common::ops_group_and_meta_tool(&pool, &acme).await;
+    let client = until_key_works(&app, "acme", &key).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !names(&client).await.contains(&"reset_equipped_tools".to_string()) {
+        assert!(Instant::now() < deadline, "the meta tool never appeared");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let args = json!({"groups": ["ops"]}).as_object().cloned().unwrap();
+    let equip = || client.call_tool(CallToolRequestParams::new("reset_equipped_tools").with_arguments(args.clone()));
+    for _ in 0..2 {
+        let equipped = equip().await.unwrap();
+        assert_ne!(equipped.is_error, Some(true), "{equipped:?}");
+    }
+    let refused = equip().await.unwrap();
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let text = format!("{:?}", refused.content);
+    assert!(text.contains("the limit of 2 calls per minute for this API key is reached"), "{text}");
+}
+
 /// An upstream whose `ask` tool, mid-call, logs and asks the caller a question (elicitation):
 /// with a request to a session's client, or with an `InputRequiredResult` to a client on
 /// 2026-07-28. A `legacy` one predates 2026-07-28: it knows no `server/discover`.

@@ -159,6 +159,15 @@ pub struct RenderCache<T> {
     provider: Provider,
     convert: fn(serde_json::Value) -> Option<T>,
     entries: Mutex<HashMap<String, Arc<Rendered>>>,
+    kept: Mutex<KeptTools<T>>,
+}
+
+/// Single tools' renderings, for lists made per request ([`RenderCache::render_kept`]), by the
+/// tool's address: an entry holds its tool, so the address names no other while it is kept.
+struct KeptTools<T> {
+    by_tool: HashMap<usize, (Arc<CatalogTool>, Option<T>)>,
+    /// How many were left at the last sweep.
+    swept: usize,
 }
 
 /// The size of a serialised tool list whose rendering freed enough memory to return it to the
@@ -174,7 +183,12 @@ struct Rendered {
 
 impl<T> RenderCache<T> {
     pub fn new(provider: Provider, convert: fn(serde_json::Value) -> Option<T>) -> Self {
-        RenderCache { provider, convert, entries: Mutex::default() }
+        RenderCache {
+            provider,
+            convert,
+            entries: Mutex::default(),
+            kept: Mutex::new(KeptTools { by_tool: HashMap::new(), swept: 0 }),
+        }
     }
 
     /// Renders `tools`, leaving out (with a warning) any that cannot be rendered.
@@ -189,6 +203,31 @@ impl<T> RenderCache<T> {
                 }
             })
             .collect()
+    }
+
+    /// Renders `tools` as [`RenderCache::render`] does, each tool once for as long as it lives:
+    /// for the lists a session makes its own (its equipped groups, or with the meta tool),
+    /// which are not the tenant's list and would otherwise be rendered at every request.
+    pub fn render_kept(&self, tools: &[Arc<CatalogTool>]) -> Vec<T>
+    where
+        T: Clone,
+    {
+        let mut kept = self.kept.lock().expect("kept renderings");
+        let rendered = tools
+            .iter()
+            .filter_map(|tool| {
+                let entry = kept.by_tool.entry(Arc::as_ptr(tool) as usize).or_insert_with(|| {
+                    (tool.clone(), self.render(std::slice::from_ref(tool)).pop())
+                });
+                entry.1.clone()
+            })
+            .collect();
+        // Tools of past snapshots are held by nothing but this cache: dropped now and then.
+        if kept.by_tool.len() > 2 * kept.swept.max(256) {
+            kept.by_tool.retain(|_, (tool, _)| Arc::strong_count(tool) > 1);
+            kept.swept = kept.by_tool.len();
+        }
+        rendered
     }
 
     /// The tenant's tools as answer `form`, which `serialise` makes of their rendering once

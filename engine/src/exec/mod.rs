@@ -144,6 +144,15 @@ pub struct CallResult {
 /// PostgreSQL's JSON cannot hold U+0000, so values that reach the database may not.
 const NUL_REFUSED: &str = "may not contain the NUL character (\\u0000)";
 
+/// Whose limits a call of `caller` counts against, besides the tenant's and the tool's.
+fn holder(view: &TenantTools, caller: &Caller) -> Option<Holder> {
+    match caller {
+        Caller::ApiKey(key) => Some(Holder::Key(*key)),
+        Caller::User(user) => Some(Holder::user(view.tenant_id, user.account)),
+        Caller::Admin(_) => None,
+    }
+}
+
 /// Whether any string or key in `value` contains U+0000.
 pub(crate) fn has_nul(value: &Value) -> bool {
     match value {
@@ -345,15 +354,22 @@ impl Executor {
         tool: &CatalogTool,
         caller: &Caller,
     ) -> Result<admission::Permit, Limited> {
-        let holder = match caller {
-            Caller::ApiKey(key) => Some(Holder::Key(*key)),
-            Caller::User(user) => Some(Holder::user(view.tenant_id, user.account)),
-            Caller::Admin(_) => None,
-        };
+        let holder = holder(view, caller);
         let places = self.inner.admission.admit(&view.limits, view.tenant_id, tool.tool_id, holder).await?;
         let inner = &self.inner;
         inner.quotas.admit(&inner.pool, &view.limits, view.tenant_id, tool.tool_id, holder).await?;
         Ok(places)
+    }
+
+    /// Counts a request that runs no tool but costs like a call (the meta tool choosing a
+    /// session's groups) against the tenant's and the caller's rate limits, or refuses it
+    /// naming the limit (counted in the metrics).
+    pub async fn admit_toolless(&self, view: &TenantTools, caller: &Caller) -> Result<(), Limited> {
+        let inner = &self.inner;
+        // No tool's limits apply to the nil id.
+        let admitted =
+            inner.quotas.admit(&inner.pool, &view.limits, view.tenant_id, Uuid::nil(), holder(view, caller)).await;
+        admitted.inspect_err(|limited| limited.count(&view.slug))
     }
 
     async fn dispatch(

@@ -328,7 +328,7 @@ impl Shared {
         if !equipped && !offers {
             return None;
         }
-        let mut tools = self.lists.render(view.tools());
+        let mut tools = self.lists.render_kept(view.tools());
         if offers {
             tools.extend(meta_tool(&view.groups));
         }

@@ -125,7 +125,11 @@ impl Gateway {
             .view(&access.tenant, self.session(era))
             .ok_or_else(|| ErrorData::invalid_params(format!("unknown tenant `{}`", access.tenant), None))?;
         if request.name == META_TOOL && offers_meta_tool(&view, era) {
-            let result = self.equip(&access.tenant, request.arguments, &context).await;
+            // It writes PostgreSQL and renders a list: it counts like a call.
+            let result = match self.shared.executor.admit_toolless(&view, &access.caller).await {
+                Ok(()) => self.equip(&access.tenant, request.arguments, &context).await,
+                Err(limited) => CallToolResult::error(vec![ContentBlock::text(limited.to_string())]),
+            };
             return Ok(CallToolResponse::Complete(result));
         }
         let level = self.session.lock().level;
