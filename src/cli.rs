@@ -67,7 +67,8 @@ enum AdminCommand {
 #[derive(Debug, Subcommand)]
 enum TokenCommand {
     /// Create a token (owner rights unless limited); prints it as the last line of standard
-    /// output.
+    /// output. An owner token can register stdio MCP servers, which start programs on this
+    /// machine: only those `TOOLGATE_STDIO_COMMANDS` lists, when it is set.
     Create {
         #[arg(long, default_value = "cli")]
         name: String,
@@ -188,8 +189,15 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
                 read_only,
                 tenant: tenant.as_deref().map(TenantSlug::parse).transpose()?,
             };
+            let owner_rights = !new.read_only && new.tenant.is_none();
             let (_, token) = tokens::create(db.pool(), &Actor::cli(), &new).await?;
             eprintln!("created admin token `{name}`");
+            if owner_rights {
+                eprintln!(
+                    "it has owner rights: it can register stdio servers, which start programs on this machine \
+                     (restricted only by TOOLGATE_STDIO_COMMANDS); --read-only or --tenant limit it"
+                );
+            }
             println!("{token}");
         }
         AdminCommand::Token { action: TokenCommand::List } => {

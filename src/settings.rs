@@ -249,6 +249,14 @@ pub struct ToolSettings {
     #[arg(long, env = "TOOLGATE_SHELL_ALLOW", value_delimiter = ',')]
     pub shell_allow: Vec<ProgramRule>,
 
+    /// Programs a stdio MCP server may start, comma-separated, each exactly as a server's
+    /// `command` names it: `npx,uvx,/opt/mcp/bin/files-server` (default: any). A bare name
+    /// allows only that bare name (looked up on `PATH`), an absolute path only that path. A
+    /// launcher such as `npx` or `uvx` runs whatever its arguments name: for a real boundary,
+    /// list the servers' own programs.
+    #[arg(long, env = "TOOLGATE_STDIO_COMMANDS", value_delimiter = ',')]
+    pub stdio_commands: Vec<String>,
+
     /// The longest a `run_command` program may run, in seconds.
     #[arg(long, env = "TOOLGATE_SHELL_TIMEOUT_SECONDS", default_value_t = 30)]
     pub shell_timeout_seconds: u64,
@@ -285,8 +293,15 @@ impl ServeSettings {
             max_private_connections: self.limits.private_connections,
             private_idle: Duration::from_secs(self.limits.private_idle_seconds),
             public_url: Some(self.public_url.clone().unwrap_or_else(|| listening.to_string())),
+            stdio_commands: self.stdio_commands(),
             ..UpstreamConfig::default()
         }
+    }
+
+    /// `TOOLGATE_STDIO_COMMANDS`, blanks dropped (an empty list allows any program).
+    fn stdio_commands(&self) -> Vec<String> {
+        let listed = self.tools.stdio_commands.iter().map(|command| command.trim());
+        listed.filter(|command| !command.is_empty()).map(str::to_owned).collect()
     }
 
     pub fn exec_config(&self) -> ExecConfig {
@@ -381,6 +396,19 @@ mod tests {
         assert_eq!(named, [("cat", 0), ("ls", 2)]);
         let bad = Command::try_parse_from(["toolgate", "--shell-allow", "ls:l"]).err().unwrap().to_string();
         assert!(bad.contains("`l` is not a flag"), "{bad}");
+    }
+
+    #[test]
+    fn stdio_commands_are_listed_exactly_and_any_by_default() {
+        let listed = settings(&["--stdio-commands", "npx, uvx,,/opt/mcp/bin/files-server"]);
+        assert_eq!(
+            listed.upstream_config("http://127.0.0.1:3000").stdio_commands,
+            ["npx", "uvx", "/opt/mcp/bin/files-server"]
+        );
+        for blank in ["", " , "] {
+            let config = settings(&["--stdio-commands", blank]).upstream_config("http://127.0.0.1:3000");
+            assert!(config.stdio_commands.is_empty(), "{blank:?}");
+        }
     }
 
     #[test]

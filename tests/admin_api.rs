@@ -510,6 +510,32 @@ async fn the_resources_the_panel_manages(pool: PgPool) {
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
+/// With `TOOLGATE_STDIO_COMMANDS` set, a token cannot make Toolgate start another program: a
+/// stdio server naming one is refused (422, saying which programs are allowed) when registered,
+/// tested or applied in a configuration document, and nothing is saved.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_token_cannot_register_a_stdio_program_toolgate_stdio_commands_leaves_out(pool: PgPool) {
+    let app = TestApp::spawn_configured(pool.clone(), |settings| {
+        settings.tools.stdio_commands = vec!["npx".into(), "uvx".into()];
+    })
+    .await;
+    let token = common::admin_token(&pool, "ci").await;
+    let refusal = "command `sh` is not among TOOLGATE_STDIO_COMMANDS (npx, uvx): this Toolgate starts only \
+                   those programs for stdio servers";
+    let server = json!({"name": "runner", "transport": "stdio", "command": "sh", "args": ["-c", "id"]});
+    for path in ["/api/admin/v1/servers", "/api/admin/v1/servers/test"] {
+        let (status, body) = call(&app, &token, "POST", path, Some(server.clone())).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{path}: {body}");
+        assert_eq!(body["detail"], refusal, "{path}");
+    }
+    let document = json!({"servers": [server]});
+    let (status, body) = call(&app, &token, "PUT", "/api/admin/v1/config?dry_run=true", Some(document)).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["detail"], format!("servers.runner: {refusal}"));
+    let (_, servers) = call(&app, &token, "GET", "/api/admin/v1/servers", None).await;
+    assert_eq!(servers, json!([]));
+}
+
 /// Two servers on one URL in one document, and a third registered later, each get their own
 /// tools under their own prefix and tags, over one upstream session.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

@@ -255,7 +255,8 @@ async fn the_meta_tool_counts_against_the_keys_limits(pool: PgPool) {
     let acme = TenantSlug::parse("acme").unwrap();
     engine::store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
     let limits = serde_json::from_value(json!({"per_minute": 2})).unwrap();
-    let (_, key) = engine::store::keys::create(&pool, &Actor::system(), &acme, "ci", None, limits).await.unwrap();
+    let (_, key) =
+        engine::store::keys::create(&pool, &Actor::system(), &acme, "ci", None, limits).await.unwrap();
     common::ops_group_and_meta_tool(&pool, &acme).await;
     let client = until_key_works(&app, "acme", &key).await;
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -264,7 +265,8 @@ async fn the_meta_tool_counts_against_the_keys_limits(pool: PgPool) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let args = json!({"groups": ["ops"]}).as_object().cloned().unwrap();
-    let equip = || client.call_tool(CallToolRequestParams::new("reset_equipped_tools").with_arguments(args.clone()));
+    let equip =
+        || client.call_tool(CallToolRequestParams::new("reset_equipped_tools").with_arguments(args.clone()));
     for _ in 0..2 {
         let equipped = equip().await.unwrap();
         assert_ne!(equipped.is_error, Some(true), "{equipped:?}");

@@ -296,6 +296,15 @@ fn unique<'a>(section: &str, names: impl Iterator<Item = &'a str>) -> Result<()>
 }
 
 impl Document {
+    /// Refuses a document with a stdio server whose program `allowed`
+    /// (`TOOLGATE_STDIO_COMMANDS`) does not list: every server it declares, changed or not.
+    pub fn check_stdio_commands(&self, allowed: &[String]) -> Result<()> {
+        for server in &self.servers {
+            server.check_stdio_command(allowed).map_err(at(format!("servers.{}", server.name)))?;
+        }
+        Ok(())
+    }
+
     /// The rules that need the whole document: unique names, and references between parts.
     fn check(&self) -> Result<()> {
         unique("servers", self.servers.iter().map(|s| s.name.as_str()))?;
@@ -363,11 +372,7 @@ fn group_view(group: &GroupConfig) -> Value {
 /// A tenant as the diff shows it: defaults filled in, secret presets redacted.
 /// `tenant` as the diff shows it; a secret preset is kept from `stored` unless its server is
 /// among the `moved` ones.
-fn tenant_view(
-    tenant: &TenantConfig,
-    stored: &PresetSecrets,
-    moved: &HashSet<Uuid>,
-) -> Result<Value> {
+fn tenant_view(tenant: &TenantConfig, stored: &PresetSecrets, moved: &HashSet<Uuid>) -> Result<Value> {
     let mut tools = Map::new();
     for (key, input) in &tenant.tools {
         let place = format!("tenants.{}.tools.{key}", tenant.slug);

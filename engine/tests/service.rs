@@ -305,6 +305,75 @@ async fn a_servers_detail_has_its_configuration_and_its_connections_health(pool:
     assert!(matches!(nothing, store::Error::NotFound(_)), "{nothing:?}");
 }
 
+/// With `TOOLGATE_STDIO_COMMANDS` set (here to `npx`), a stdio server with another program is
+/// refused wherever servers are written or tested, and one stored before the list was set is
+/// never started: its connection is down, and its health says why.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn stdio_servers_start_only_the_programs_toolgate_stdio_commands_lists(pool: PgPool) {
+    use std::collections::BTreeMap;
+
+    use engine::service::global;
+    use engine::store::servers::EnvValue;
+    use engine::upstream::{ConnectionStatus, UpstreamConfig};
+
+    let marker = std::env::temp_dir().join(format!("toolgate-stdio-{}", Uuid::new_v4()));
+    let runner = ServerConfig::stdio(
+        Name::parse("runner").unwrap(),
+        "sh",
+        vec!["-c".into(), format!("touch '{}'; exec cat", marker.display())],
+    );
+    // Stored as before the list was set: the store itself does not know it.
+    let secrets = SecretBox::from_key(&[0; 32]).unwrap();
+    store::servers::create(&pool, &secrets, &Actor::system(), &runner).await.unwrap();
+    let upstream = UpstreamConfig { stdio_commands: vec!["npx".into()], ..Default::default() };
+    let options = Options { upstream, ..Default::default() };
+    let services = Services::start(pool.clone(), secrets, &[], options).await.unwrap();
+    let refusal = "command `sh` is not among TOOLGATE_STDIO_COMMANDS (npx): this Toolgate starts only those \
+                   programs for stdio servers";
+    let refused = |result: Result<(), store::Error>, expected: &str| match result {
+        Err(store::Error::Invalid(message)) => assert_eq!(message, expected),
+        other => panic!("not refused as `{expected}`: {other:?}"),
+    };
+
+    let other = ServerConfig { name: Name::parse("other").unwrap(), ..runner.clone() };
+    refused(servers::create(&services, &owner(), &other).await.map(drop), refusal);
+    refused(servers::update(&services, &owner(), &runner).await.map(drop), refusal);
+    refused(servers::probe(&services, &owner(), &other).await.map(drop), refusal);
+    let document = global::export_config(&services, &owner()).await.unwrap();
+    let applied = global::apply_config(&services, &owner(), &document, true).await.map(drop);
+    refused(applied, &format!("servers.runner: {refusal}"));
+    // An allowed bare name may not be pointed at another program through its `PATH`.
+    let npx = ServerConfig {
+        enabled: false,
+        ..ServerConfig::stdio(Name::parse("tools").unwrap(), "npx", vec!["-y".into(), "@acme/tools".into()])
+    };
+    let elsewhere = ServerConfig {
+        env: BTreeMap::from([("PATH".to_string(), EnvValue::Plain("/tmp".into()))]),
+        ..npx.clone()
+    };
+    refused(
+        servers::create(&services, &owner(), &elsewhere).await.map(drop),
+        "a stdio server may not set `PATH` while TOOLGATE_STDIO_COMMANDS is set: it would start other code \
+         than the program `npx`",
+    );
+    servers::create(&services, &owner(), &npx).await.unwrap();
+    assert_eq!(servers::stdio_commands(&services, &owner()), ["npx"]);
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let health = loop {
+        let detail = servers::detail(&services, &owner(), &runner.name).await.unwrap();
+        if let Some(failed) = detail.entry.connections.iter().find(|c| c.last_error.is_some()) {
+            break failed.clone();
+        }
+        assert!(Instant::now() < deadline, "the refused server's health never said why: {detail:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(health.status, ConnectionStatus::Down);
+    assert_eq!(health.last_error.as_deref(), Some(format!("not started: {refusal}").as_str()));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!marker.exists(), "the refused program ran");
+}
+
 /// A value a newer Toolgate stored (here a transport this version does not know, written past
 /// the check a newer migration replaced) fails the read, rather than being taken for another
 /// transport and connected as one.

@@ -216,9 +216,10 @@ impl<T> RenderCache<T> {
         let rendered = tools
             .iter()
             .filter_map(|tool| {
-                let entry = kept.by_tool.entry(Arc::as_ptr(tool) as usize).or_insert_with(|| {
-                    (tool.clone(), self.render(std::slice::from_ref(tool)).pop())
-                });
+                let entry = kept
+                    .by_tool
+                    .entry(Arc::as_ptr(tool) as usize)
+                    .or_insert_with(|| (tool.clone(), self.render(std::slice::from_ref(tool)).pop()));
                 entry.1.clone()
             })
             .collect();

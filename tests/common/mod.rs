@@ -49,6 +49,7 @@ impl TestApp {
                 files_root: None,
                 files_quota_bytes: 1024 * 1024,
                 shell_allow: vec!["sleep".parse().unwrap()],
+                stdio_commands: vec![],
                 shell_timeout_seconds: 30,
                 output_cap_bytes: 1024 * 1024,
                 description_cap_bytes: 8 * 1024,

@@ -71,6 +71,14 @@ pub async fn create_admin_token(
     Ok(token)
 }
 
+/// The programs stdio servers may start (`TOOLGATE_STDIO_COMMANDS`); empty = any.
+#[server]
+pub async fn list_stdio_commands() -> Result<Vec<String>, PanelError> {
+    use crate::server::{owner, state};
+    let owner = owner().await?;
+    Ok(engine::service::servers::stdio_commands(&state(), &owner))
+}
+
 #[server]
 pub async fn revoke_admin_token(id: String) -> Result<(), PanelError> {
     use crate::server::{owner, state};
@@ -87,6 +95,7 @@ pub fn TokensPage() -> impl IntoView {
     let (created, revoked) = (succeeded(create), succeeded(revoke));
     let tokens = Resource::new(move || (created.get(), revoked.get()), |_| list_admin_tokens());
     let tenants = Resource::new(|| (), |_| list_tenants());
+    let stdio = Resource::new(|| (), |_| list_stdio_commands());
     let name = RwSignal::new(String::new());
     let days = RwSignal::new(String::new());
     let read_only = RwSignal::new(false);
@@ -135,6 +144,33 @@ pub fn TokensPage() -> impl IntoView {
         )}
         <section class="card">
             <h2>"New token"</h2>
+            <p class="muted">
+                "A token with owner rights can register stdio MCP servers, and a stdio server starts a program "
+                "on this machine, as Toolgate's own user. "
+                <Transition fallback=|| ()>
+                    {move || {
+                        stdio.get().and_then(Result::ok).map(|commands| {
+                            if commands.is_empty() {
+                                view! {
+                                    <span>
+                                        "Any program: " <code>"TOOLGATE_STDIO_COMMANDS"</code>
+                                        " is not set. Give scripts such as CI read-only or tenant tokens, or set it."
+                                    </span>
+                                }
+                                .into_any()
+                            } else {
+                                view! {
+                                    <span>
+                                        "Only these programs (" <code>"TOOLGATE_STDIO_COMMANDS"</code> "): "
+                                        <code>{commands.join(", ")}</code> "."
+                                    </span>
+                                }
+                                .into_any()
+                            }
+                        })
+                    }}
+                </Transition>
+            </p>
             {loaded(tenants, move |tenants| view! {
             <div class="inline-form">
                 <NameAndExpiry what="token" label="Name" placeholder="ci" name days />

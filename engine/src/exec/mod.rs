@@ -367,8 +367,10 @@ impl Executor {
     pub async fn admit_toolless(&self, view: &TenantTools, caller: &Caller) -> Result<(), Limited> {
         let inner = &self.inner;
         // No tool's limits apply to the nil id.
-        let admitted =
-            inner.quotas.admit(&inner.pool, &view.limits, view.tenant_id, Uuid::nil(), holder(view, caller)).await;
+        let admitted = inner
+            .quotas
+            .admit(&inner.pool, &view.limits, view.tenant_id, Uuid::nil(), holder(view, caller))
+            .await;
         admitted.inspect_err(|limited| limited.count(&view.slug))
     }
 

@@ -21,13 +21,15 @@ pub async fn export_config(services: &Services, _: &Owner) -> Result<Document> {
 }
 
 /// Applies `document` as the whole configuration in one transaction, or with `dry_run` only
-/// says what would change.
+/// says what would change. Every stdio server in it must name a program
+/// `TOOLGATE_STDIO_COMMANDS` allows.
 pub async fn apply_config(
     services: &Services,
     owner: &Owner,
     document: &Document,
     dry_run: bool,
 ) -> Result<Vec<config::Change>> {
+    document.check_stdio_commands(services.upstreams.stdio_commands())?;
     config::apply(&services.pool, &services.secrets, owner.actor(), document, dry_run).await
 }
 

@@ -57,17 +57,21 @@ fn with_connections(server: Server, health: &[Health]) -> ServerEntry {
     ServerEntry { server, connections }
 }
 
+/// Registers a server; a stdio one only with a program `TOOLGATE_STDIO_COMMANDS` allows.
 pub async fn create(services: &Services, owner: &Owner, config: &ServerConfig) -> Result<Server> {
+    config.check_stdio_command(services.upstreams.stdio_commands())?;
     store::servers::create(&services.pool, &services.secrets, owner.actor(), config).await
 }
 
 /// Replaces a server's settings; secrets given as `{set: true}` keep their stored values, and
-/// what tenants gave it is dropped when it moves to a new target.
+/// what tenants gave it is dropped when it moves to a new target. A stdio server keeps only a
+/// program `TOOLGATE_STDIO_COMMANDS` allows.
 pub async fn update(
     services: &Services,
     owner: &Owner,
     config: &ServerConfig,
 ) -> Result<store::servers::Updated> {
+    config.check_stdio_command(services.upstreams.stdio_commands())?;
     store::servers::update(&services.pool, &services.secrets, owner.actor(), config).await
 }
 
@@ -94,13 +98,19 @@ pub async fn set_credentials(
 }
 
 /// Connects to a server that is not saved: what it is and how many tools it has, or what
-/// failed (an answer, not an error: it is what the owner asked to know).
+/// failed (an answer, not an error: it is what the owner asked to know). A stdio program
+/// `TOOLGATE_STDIO_COMMANDS` does not allow is refused (an error), never started.
 pub async fn probe(
     services: &Services,
     _: &Owner,
     config: &ServerConfig,
 ) -> Result<Result<ServerProbe, UpstreamError>> {
     services.upstreams.probe(config).await
+}
+
+/// The programs stdio servers may start (`TOOLGATE_STDIO_COMMANDS`); empty = any.
+pub fn stdio_commands(services: &Services, _: &Owner) -> Vec<String> {
+    services.upstreams.stdio_commands().to_vec()
 }
 
 /// The last hour of calls to a server, and its newest failures.

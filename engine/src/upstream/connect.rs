@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::handler::Handler;
 use super::oauth::Token;
 use super::sse;
-use super::{ServerProbe, UpstreamConfig, UpstreamError};
+use super::{ServerProbe, UpstreamConfig, UpstreamError, stdio_refusal};
 use crate::store::servers::{Endpoint, Transport};
 
 /// Connects once, lists the tools, disconnects.
@@ -22,9 +22,12 @@ pub async fn test_connection(
     config: &UpstreamConfig,
 ) -> Result<ServerProbe, UpstreamError> {
     let handler = Handler { slot: Weak::new(), connection: 0 };
-    let service = tokio::time::timeout(config.connect_timeout, connect(endpoint, handler, None))
-        .await
-        .map_err(|_| UpstreamError::ConnectTimeout(config.connect_timeout))??;
+    let service = tokio::time::timeout(
+        config.connect_timeout,
+        connect(endpoint, handler, None, &config.stdio_commands),
+    )
+    .await
+    .map_err(|_| UpstreamError::ConnectTimeout(config.connect_timeout))??;
     let server_info = serde_json::to_value(service.peer().peer_info()).unwrap_or(Value::Null);
     let tools = service.peer().list_all_tools().await.map_err(|e| UpstreamError::Listing(e.to_string()));
     service.cancellation_token().cancel();
@@ -36,15 +39,23 @@ pub async fn test_connection(
 /// (`TOOLGATE_SECRET_KEY` decrypts every stored credential).
 const INHERITED_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
 
-/// Connects to `endpoint`, with `token` on every request to an OAuth server.
+/// Connects to `endpoint`, with `token` on every request to an OAuth server; a stdio server
+/// only when `stdio_commands` (`TOOLGATE_STDIO_COMMANDS`) allows its program.
 pub(super) async fn connect(
     endpoint: &Endpoint,
     handler: Handler,
     token: Option<&Token>,
+    stdio_commands: &[String],
 ) -> Result<rmcp::service::RunningService<RoleClient, Handler>, UpstreamError> {
     match endpoint.transport {
         Transport::Stdio => {
-            let mut command = tokio::process::Command::new(endpoint.command.as_deref().unwrap_or_default());
+            let program = endpoint.command.as_deref().unwrap_or_default();
+            // Checked when the server was saved too, but the list may have changed since.
+            let env = endpoint.env.iter().map(|(name, _)| name.as_str());
+            if let Some(refusal) = stdio_refusal(stdio_commands, program, env) {
+                return Err(UpstreamError::NotAllowed(refusal));
+            }
+            let mut command = tokio::process::Command::new(program);
             if let Some(cwd) = &endpoint.cwd {
                 // Spawning in a missing directory fails as if the program were missing.
                 if !std::path::Path::new(cwd).is_dir() {

@@ -63,6 +63,9 @@ pub struct UpstreamConfig {
     /// Toolgate's public URL, for the links a tool error gives a person (to connect their
     /// account).
     pub public_url: Option<String>,
+    /// The programs a stdio server may start (`TOOLGATE_STDIO_COMMANDS`), each exactly as a
+    /// server's `command` names it; empty = any ([`check_stdio_command`]).
+    pub stdio_commands: Vec<String>,
 }
 
 impl Default for UpstreamConfig {
@@ -75,8 +78,57 @@ impl Default for UpstreamConfig {
             max_private_connections: 1000,
             private_idle: Duration::from_secs(600),
             public_url: None,
+            stdio_commands: Vec::new(),
         }
     }
+}
+
+/// Refuses a stdio server this Toolgate does not start: one whose `command` is not among
+/// `allowed` (`TOOLGATE_STDIO_COMMANDS`; empty allows any). The match is exact, on the text
+/// of the command: `npx` allows the command `npx` (looked up on `PATH`), not `/usr/bin/npx`,
+/// and `/usr/bin/npx` allows only that path. While the list is set, a server's `env` (its
+/// names in `env`) may not set what would start other code than the program named: `PATH`
+/// for a bare name, and the dynamic loader's `LD_*` and `DYLD_*` variables.
+///
+/// Checked when a server is registered, changed, tested or applied in a configuration
+/// document, and again before a stdio server's program is started (one stored before the
+/// list was set is not started).
+pub fn check_stdio_command<'a>(
+    allowed: &[String],
+    command: &str,
+    env: impl IntoIterator<Item = &'a str>,
+) -> Result<(), crate::Error> {
+    match stdio_refusal(allowed, command, env) {
+        Some(refusal) => Err(crate::Error::Invalid(refusal)),
+        None => Ok(()),
+    }
+}
+
+/// Why [`check_stdio_command`] refuses, if it does.
+pub(super) fn stdio_refusal<'a>(
+    allowed: &[String],
+    command: &str,
+    env: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    if allowed.is_empty() {
+        return None;
+    }
+    if !allowed.iter().any(|program| program == command) {
+        return Some(format!(
+            "command `{command}` is not among TOOLGATE_STDIO_COMMANDS ({}): this Toolgate starts only those \
+             programs for stdio servers",
+            allowed.join(", ")
+        ));
+    }
+    let bare = !command.contains('/');
+    env.into_iter()
+        .find(|name| (bare && *name == "PATH") || name.starts_with("LD_") || name.starts_with("DYLD_"))
+        .map(|name| {
+            format!(
+                "a stdio server may not set `{name}` while TOOLGATE_STDIO_COMMANDS is set: it would start other \
+                 code than the program `{command}`"
+            )
+        })
 }
 
 /// How an upstream connection is doing (a call's own outcome is [`crate::exec::Status`]).
@@ -152,6 +204,10 @@ pub enum UpstreamError {
     /// A stdio server's program could not be started.
     #[error("cannot start the server: {0}")]
     Spawn(String),
+    /// A stdio server's program is not one this Toolgate starts (`TOOLGATE_STDIO_COMMANDS`);
+    /// it is not retried.
+    #[error("not started: {0}")]
+    NotAllowed(String),
     /// A legacy HTTP+SSE server's event stream could not be opened.
     #[error("cannot open the event stream: {0}")]
     EventStream(String),
@@ -225,6 +281,7 @@ impl Upstreams {
         config: &servers::ServerConfig,
     ) -> crate::store::Result<Result<ServerProbe, UpstreamError>> {
         let endpoint = servers::probe_endpoint(config)?;
+        config.check_stdio_command(&self.inner.config.stdio_commands)?;
         if config.oauth.is_some() {
             let url = endpoint.url.as_deref().unwrap_or_default();
             let found =
@@ -286,6 +343,11 @@ impl Upstreams {
             }
         });
         Upstreams { inner }
+    }
+
+    /// The programs stdio servers may start (`TOOLGATE_STDIO_COMMANDS`); empty = any.
+    pub fn stdio_commands(&self) -> &[String] {
+        &self.inner.config.stdio_commands
     }
 
     pub fn health(&self) -> Vec<Health> {
@@ -611,5 +673,36 @@ impl Upstream for Upstreams {
             let slot = self.inner.route(tool, ctx).await?;
             slot.call(tool, arguments, ctx).await
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stdio_programs_are_allowed_by_their_exact_text_and_any_without_a_list() {
+        let allowed = ["npx".to_string(), "/opt/mcp/bin/files".to_string()];
+        let refused = |command: &str, env: &[&str]| stdio_refusal(&allowed, command, env.iter().copied());
+        assert_eq!(stdio_refusal(&[], "bash", ["PATH", "LD_PRELOAD"]), None);
+        assert_eq!(refused("npx", &["API_TOKEN"]), None);
+        assert_eq!(refused("/opt/mcp/bin/files", &["PATH"]), None);
+        assert_eq!(
+            refused("bash", &[]).as_deref(),
+            Some(
+                "command `bash` is not among TOOLGATE_STDIO_COMMANDS (npx, /opt/mcp/bin/files): this Toolgate \
+                 starts only those programs for stdio servers"
+            )
+        );
+        // No path resolution, no globbing, no case folding.
+        for other in ["/usr/bin/npx", "./npx", "NPX", "npx ", "files", "/opt/mcp/bin/*", ""] {
+            assert!(refused(other, &[]).is_some(), "{other:?}");
+        }
+        // What would run other code than the program named.
+        assert!(refused("npx", &["PATH"]).is_some_and(|why| why.contains("may not set `PATH`")));
+        assert!(refused("/opt/mcp/bin/files", &["LD_PRELOAD"]).is_some());
+        assert!(refused("npx", &["DYLD_INSERT_LIBRARIES"]).is_some());
+        let refusal = check_stdio_command(&allowed, "sh", ["API_TOKEN"]).unwrap_err();
+        assert!(matches!(refusal, crate::Error::Invalid(_)), "{refusal:?}");
     }
 }

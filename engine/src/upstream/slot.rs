@@ -185,7 +185,7 @@ impl Slot {
                 if token.is_none() {
                     token = self.token(&endpoint).await?;
                 }
-                connect(&endpoint, handler, token.as_deref()).await
+                connect(&endpoint, handler, token.as_deref(), &self.config.stdio_commands).await
             };
             let connected = tokio::select! {
                 () = self.cancel.cancelled() => break,
@@ -257,6 +257,14 @@ impl Slot {
                         s.fail(err.to_string());
                         s.status = ConnectionStatus::NeedsAuthorization;
                     });
+                    self.cancel.cancelled().await;
+                    break;
+                }
+                Err(err @ UpstreamError::NotAllowed(_)) => {
+                    // Nothing to retry: the program stays refused until the server is changed
+                    // (a new connection) or Toolgate restarts with another list.
+                    tracing::warn!(servers = %self.label(), error = %err, "upstream program not started: not allowed");
+                    self.set(|s| s.fail(err.to_string()));
                     self.cancel.cancelled().await;
                     break;
                 }

@@ -175,6 +175,17 @@ impl ServerConfig {
         }
     }
 
+    /// Refuses a stdio server whose program this Toolgate does not start: `allowed` is
+    /// `TOOLGATE_STDIO_COMMANDS` ([`crate::upstream::check_stdio_command`]).
+    pub fn check_stdio_command(&self, allowed: &[String]) -> Result<()> {
+        match (self.transport, &self.command) {
+            (Transport::Stdio, Some(command)) => {
+                crate::upstream::check_stdio_command(allowed, command, self.env.keys().map(String::as_str))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Where the server is: its URL, or its command and arguments. Stored secrets belong to it.
     fn target(&self) -> Target {
         Target::of(&self.url, &self.command, &self.args, &self.cwd)
