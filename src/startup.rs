@@ -282,11 +282,13 @@ fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
         public_hosts,
         settings.limits.input_waits_per_key,
     );
-    // The credential check runs first: a named session must then be the key's (or grant's) own.
+    // Outermost the Origin check, then the credential check: a named session must then be the
+    // key's (or grant's) own.
     let origins = gateway::BrowserOrigins::new(
         settings.public_url.as_deref(),
         settings.mcp_allowed_origins.iter().map(String::as_str),
     );
+    let cors = origins.cors();
     let mcp = Router::new()
         .route("/mcp/{tenant}", service)
         .route_layer(axum::middleware::from_fn_with_state(owners, sessions::bind_sessions))
@@ -297,7 +299,8 @@ fn gateway_router(state: &AppState, settings: &ServeSettings) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(
             Arc::new(origins),
             gateway::allowed_browser_origins,
-        ));
+        ))
+        .route_layer(cors);
     let rest = rest::router(
         state.catalog.clone(),
         state.executor.clone(),

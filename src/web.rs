@@ -97,10 +97,15 @@ pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &TrustedProxies) ->
         return client;
     }
     for list in headers.get_all(X_FORWARDED_FOR).iter().rev() {
-        let Ok(list) = list.to_str() else { return client };
+        // Split as bytes: what a client wrote further left (a proxy appends to it) may not be
+        // text, and must not spoil the entries the proxies added.
+        let entries = list
+            .as_bytes()
+            .rsplit(|byte| *byte == b',')
+            .map(|entry| std::str::from_utf8(entry).map(str::trim));
         // Empty elements of a list are ignored (RFC 9110 §5.6.1).
-        for entry in list.rsplit(',').map(str::trim).filter(|entry| !entry.is_empty()) {
-            let Some(hop) = forwarded_ip(entry) else { return client };
+        for entry in entries.filter(|entry| *entry != Ok("")) {
+            let Some(hop) = entry.ok().and_then(forwarded_ip) else { return client };
             client = hop;
             if !trusted.trusts(hop) {
                 return client;
@@ -304,11 +309,15 @@ mod tests {
         assert_eq!(client(trusted, "127.0.0.1", &["203.0.113.7, garbage"]), "127.0.0.1");
         assert_eq!(client(trusted, "127.0.0.1", &["203.0.113.7, 10.1.2.3/8"]), "127.0.0.1");
         assert_eq!(client(trusted, "127.0.0.1", &["garbage, 10.1.2.3"]), "10.1.2.3");
-        // Not even text.
-        let mut headers = HeaderMap::new();
-        headers.insert(X_FORWARDED_FOR, HeaderValue::from_bytes(b"203.0.113.7\xff").unwrap());
+        // Not even text: only where it is not text does the walk end.
         let trusted: TrustedProxies = trusted.parse().unwrap();
-        assert_eq!(client_ip("127.0.0.1".parse().unwrap(), &headers, &trusted).to_string(), "127.0.0.1");
+        let walked = |value: &[u8]| {
+            let mut headers = HeaderMap::new();
+            headers.insert(X_FORWARDED_FOR, HeaderValue::from_bytes(value).unwrap());
+            client_ip("127.0.0.1".parse().unwrap(), &headers, &trusted).to_string()
+        };
+        assert_eq!(walked(b"203.0.113.7\xff"), "127.0.0.1");
+        assert_eq!(walked(b"198.51.100.1\xff, 203.0.113.7, 10.1.2.3"), "203.0.113.7");
     }
 
     #[test]

@@ -874,6 +874,18 @@ async fn a_browser_page_of_another_origin_is_refused_even_with_a_key(pool: PgPoo
             assert!(text.contains("TOOLGATE_MCP_ALLOWED_ORIGINS"), "{text}");
         }
     }
+    // A listed origin's page can read the answers: its preflight (without credentials) passes.
+    let preflight = reqwest::Client::new()
+        .request(reqwest::Method::OPTIONS, app.url("/mcp/acme"))
+        .header("origin", "http://localhost:6274")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "authorization, content-type, mcp-protocol-version")
+        .send()
+        .await
+        .unwrap();
+    assert!(preflight.status().is_success(), "{}", preflight.status());
+    let allowed = preflight.headers().get("access-control-allow-origin").and_then(|v| v.to_str().ok());
+    assert_eq!(allowed, Some("http://localhost:6274"));
 }
 
 /// Revision 2026-07-28's request checks, on a tenant's endpoint: `Mcp-Method` and `Mcp-Name`

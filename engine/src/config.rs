@@ -369,9 +369,8 @@ fn group_view(group: &GroupConfig) -> Value {
     })
 }
 
-/// A tenant as the diff shows it: defaults filled in, secret presets redacted.
-/// `tenant` as the diff shows it; a secret preset is kept from `stored` unless its server is
-/// among the `moved` ones.
+/// A tenant as the diff shows it: defaults filled in, secret presets redacted (kept from
+/// `stored` unless their server is among the `moved` ones).
 fn tenant_view(tenant: &TenantConfig, stored: &PresetSecrets, moved: &HashSet<Uuid>) -> Result<Value> {
     let mut tools = Map::new();
     for (key, input) in &tenant.tools {

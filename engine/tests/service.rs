@@ -248,8 +248,12 @@ async fn a_tenant_administrator_sees_only_the_groups_and_sources_within_the_ceil
     let services = services(&pool).await;
     create_tenants(&pool, &["acme", "globex"]).await;
     let echo = source(&pool, "up", None, "echo").await;
-    source(&pool, "hidden", None, "peek").await;
+    let peek = source(&pool, "hidden", None, "peek").await;
     source(&pool, "theirs", Some("globex"), "mine").await;
+    // Overridden while the tenant could still use it.
+    let acme = TenantSlug::parse("acme").unwrap();
+    let renamed = OverrideInput { name: Some("peek_renamed".into()), ..Default::default() };
+    store::overrides::set(&pool, &services.secrets, &Actor::system(), &acme, peek, &renamed).await.unwrap();
     for group in ["math", "ops"] {
         store::groups::put(&pool, &Actor::system(), &Name::parse(group).unwrap(), group, false)
             .await
@@ -264,6 +268,7 @@ async fn a_tenant_administrator_sees_only_the_groups_and_sources_within_the_ceil
         |detail: tenants::TenantDetail| detail.groups.into_iter().map(|g| g.group).collect::<Vec<_>>();
 
     let hers = tenants::detail(&services, &jane.tenant("acme").unwrap()).await.unwrap();
+    assert!(hers.overrides.is_empty(), "{:?}", hers.overrides);
     assert_eq!(groups(hers), ["math"]);
     let hers = tenants::choices(&services, &jane.tenant("acme").unwrap()).await.unwrap();
     assert_eq!(hers.shared_sources, ["up"]);
@@ -271,6 +276,7 @@ async fn a_tenant_administrator_sees_only_the_groups_and_sources_within_the_ceil
     assert_eq!(hers.names.into_keys().collect::<Vec<_>>(), [echo]);
 
     let all = tenants::detail(&services, &root.tenant("acme").unwrap()).await.unwrap();
+    assert_eq!(all.overrides.len(), 1);
     assert_eq!(groups(all), ["math", "ops"]);
     let all = tenants::choices(&services, &root.tenant("acme").unwrap()).await.unwrap();
     assert_eq!(all.shared_sources, ["hidden", "up"]);

@@ -212,17 +212,20 @@ impl<T> RenderCache<T> {
     where
         T: Clone,
     {
-        let mut kept = self.kept.lock().expect("kept renderings");
-        let rendered = tools
-            .iter()
-            .filter_map(|tool| {
-                let entry = kept
-                    .by_tool
-                    .entry(Arc::as_ptr(tool) as usize)
-                    .or_insert_with(|| (tool.clone(), self.render(std::slice::from_ref(tool)).pop()));
-                entry.1.clone()
-            })
+        let key = |tool: &Arc<CatalogTool>| Arc::as_ptr(tool) as usize;
+        let missing: Vec<&Arc<CatalogTool>> = {
+            let kept = self.kept.lock().expect("kept renderings");
+            tools.iter().filter(|tool| !kept.by_tool.contains_key(&key(tool))).collect()
+        };
+        // Rendered outside the lock: other sessions' lists do not wait for these.
+        let fresh: Vec<_> = missing
+            .into_iter()
+            .map(|tool| (key(tool), (tool.clone(), self.render(std::slice::from_ref(tool)).pop())))
             .collect();
+        let mut kept = self.kept.lock().expect("kept renderings");
+        kept.by_tool.extend(fresh);
+        // Every one of `tools` is there: a sweep drops only tools nothing else holds.
+        let rendered = tools.iter().filter_map(|tool| kept.by_tool.get(&key(tool))?.1.clone()).collect();
         // Tools of past snapshots are held by nothing but this cache: dropped now and then.
         if kept.by_tool.len() > 2 * kept.swept.max(256) {
             kept.by_tool.retain(|_, (tool, _)| Arc::strong_count(tool) > 1);
@@ -460,18 +463,45 @@ pub fn resource_metadata_url(issuer: &str, path: &str) -> String {
 
 /// The browser origins whose pages may call the MCP endpoint: Toolgate's public URL's and
 /// those an operator lists (a browser-based client such as the MCP Inspector).
-pub struct BrowserOrigins(Vec<String>);
+pub struct BrowserOrigins {
+    all: Vec<String>,
+    /// The listed ones, which are other sites: answered with CORS headers.
+    listed: Vec<String>,
+}
 
 impl BrowserOrigins {
     pub fn new<'a>(public_url: Option<&'a str>, listed: impl IntoIterator<Item = &'a str>) -> Self {
-        BrowserOrigins(public_url.into_iter().chain(listed).filter_map(origin_of).collect())
+        let listed: Vec<String> = listed.into_iter().map(origin_of).collect();
+        BrowserOrigins { all: public_url.map(origin_of).into_iter().chain(listed.clone()).collect(), listed }
+    }
+
+    /// CORS for the listed origins, so a browser-based client there can read the answers (the
+    /// preflight is answered before any credential check, as browsers send it without).
+    pub fn cors(&self) -> tower_http::cors::CorsLayer {
+        use axum::http::{HeaderName, HeaderValue, Method};
+        let origins = self.listed.iter().filter_map(|origin| HeaderValue::from_str(origin).ok());
+        let mcp = ["mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name", "last-event-id"];
+        tower_http::cors::CorsLayer::new()
+            .allow_origin(tower_http::cors::AllowOrigin::list(origins))
+            .allow_methods([Method::GET, Method::POST, Method::DELETE])
+            .allow_headers(
+                [header::AUTHORIZATION, header::CONTENT_TYPE, header::ACCEPT]
+                    .into_iter()
+                    .chain(mcp.map(HeaderName::from_static))
+                    .collect::<Vec<_>>(),
+            )
+            .expose_headers([HeaderName::from_static("mcp-session-id"), header::WWW_AUTHENTICATE])
     }
 }
 
-/// `url`'s origin as browsers send it (`scheme://host[:port]`, the default port left out).
-fn origin_of(url: &str) -> Option<String> {
-    let origin = url::Url::parse(url.trim()).ok()?.origin();
-    origin.is_tuple().then(|| origin.ascii_serialization())
+/// `origin` as browsers send it: `scheme://host[:port]` with the default port left out; an
+/// origin of another kind (`chrome-extension://…`, `null`) as its lower-cased text.
+fn origin_of(origin: &str) -> String {
+    let origin = origin.trim();
+    match url::Url::parse(origin).map(|url| url.origin()) {
+        Ok(tuple) if tuple.is_tuple() => tuple.ascii_serialization(),
+        _ => origin.to_ascii_lowercase(),
+    }
 }
 
 /// For `/mcp/{tenant}`: a request from a browser page (it carries `Origin`) must come from one
@@ -483,8 +513,8 @@ pub async fn allowed_browser_origins(
     next: Next,
 ) -> Response {
     let Some(origin) = request.headers().get(header::ORIGIN) else { return next.run(request).await };
-    let origin = origin.to_str().ok().and_then(origin_of);
-    if origin.is_some_and(|origin| allowed.0.contains(&origin)) {
+    let origin = origin.to_str().ok().map(origin_of);
+    if origin.is_some_and(|origin| allowed.all.contains(&origin)) {
         return next.run(request).await;
     }
     let detail = "the Origin of this request is not allowed: browser pages may call the MCP endpoint only from \

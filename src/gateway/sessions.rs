@@ -178,14 +178,15 @@ impl SessionOwners {
 
 /// Ends here, within milliseconds, each session another replica ended (a DELETE there, its key
 /// removed, expiry): the id its row's deletion announces; on every (re)connection, whatever
-/// ended while this replica was not listening.
+/// ended while this replica was not listening. Ends with the session owners, or the pool.
 async fn hear_ended(
     owners: Weak<Mutex<HashMap<Arc<str>, Owner>>>,
     manager: Arc<LocalSessionManager>,
     pool: PgPool,
 ) {
     let mut delay = Duration::from_millis(100);
-    loop {
+    let over = |pool: &PgPool| pool.is_closed() || owners.strong_count() == 0;
+    while !over(&pool) {
         let mut listener = match mcp_sessions::listen_ended(&pool).await {
             Ok(listener) => listener,
             Err(err) => {
@@ -201,11 +202,25 @@ async fn hear_ended(
             tracing::warn!(error = %err, "could not check for MCP sessions ended elsewhere");
         }
         drop(known);
-        while let Ok(Some(ended)) = listener.try_recv().await {
-            let Some(known) = owners.upgrade() else { return };
-            end(&known, &manager, &Arc::from(ended.payload())).await;
+        loop {
+            match listener.try_recv().await {
+                Ok(Some(ended)) => {
+                    let Some(known) = owners.upgrade() else { return };
+                    end(&known, &manager, &Arc::from(ended.payload())).await;
+                }
+                Ok(None) => {
+                    tracing::warn!(
+                        "lost the connection that hears of MCP sessions ended elsewhere; reconnecting"
+                    );
+                    break;
+                }
+                Err(_) if over(&pool) => return,
+                Err(err) => {
+                    tracing::warn!(error = %err, "cannot hear of MCP sessions ended elsewhere; reconnecting");
+                    break;
+                }
+            }
         }
-        tracing::warn!("lost the connection that hears of MCP sessions ended elsewhere; reconnecting");
     }
 }
 

@@ -132,6 +132,20 @@ fn kept_arguments(arguments: &mut Value) -> usize {
     json_size(arguments)
 }
 
+/// Whether PostgreSQL refused the data itself (SQLSTATE classes 22 and 23: a value out of
+/// range, a reference to a row gone), which the batch's other records may not share; a
+/// database away or overloaded would refuse them one by one too.
+fn refused_data(err: &crate::Error) -> bool {
+    match err {
+        crate::Error::Conflict(_) | crate::Error::Invalid(_) => true,
+        crate::Error::Internal(err) => err
+            .downcast_ref::<sqlx::Error>()
+            .and_then(|err| err.as_database_error()?.code())
+            .is_some_and(|code| code.starts_with("22") || code.starts_with("23")),
+        _ => false,
+    }
+}
+
 /// The size of `value` as JSON text, without writing it anywhere.
 fn json_size(value: &Value) -> usize {
     let mut size = Counted(0);
@@ -225,14 +239,14 @@ async fn write_batches(pool: PgPool, mut receiver: mpsc::Receiver<Queued>) {
     }
 }
 
-/// Writes `batch` in one statement; if PostgreSQL refuses it (rather than being away), writes
-/// each record alone, so a bad one (its tenant removed meanwhile) loses only itself.
+/// Writes `batch` in one statement; if PostgreSQL refuses its data, writes each record alone,
+/// so a bad one (its tenant removed meanwhile) loses only itself.
 async fn write(pool: &PgPool, batch: &[Record]) {
     let err = match store::invocations::insert(pool, batch).await {
         Ok(()) => return,
         Err(err) => err,
     };
-    if batch.len() == 1 || matches!(err, crate::Error::Unavailable(_)) {
+    if batch.len() == 1 || !refused_data(&err) {
         tracing::warn!(error = %err, count = batch.len(), "invocation records could not be written");
         return;
     }

@@ -2,7 +2,7 @@
 //! caller manages the tenant ([`ManagedTenant`]); what only owners may do asks it for
 //! [`ManagedTenant::owner`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 use uuid::Uuid;
@@ -261,15 +261,23 @@ pub async fn test_runs(services: &Services, tenant: &ManagedTenant<'_>) -> Resul
     store::invocations::test_runs(&services.pool, tenant.slug().as_str(), 20).await
 }
 
-/// The tenant in full; to a tenant administrator, only the groups its ceiling admits.
+/// The tenant in full; to a tenant administrator, only the groups its ceiling admits and the
+/// overrides of tools it may use.
 pub async fn detail(services: &Services, managed: &ManagedTenant<'_>) -> Result<TenantDetail> {
     let (pool, catalog, slug) = (&services.pool, &services.catalog, managed.slug());
     let tenant = store::tenants::get(pool, slug).await?;
     let mut groups = store::tenants::group_activations(pool, slug).await?;
+    let mut overrides = store::overrides::list(pool, slug).await?;
     if managed.owner().is_err() {
         groups.retain(|group| tenant.ceiling.admits_group(&group.group));
+        let usable: HashSet<Uuid> = store::sources::tools(pool)
+            .await?
+            .into_iter()
+            .filter(|tool| tenant.may_use(tool.tenant_id, &tool.source, &tool.tags))
+            .map(|tool| tool.id)
+            .collect();
+        overrides.retain(|o| usable.contains(&o.tool_id));
     }
-    let overrides = store::overrides::list(pool, slug).await?;
     let keys = store::keys::list(pool, slug).await?;
     let snapshot = catalog.snapshot();
     let view = snapshot.tenant(slug.as_str());

@@ -86,9 +86,10 @@ impl Default for UpstreamConfig {
 /// Refuses a stdio server this Toolgate does not start: one whose `command` is not among
 /// `allowed` (`TOOLGATE_STDIO_COMMANDS`; empty allows any). The match is exact, on the text
 /// of the command: `npx` allows the command `npx` (looked up on `PATH`), not `/usr/bin/npx`,
-/// and `/usr/bin/npx` allows only that path. While the list is set, a server's `env` (its
-/// names in `env`) may not set what would start other code than the program named: `PATH`
-/// for a bare name, and the dynamic loader's `LD_*` and `DYLD_*` variables.
+/// and `/usr/bin/npx` allows only that path; a relative path is never allowed. While the list
+/// is set, a server's `env` may not set what would start other code than the program named:
+/// `PATH` for a bare name, the dynamic loader's and package managers' variables, interpreters'
+/// options and module paths, `HOME`.
 ///
 /// Checked when a server is registered, changed, tested or applied in a configuration
 /// document, and again before a stdio server's program is started (one stored before the
@@ -103,6 +104,30 @@ pub fn check_stdio_command<'a>(
         None => Ok(()),
     }
 }
+
+/// Variables that make a program load or run other code than its own (an interpreter's
+/// options and module paths, a shell's start-up file, a home with its configuration files).
+const CODE_ENV: [&str; 15] = [
+    "HOME",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "BASH_ENV",
+    "ENV",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+];
+
+/// Families of such variables: the dynamic loader's, and the package managers' (their
+/// registry or index is where the code comes from).
+const CODE_ENV_PREFIXES: [&str; 5] = ["LD_", "DYLD_", "NPM_CONFIG_", "UV_", "PIP_"];
 
 /// Why [`check_stdio_command`] refuses, if it does.
 pub(super) fn stdio_refusal<'a>(
@@ -120,9 +145,20 @@ pub(super) fn stdio_refusal<'a>(
             allowed.join(", ")
         ));
     }
-    let bare = !command.contains('/');
+    if command.contains('/') && !command.starts_with('/') {
+        return Some(format!(
+            "command `{command}` is a relative path, a program of the server's working directory: \
+             TOOLGATE_STDIO_COMMANDS names programs by bare name or absolute path"
+        ));
+    }
+    let bare = !command.starts_with('/');
     env.into_iter()
-        .find(|name| (bare && *name == "PATH") || name.starts_with("LD_") || name.starts_with("DYLD_"))
+        .find(|name| {
+            let name = name.to_ascii_uppercase();
+            (bare && name == "PATH")
+                || CODE_ENV.contains(&name.as_str())
+                || CODE_ENV_PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+        })
         .map(|name| {
             format!(
                 "a stdio server may not set `{name}` while TOOLGATE_STDIO_COMMANDS is set: it would start other \
@@ -700,6 +736,11 @@ mod tests {
         }
         // What would run other code than the program named.
         assert!(refused("npx", &["PATH"]).is_some_and(|why| why.contains("may not set `PATH`")));
+        for name in ["NODE_OPTIONS", "PythonPath", "npm_config_registry", "UV_INDEX_URL", "HOME"] {
+            assert!(refused("npx", &[name]).is_some(), "{name}");
+        }
+        let relative = ["bin/server".to_string()];
+        assert!(stdio_refusal(&relative, "bin/server", []).is_some_and(|why| why.contains("relative path")));
         assert!(refused("/opt/mcp/bin/files", &["LD_PRELOAD"]).is_some());
         assert!(refused("npx", &["DYLD_INSERT_LIBRARIES"]).is_some());
         let refusal = check_stdio_command(&allowed, "sh", ["API_TOKEN"]).unwrap_err();

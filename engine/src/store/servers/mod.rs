@@ -393,9 +393,8 @@ pub(crate) async fn row(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<Serv
     .ok_or_else(|| Error::not_found(format!("MCP server {source_id}")))
 }
 
-/// Writes a server inside the caller's transaction: creates it, or updates the server with
-/// source id `existing`. Secrets given as `{set: true}` keep their stored values.
-/// Writes `config` as the server `existing` (a new one when `None`); returns its source id and
+/// Writes `config` inside the caller's transaction as the server `existing` (a new one when
+/// `None`). Secrets given as `{set: true}` keep their stored values. Returns its source id and
 /// what tenants had given it that a move to a new target dropped (audited).
 pub(crate) async fn write(
     tx: &mut Transaction<'_, Postgres>,
@@ -436,8 +435,8 @@ pub(crate) async fn write(
     let mut dropped = Vec::new();
     if stored.moved(config) {
         dropped = given_for_target(tx, source_id).await?;
+        drop_given_for_target(tx, source_id).await?;
         if !dropped.is_empty() {
-            drop_given_for_target(tx, source_id).await?;
             let change = Change::new("drop_given_secrets", "server", &config.name)
                 .after(&json!({"dropped": dropped, "reason": "the server's target changed"}));
             super::record(tx, actor, &change).await?;

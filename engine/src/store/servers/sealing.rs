@@ -171,7 +171,8 @@ pub(crate) async fn given_for_target(conn: &mut sqlx::PgConnection, source_id: U
         .collect())
 }
 
-/// Drops what [`given_for_target`] lists: the server is going to a new target.
+/// Drops what [`given_for_target`] lists, and the authorizations being made: the server is
+/// going to a new target. (Its authorizations go with its OAuth client, in `oauth::write`.)
 pub(super) async fn drop_given_for_target(conn: &mut sqlx::PgConnection, source_id: Uuid) -> Result<()> {
     sqlx::query!("delete from mcp_credential where source_id = $1", source_id).execute(&mut *conn).await?;
     sqlx::query!(
@@ -180,7 +181,6 @@ pub(super) async fn drop_given_for_target(conn: &mut sqlx::PgConnection, source_
     )
     .execute(&mut *conn)
     .await?;
-    sqlx::query!("delete from mcp_authorization where source_id = $1", source_id).execute(&mut *conn).await?;
     sqlx::query!("delete from mcp_authorization_flow where source_id = $1", source_id)
         .execute(&mut *conn)
         .await?;
