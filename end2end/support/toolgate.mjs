@@ -130,6 +130,12 @@ export async function open(page, toolgate, path) {
   await page.waitForSelector('html[data-hydrated="true"]');
 }
 
+/** Reloads the page and waits until the client has taken over again (inputs get their values then). */
+export async function reload(page) {
+  await page.reload();
+  await page.waitForSelector('html[data-hydrated="true"]');
+}
+
 /**
  * Retries `check` until it passes, reloading the page between tries: for what the server does
  * off the request path (catalog reloads, discovery, batched invocation records).
@@ -142,8 +148,7 @@ export async function eventually(page, check, what, timeout = 15_000) {
     } catch (err) {
       if (Date.now() > deadline) throw new Error(`${what}: ${err.message}`);
       await page.waitForTimeout(300);
-      await page.reload();
-      await page.waitForSelector('html[data-hydrated="true"]');
+      await reload(page);
     }
   }
 }

@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  eventually, launchChromium, open, policyRefusals, screenshots, signIn, startSseServer, startToolgate,
+  eventually, launchChromium, open, policyRefusals, reload, screenshots, signIn, startSseServer, startToolgate,
 } from '../support/toolgate.mjs';
 
 const HOSTILE = 'Says it back. <img src=x onerror="window.__xss = 1"> <script>window.__xss = 2</script>';
@@ -145,7 +145,7 @@ test('a tenant: tag toggles change the effective tool list; keys are shown once 
   await page.getByRole('button', { name: 'Revoke `ci` now' }).click();
   await page.locator('tr.revoked').waitFor();
   assert.equal(await page.locator('figure.new-key').count(), 0, 'a revoked key is no longer shown');
-  await page.reload();
+  await reload(page);
   assert.equal(await page.locator('figure.new-key').count(), 0, 'a key is never shown again');
 });
 
@@ -161,7 +161,7 @@ test('an owner limits a tenant, a tool and a key; calls beyond are refused and t
   await page.locator('input[name="tenant-limit-per-day"]').fill('');
   await page.getByRole('button', { name: 'Save limits' }).click();
   await page.getByText('Limits saved.').waitFor();
-  await page.reload();
+  await reload(page);
   assert.equal(await page.locator('input[name="tenant-limit-per-minute"]').inputValue(), '2');
   assert.equal(await page.locator('input[name="tool-limit-view_text_file-concurrent"]').inputValue(), '3');
 
@@ -204,7 +204,7 @@ test('an owner limits a tenant, a tool and a key; calls beyond are refused and t
   await page.locator('.tool-limit', { hasText: 'view_text_file' }).getByRole('button', { name: 'Remove' }).click();
   await page.getByRole('button', { name: 'Save limits' }).click();
   await page.getByText('Limits saved.').waitFor();
-  await page.reload();
+  await reload(page);
   assert.equal(await page.locator('.tool-limit').count(), 0);
   assert.equal(await page.locator('input[name="tenant-limit-per-minute"]').inputValue(), '');
 });
@@ -327,8 +327,7 @@ test('an owner makes a read-only token, sees it used, and revokes it after confi
   assert.equal((await api('GET')).status, 200);
   assert.equal((await api('POST')).status, 403, 'a read-only token cannot write');
 
-  await page.reload();
-  await page.waitForSelector('html[data-hydrated="true"]');
+  await reload(page);
   const row = page.getByRole('row', { name: /grafana/ });
   await row.getByRole('cell', { name: 'read-only', exact: true }).waitFor();
   assert.notEqual(await row.locator('td').nth(3).innerText(), 'never', 'its last use is shown');

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { launchChromium, open, policyRefusals, screenshots, signIn, startToolgate } from '../support/toolgate.mjs';
+import { launchChromium, open, policyRefusals, reload, screenshots, signIn, startToolgate } from '../support/toolgate.mjs';
 
 /** How long the provider's access tokens live. */
 const TOKEN_SECONDS = 4;
@@ -114,8 +114,7 @@ test('an owner registers an OAuth server, authorizes it, and authorizes it again
   await new Promise((resolve) => setTimeout(resolve, TOKEN_SECONDS * 1000));
   assert.notEqual(await whoami(token, 'crm'), 'olive@crm.test');
   await until(async () => {
-    await page.reload();
-    await page.waitForSelector('html[data-hydrated="true"]');
+    await reload(page);
     assert.match(await row.innerText(), /needs authorization/);
   }, 'needs authorization');
   assert.match(await row.innerText(), /refresh token/);

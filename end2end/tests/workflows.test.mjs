@@ -3,7 +3,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dirname } from 'node:path';
-import { eventually, launchChromium, open, screenshots, signIn, startToolgate } from '../support/toolgate.mjs';
+import { eventually, launchChromium, open, reload, screenshots, signIn, startToolgate } from '../support/toolgate.mjs';
 
 const everything = new URL('../node_modules/@modelcontextprotocol/server-everything/dist/index.js', import.meta.url).pathname;
 
@@ -165,8 +165,7 @@ test('a group: saved clears the form, and deleting it first says what happens', 
   await page.locator('select[data-group="talk"]').selectOption('off');
   await page.getByRole('button', { name: 'Save groups' }).click();
   await page.getByText('Groups saved.').waitFor();
-  await page.reload();
-  await page.waitForSelector('html[data-hydrated="true"]');
+  await reload(page);
   assert.equal(await page.locator('select[data-group="talk"]').inputValue(), 'off');
 
   await open(page, toolgate, '/groups');
@@ -234,8 +233,7 @@ test('the catalog keeps its filters in the address and says when nothing matches
   await open(page, toolgate, '/tools');
   await page.getByPlaceholder('Search names and descriptions').fill('get-sum');
   await page.waitForURL(/[?&]q=get-sum/);
-  await page.reload();
-  await page.waitForSelector('html[data-hydrated="true"]');
+  await reload(page);
   assert.equal(await page.getByPlaceholder('Search names and descriptions').inputValue(), 'get-sum');
   await page.getByRole('link', { name: 'everything_get-sum' }).waitFor();
   assert.equal(await page.getByRole('link', { name: 'everything_echo' }).count(), 0);
