@@ -1,7 +1,7 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, its server
 //! scenarios, under the Node 22 it needs) judging a tenant's `/mcp/<tenant>`. The tools its
 //! scenarios call — text, image, audio and resource results, logging, progress, errors,
-//! sampling, elicitation — are served by an upstream written to the scenarios' descriptions
+//! sampling, elicitation — and its prompts, resources and completions are served by an upstream written to the scenarios' descriptions
 //! (`tests/python/conformance_server.py`, the Python SDK 1.x, which knows only the handshake
 //! era), registered with the prefix "" so that their names reach the suite unchanged. What
 //! Toolgate is expected to fail, and why: `tests/conformance/expected-failures.yml`; the suite
@@ -19,7 +19,7 @@ use tokio::process::Command;
 const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance");
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
-async fn the_conformance_suites_tool_and_protocol_scenarios_pass(pool: PgPool) {
+async fn the_conformance_suites_server_scenarios_pass(pool: PgPool) {
     let (_upstream, port) =
         common::python_server(venv_program_of("mcp1", "python"), "conformance_server.py", &[]).await;
     let app = TestApp::spawn(pool.clone()).await;
@@ -46,5 +46,13 @@ async fn the_conformance_suites_tool_and_protocol_scenarios_pass(pool: PgPool) {
     let _ = std::fs::remove_dir_all(&results);
     let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success(), "the conformance suite failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("tools-call-with-logging") && stdout.contains("logging-set-level"), "{stdout}");
+    for scenario in [
+        "tools-call-with-logging",
+        "logging-set-level",
+        "prompts-get-with-args",
+        "resources-templates-read",
+        "completion-complete",
+    ] {
+        assert!(stdout.contains(scenario), "{scenario} did not run:\n{stdout}");
+    }
 }

@@ -13,11 +13,37 @@ const textOf = (result) =>
   result.content.filter((block) => block.type === "text").map((block) => block.text).join("");
 
 /**
- * Runs every cell. `names()` lists the tool names; `call(params, onprogress)` calls a tool;
- * `listChanged` resolves on `tools/list_changed`, `listen()` (optional) opens what delivers it.
- * Returns how many tools were listed.
+ * server-everything's prompts, resources, templates and completions through Toolgate, by
+ * `client` (either TypeScript line: their methods are alike).
  */
-export async function runRow({ names, call, listChanged, listen }) {
+async function itemCells(client) {
+  const prompts = (await client.listPrompts()).prompts.map((prompt) => prompt.name);
+  for (const name of ["ev_simple-prompt", "ev_args-prompt", "ev_completable-prompt"]) {
+    assert.ok(prompts.includes(name), `${name} missing from ${prompts}`);
+  }
+  const got = await client.getPrompt({ name: "ev_args-prompt", arguments: { city: "Paris" } });
+  assert.match(JSON.stringify(got.messages), /What's weather in Paris\?/);
+  const completed = await client.complete({
+    ref: { type: "ref/prompt", name: "ev_completable-prompt" },
+    argument: { name: "department", value: "Eng" },
+  });
+  assert.deepEqual(completed.completion.values, ["Engineering"]);
+  const listed = (await client.listResources()).resources.map((resource) => resource.uri);
+  const document = listed.find((uri) => uri.startsWith("demo://resource/static/document/"));
+  assert.ok(document, `no static document among ${listed}`);
+  assert.ok((await client.readResource({ uri: document })).contents[0].text);
+  const templates = (await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate);
+  assert.ok(templates.includes("demo://resource/dynamic/text/{resourceId}"), `${templates}`);
+  const dynamic = await client.readResource({ uri: "demo://resource/dynamic/text/7" });
+  assert.match(dynamic.contents[0].text, /7/);
+}
+
+/**
+ * Runs every cell. `names()` lists the tool names; `call(params, onprogress)` calls a tool;
+ * `client` gets prompts and reads resources; `listChanged` resolves on `tools/list_changed`,
+ * `listen()` (optional) opens what delivers it. Returns how many tools were listed.
+ */
+export async function runRow({ names, call, client, listChanged, listen }) {
   const tools = await names();
   for (const name of ["write_text_file", "view_text_file", "run_command", "ev_echo"]) {
     assert.ok(tools.includes(name), `${name} missing from ${tools}`);
@@ -45,6 +71,7 @@ export async function runRow({ names, call, listChanged, listen }) {
   assert.ok(textOf(elicited).includes(ELICITED_NAME), `the answer did not reach the upstream: ${textOf(elicited)}`);
   const sampled = await call({ name: "ev_trigger-sampling-request", arguments: { prompt: "Say something" } });
   assert.ok(textOf(sampled).includes(SAMPLED_TEXT), `the answer did not reach the upstream: ${textOf(sampled)}`);
+  await itemCells(client);
 
   const subscription = await listen?.();
   console.log("listening");

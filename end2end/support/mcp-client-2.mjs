@@ -24,10 +24,11 @@ const negotiated = client.getNegotiatedProtocolVersion();
 assert.equal(negotiated, { auto: "2026-07-28", legacy: "2025-11-25" }[mode], `${mode} mode negotiated ${negotiated}`);
 const tools = await runRow({
   names: async () => (await client.listTools({}, { cacheMode: "bypass" })).tools.map((tool) => tool.name),
+  client,
   call: (params, onprogress) => client.callTool(params, onprogress && { onprogress }),
   listChanged,
   // On 2026-07-28 changes come on `subscriptions/listen`; a session gets them unasked.
   listen: mode === "auto" ? () => client.listen({ toolsListChanged: true }) : undefined,
 });
 await client.close();
-console.log(`ok: TypeScript client 2.x (${mode}) on ${negotiated}, ${tools} tools; call, structured, progress, elicitation, sampling, list_changed`);
+console.log(`ok: TypeScript client 2.x (${mode}) on ${negotiated}, ${tools} tools; call, structured, progress, elicitation, sampling, prompts, resources, completion, list_changed`);

@@ -26,9 +26,10 @@ const transport = new StreamableHTTPClientTransport(new URL(url), {
 await client.connect(transport);
 const tools = await runRow({
   names: async () => (await client.listTools()).tools.map((tool) => tool.name),
+  client,
   call: (params, onprogress) => client.callTool(params, undefined, onprogress && { onprogress }),
   listChanged,
 });
 await transport.terminateSession();
 await client.close();
-console.log(`ok: TypeScript SDK 1.x, ${tools} tools; call, structured, progress, elicitation, sampling, list_changed`);
+console.log(`ok: TypeScript SDK 1.x, ${tools} tools; call, structured, progress, elicitation, sampling, prompts, resources, completion, list_changed`);

@@ -289,6 +289,16 @@ test('a tool\'s page links its server and the playground, and says what the tena
   await page.waitForURL(/\/servers\/everything$/);
 });
 
+test('a server\'s page lists the prompts, resources and templates it offers, prompts under their exposed names', async () => {
+  await open(page, toolgate, '/servers/everything');
+  const items = page.locator('table.items');
+  await items.waitFor();
+  await items.locator('tr', { hasText: 'everything_simple-prompt' }).getByText('prompt', { exact: true }).waitFor();
+  await items.locator('tr', { hasText: 'demo://resource/dynamic/text/{resourceId}' }).getByText('resource template').waitFor();
+  assert.ok(await items.locator('tr', { hasText: /demo:\/\/resource\/static\/document\// }).count() > 0);
+  await page.screenshot({ path: `${screenshots}/server-items.png`, fullPage: true });
+});
+
 test('configuration as code: export, edit, preview the changes, apply exactly what was previewed', async () => {
   await open(page, toolgate, '/config');
   await page.getByRole('button', { name: 'Load the current configuration' }).click();

@@ -1,7 +1,8 @@
 //! The REST API under `/api/v1` for LLM applications that drive tool calls themselves: the
 //! tenant's tools in a provider's format, one call, a batch of OpenAI-style `tool_calls` run
-//! concurrently with results in call order, and resuming a suspended (external) call. The API
-//! key decides the tenant. Errors are problem+json with a stable `code`; no 5xx carries
+//! concurrently with results in call order, resuming a suspended (external) call, and the
+//! tenant's prompts and resources (listed, a prompt got, a resource read) as MCP gives them.
+//! The API key decides the tenant. Errors are problem+json with a stable `code`; no 5xx carries
 //! internals.
 
 use std::collections::HashMap;
@@ -13,12 +14,13 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, middleware};
-use engine::catalog::Catalog;
+use engine::catalog::items::CatalogItem;
+use engine::catalog::{Catalog, TenantTools};
 use engine::exec::{CallRequest, CallResult, Executor};
 use engine::schema::Provider;
 use engine::tool::ToolOutput;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi, ToSchema};
 use uuid::Uuid;
@@ -31,7 +33,7 @@ use super::{
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Toolgate REST API", description = "Tools of one tenant (chosen by the API key) for LLM applications."),
-    paths(list_tools, invoke, tool_calls, resume),
+    paths(list_tools, invoke, tool_calls, resume, list_prompts, get_prompt, list_resources, read_resource),
     components(schemas(Problem, engine::exec::CallResult, engine::tool::ToolOutput)),
     modifiers(&ApiKeyAuth),
     security(("api_key" = []))
@@ -69,6 +71,10 @@ pub fn router(catalog: Catalog, executor: Executor, credentials: Credentials, ba
         .route("/api/v1/tools/{name}/invoke", post(invoke))
         .route("/api/v1/tool_calls", post(tool_calls))
         .route("/api/v1/calls/{id}/resume", post(resume))
+        .route("/api/v1/prompts", get(list_prompts))
+        .route("/api/v1/prompts/{name}/get", post(get_prompt))
+        .route("/api/v1/resources", get(list_resources))
+        .route("/api/v1/resources/read", get(read_resource))
         .route_layer(middleware::from_fn_with_state(credentials, require_credentials))
         .with_state(Rest { catalog, executor, rendered: Arc::new(caches), batch_limit })
         .route(
@@ -287,4 +293,99 @@ async fn resume(
         }
         Err(err) => Failure::from(err).into_response(),
     }
+}
+
+/// The tenant's view, for its prompts and resources.
+fn view_of(rest: &Rest, access: &TenantAccess) -> Result<Arc<TenantTools>, Failure> {
+    let snapshot = rest.catalog.snapshot();
+    let view = snapshot.tenant(&access.tenant).cloned();
+    view.ok_or_else(|| engine::Error::from(engine::Missing::Tenant(access.tenant.clone())).into())
+}
+
+/// The definitions of `items`, as MCP lists them.
+fn definitions(items: &[Arc<CatalogItem>]) -> Vec<&Value> {
+    items.iter().map(|item| &*item.definition).collect()
+}
+
+/// List the tenant's prompts (as MCP's `prompts/list` gives them).
+#[utoipa::path(get, path = "/api/v1/prompts", responses(
+    (status = 200, description = "`{prompts: [...]}`, each an MCP prompt under its exposed name"),
+    (status = 401, description = "No valid API key", body = Problem),
+))]
+async fn list_prompts(
+    State(rest): State<Rest>,
+    Extension(access): Extension<TenantAccess>,
+) -> Result<Response, Failure> {
+    let view = view_of(&rest, &access)?;
+    Ok(Json(json!({"prompts": definitions(view.items.prompts())})).into_response())
+}
+
+#[derive(Deserialize, ToSchema)]
+struct GetPrompt {
+    /// The prompt's arguments (an object of strings).
+    #[serde(default)]
+    arguments: Option<Map<String, Value>>,
+}
+
+/// Get one prompt, filled with its arguments (as MCP's `prompts/get` gives it).
+#[utoipa::path(post, path = "/api/v1/prompts/{name}/get", params(("name" = String, Path, description = "The prompt's exposed name")),
+    request_body = GetPrompt, responses(
+    (status = 200, description = "The prompt's `description` and `messages`"),
+    (status = 400, description = "The body is not valid JSON of this shape", body = Problem),
+    (status = 401, description = "No valid API key", body = Problem),
+    (status = 404, description = "The tenant has no such prompt", body = Problem),
+    (status = 429, description = "A limit refused the request, with `Retry-After`", body = Problem),
+    (status = 502, description = "The server offering it failed", body = Problem),
+))]
+async fn get_prompt(
+    State(rest): State<Rest>,
+    Extension(access): Extension<TenantAccess>,
+    Path(name): Path<String>,
+    Body(body): Body<GetPrompt>,
+) -> Result<Response, Failure> {
+    let view = view_of(&rest, &access)?;
+    let prompt = rest.executor.get_prompt(&view, &access.caller, &name, body.arguments).await?;
+    Ok(Json(prompt).into_response())
+}
+
+/// List the tenant's resources and resource templates (as MCP lists them).
+#[utoipa::path(get, path = "/api/v1/resources", responses(
+    (status = 200, description = "`{resources: [...], resourceTemplates: [...]}`"),
+    (status = 401, description = "No valid API key", body = Problem),
+))]
+async fn list_resources(
+    State(rest): State<Rest>,
+    Extension(access): Extension<TenantAccess>,
+) -> Result<Response, Failure> {
+    let view = view_of(&rest, &access)?;
+    let listed = json!({
+        "resources": definitions(view.items.resources()),
+        "resourceTemplates": definitions(view.items.templates()),
+    });
+    Ok(Json(listed).into_response())
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+struct ReadQuery {
+    /// The resource's URI: one a server lists, or one a template of a server matches.
+    uri: String,
+}
+
+/// Read one resource (as MCP's `resources/read` gives it; contents cut to the output cap).
+#[utoipa::path(get, path = "/api/v1/resources/read", params(ReadQuery), responses(
+    (status = 200, description = "`{contents: [...]}`: texts, and binaries in base64 `blob`s"),
+    (status = 401, description = "No valid API key", body = Problem),
+    (status = 404, description = "No server of the tenant offers this URI", body = Problem),
+    (status = 409, description = "Templates of several servers match the URI", body = Problem),
+    (status = 429, description = "A limit refused the request, with `Retry-After`", body = Problem),
+    (status = 502, description = "The server offering it failed", body = Problem),
+))]
+async fn read_resource(
+    State(rest): State<Rest>,
+    Extension(access): Extension<TenantAccess>,
+    Query(query): Query<ReadQuery>,
+) -> Result<Response, Failure> {
+    let view = view_of(&rest, &access)?;
+    let read = rest.executor.read_resource(&view, &access.caller, &query.uri).await?;
+    Ok(Json(read).into_response())
 }

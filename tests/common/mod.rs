@@ -192,10 +192,13 @@ pub async fn tenant_key(app: &TestApp, pool: &PgPool) -> String {
     key
 }
 
-/// An MCP client that counts `notifications/tools/list_changed`.
+/// An MCP client that counts `notifications/tools/list_changed` (and the prompts' and
+/// resources').
 #[derive(Clone, Default)]
 pub struct ListChangedCounter {
     pub list_changed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    pub prompts_changed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    pub resources_changed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl rmcp::ClientHandler for ListChangedCounter {
@@ -205,6 +208,17 @@ impl rmcp::ClientHandler for ListChangedCounter {
 
     async fn on_tool_list_changed(&self, _: rmcp::service::NotificationContext<rmcp::service::RoleClient>) {
         self.list_changed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    async fn on_prompt_list_changed(&self, _: rmcp::service::NotificationContext<rmcp::service::RoleClient>) {
+        self.prompts_changed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    async fn on_resource_list_changed(
+        &self,
+        _: rmcp::service::NotificationContext<rmcp::service::RoleClient>,
+    ) {
+        self.resources_changed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

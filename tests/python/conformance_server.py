@@ -1,6 +1,7 @@
-"""The tools the official MCP conformance suite (`@modelcontextprotocol/conformance`) calls in
-its server scenarios, written to the scenarios' descriptions with the Python SDK 1.x, for
-Toolgate to front: the suite then judges Toolgate's `/mcp/<tenant>` with these tools behind it.
+"""The tools, resources, prompts and completions the official MCP conformance suite
+(`@modelcontextprotocol/conformance`) asks for in its server scenarios, written to the
+scenarios' descriptions with the Python SDK 1.x, for Toolgate to front: the suite then judges
+Toolgate's `/mcp/<tenant>` with them behind it.
 
 Usage: conformance_server.py <port>   (streamable HTTP at /mcp; the SDK 1.x knows only the
 handshake era, so Toolgate connects with `initialize` after `server/discover` fails)
@@ -8,10 +9,12 @@ handshake era, so Toolgate connects with `initialize` after `server/discover` fa
 
 import asyncio
 import base64
+import json
 import sys
 
 from mcp import types
 from mcp.server.fastmcp import Context, FastMCP, Image
+from mcp.server.fastmcp.prompts.base import Message, UserMessage
 
 # A 1x1 red PNG and a 44-byte silent WAV.
 PNG = base64.b64decode(
@@ -144,6 +147,67 @@ async def test_elicitation_sep1330_enums(ctx: Context) -> str:
             "titledMulti": {"type": "array", "items": {"anyOf": titled}},
         },
     })
+
+
+
+@server.resource("test://static-text", mime_type="text/plain")
+def static_text() -> str:
+    """A static text resource."""
+    return "This is the content of the static text resource."
+
+
+@server.resource("test://static-binary", mime_type="image/png")
+def static_binary() -> bytes:
+    """A static binary resource (a PNG image)."""
+    return PNG
+
+
+@server.resource("test://template/{id}/data", mime_type="application/json")
+def template_data(id: str) -> str:
+    """Data of the item `id`."""
+    return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
+
+
+@server.resource("test://watched-resource", mime_type="text/plain")
+def watched() -> str:
+    """A resource clients may subscribe to."""
+    return "Watched resource content"
+
+
+@server.prompt()
+def test_simple_prompt() -> str:
+    """A prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@server.prompt()
+def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    """A prompt with two required arguments."""
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@server.prompt()
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[Message]:
+    """A prompt that embeds a resource."""
+    contents = types.TextResourceContents(uri=resourceUri, mimeType="text/plain", text="Embedded resource content for testing.")
+    return [
+        UserMessage(content=types.EmbeddedResource(type="resource", resource=contents)),
+        UserMessage("Please process the embedded resource above."),
+    ]
+
+
+@server.prompt()
+def test_prompt_with_image() -> list[Message]:
+    """A prompt with an image."""
+    image = types.ImageContent(type="image", data=base64.b64encode(PNG).decode(), mimeType="image/png")
+    return [UserMessage(content=image), UserMessage("Please analyze the image above.")]
+
+
+@server.completion()
+async def complete(ref, argument, context) -> types.Completion:
+    """Suggests the values of `arg1` that start with what is typed."""
+    values = [v for v in ["testValue1", "testValue2", "paris", "park"] if v.startswith(argument.value)]
+    return types.Completion(values=values, total=len(values), hasMore=False)
 
 
 if __name__ == "__main__":

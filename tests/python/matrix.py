@@ -53,6 +53,38 @@ async def call_cells(call_tool, is_error, structured) -> None:
     assert SAMPLED_TEXT in text_of(sampled), f"the sampling answer did not reach the upstream: {sampled}"
 
 
+def field(value, snake: str, camel: str):
+    """A result's field, spelled `snake` by the 2.x line and `camel` by the 1.x line."""
+    return getattr(value, snake) if hasattr(value, snake) else getattr(value, camel)
+
+
+async def item_cells(client, types=None) -> None:
+    """server-everything's prompts, resources, templates and completions through Toolgate:
+    listed under the server's prefix (prompts) or their URIs, a prompt filled, an argument
+    completed (with `types`, the SDK's types module; a client without `complete` has none), a
+    resource listed by the server and one of a template read."""
+    prompts = {prompt.name for prompt in (await client.list_prompts()).prompts}
+    for name in ("ev_simple-prompt", "ev_args-prompt", "ev_completable-prompt"):
+        assert name in prompts, f"{name} missing from {sorted(prompts)}"
+    got = await client.get_prompt("ev_args-prompt", {"city": "Paris"})
+    assert "What's weather in Paris?" in str(got.messages), got
+    if types:
+        reference = types.PromptReference(type="ref/prompt", name="ev_completable-prompt")
+        completed = await client.complete(reference, {"name": "department", "value": "Eng"})
+        assert completed.completion.values == ["Engineering"], completed
+
+    listed = (await client.list_resources()).resources
+    documents = [str(r.uri) for r in listed if str(r.uri).startswith("demo://resource/static/document/")]
+    assert documents, f"no static document among {[str(r.uri) for r in listed]}"
+    document = await client.read_resource(documents[0])
+    assert document.contents and document.contents[0].text, document
+    templates = field(await client.list_resource_templates(), "resource_templates", "resourceTemplates")
+    uris = [field(t, "uri_template", "uriTemplate") for t in templates]
+    assert "demo://resource/dynamic/text/{resourceId}" in uris, uris
+    dynamic = await client.read_resource("demo://resource/dynamic/text/7")
+    assert "7" in dynamic.contents[0].text, dynamic
+
+
 def check_listed(tools) -> None:
     for name in ("write_text_file", "view_text_file", "run_command", "ev_echo"):
         assert name in tools, f"{name} missing from {sorted(tools)}"

@@ -14,7 +14,7 @@ import sys
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamablehttp_client
 
-from matrix import answers, call_cells, check_changed, check_listed
+from matrix import answers, call_cells, check_changed, check_listed, item_cells
 
 
 async def main(url: str, key: str) -> None:
@@ -39,11 +39,12 @@ async def main(url: str, key: str) -> None:
             tools = {tool.name: tool for tool in (await session.list_tools()).tools}
             check_listed(tools)
             await call_cells(session.call_tool, lambda r: r.isError, lambda r: r.structuredContent)
+            await item_cells(session, types)
 
             print("listening", flush=True)
             await asyncio.wait_for(list_changed.wait(), timeout=20)
             check_changed({tool.name for tool in (await session.list_tools()).tools})
-    print(f"ok: SDK 1.x on {version}, {len(tools)} tools; call, structured, progress, elicitation, sampling, list_changed")
+    print(f"ok: SDK 1.x on {version}, {len(tools)} tools; call, structured, progress, elicitation, sampling, prompts, resources, completion, list_changed")
 
 
 if __name__ == "__main__":

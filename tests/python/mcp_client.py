@@ -5,7 +5,7 @@ Usage: mcp_client.py <auto|legacy> <endpoint url> <tenant api key>
 when the server does), `legacy` the initialize handshake. One row of the compatibility matrix
 (`tests/clients.rs`): against a tenant with the built-in tools and server-everything (over
 stdio) under the prefix `ev`: list, call (a file written and read back), structured content,
-progress, elicitation, sampling, and `tools/list_changed` after an admin change (the `shell`
+progress, elicitation, sampling, prompts, resources and completions, and `tools/list_changed` after an admin change (the `shell`
 tag goes); it prints `listening` when it waits for that change, which the test then makes.
 Exits non-zero with a message on any difference from what the test expects.
 """
@@ -17,7 +17,7 @@ import httpx2
 from mcp import Client, types
 from mcp.client.streamable_http import streamable_http_client
 
-from matrix import answers, call_cells, check_changed, check_listed
+from matrix import answers, call_cells, check_changed, check_listed, item_cells
 
 EXPECTED_VERSION = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 
@@ -46,6 +46,7 @@ async def main(url: str, key: str, mode: str) -> None:
         check_listed(tools)
         assert tools["view_text_file"].input_schema["type"] == "object"
         await call_cells(client.call_tool, lambda r: r.is_error, lambda r: r.structured_content)
+        await item_cells(client, types)
 
         if mode == "auto":
             async with client.listen(tools_list_changed=True) as subscription:
@@ -57,7 +58,7 @@ async def main(url: str, key: str, mode: str) -> None:
             await asyncio.wait_for(list_changed.wait(), timeout=20)
         check_changed({tool.name for tool in (await client.list_tools()).tools})
     print(f"ok: {mode} mode on {version}, {len(tools)} tools; call, structured, progress, elicitation, "
-          "sampling, list_changed")
+          "sampling, prompts, resources, completion, list_changed")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from matrix import check_changed, check_listed, text_of
+from matrix import check_changed, check_listed, item_cells, text_of
 
 CONTENT = "written by an openai-agents agent"
 
@@ -83,6 +83,7 @@ async def main(url: str, key: str) -> None:
         for tool, arguments in [("ev_trigger-elicitation-request", {}), ("ev_trigger-sampling-request", {"prompt": "Hi"})]:
             refused = await server.call_tool(tool, arguments)
             assert refused.is_error and "does not take" in text_of(refused), refused
+        await item_cells(server)
 
         print("listening", flush=True)
         for _ in range(100):
@@ -92,7 +93,7 @@ async def main(url: str, key: str) -> None:
             await asyncio.sleep(0.2)
         check_changed(names)
     print(f"ok: openai-agents, {len(tools)} tools; agent run, call, structured, input refused clearly, "
-          "change in the next listing")
+          "prompts, resources, change in the next listing")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 //! rebuild runs is coalesced into the next. After the listener (re)connects the task reloads
 //! everything, since notifications sent while it was away are lost.
 
+pub mod items;
 pub mod naming;
 mod snapshot;
 pub mod visibility;
@@ -99,10 +100,10 @@ impl Rebuilder {
         })
         .await?;
         let loading = started.elapsed();
-        let bases = match (loaded.tools.take(), reusable) {
-            (Some(tools), _) => Arc::new(snapshot::Bases::build(&loaded, &tools)),
-            (None, Some(reusable)) => reusable,
-            (None, None) => unreachable!("load reads the tools when there is nothing to reuse"),
+        let bases = match (loaded.tools.take(), loaded.items.take(), reusable) {
+            (Some(tools), Some(items), _) => Arc::new(snapshot::Bases::build(&loaded, &tools, &items)),
+            (None, None, Some(reusable)) => reusable,
+            _ => unreachable!("load reads the tools and items when there is nothing to reuse"),
         };
         *self.bases.lock().expect("bases") = Some(bases.clone());
         let version = self.current.load().version + 1;

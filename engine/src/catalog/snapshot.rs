@@ -12,13 +12,14 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+use super::items::{CatalogItem, TenantItems};
 use super::naming;
 use super::visibility::{self, Facts};
 use crate::exec::limits::Limits;
 use crate::exec::validate::ArgumentValidator;
 use crate::model::SourceKind;
 use crate::schema;
-use crate::store::catalog::{Loaded, ToolRow};
+use crate::store::catalog::{ItemRow, Loaded, ToolRow};
 use crate::store::overrides::StoredOverride;
 
 /// The timeout of a tool that sets none.
@@ -162,6 +163,8 @@ pub struct TenantTools {
     /// Which credentials the gateway accepts for the tenant.
     #[serde(skip)]
     pub access: Access,
+    /// The prompts, resources and resource templates of its servers.
+    pub items: Arc<TenantItems>,
 }
 
 /// The ways into a tenant's endpoints it accepts.
@@ -208,6 +211,7 @@ impl TenantTools {
         equipped.groups = self.groups.clone();
         equipped.limits = self.limits.clone();
         equipped.access = self.access;
+        equipped.items = self.items.clone();
         Ok(equipped)
     }
 }
@@ -289,11 +293,21 @@ pub(super) struct Bases {
     sources: Vec<crate::store::sources::Source>,
     members: Vec<(Uuid, Uuid)>,
     list: Vec<Base>,
+    items: Vec<ItemBase>,
+}
+
+/// A prompt, resource or template with its server, before any tenant's choices.
+struct ItemBase {
+    item: Arc<CatalogItem>,
+    owner: Option<Uuid>,
+    source_enabled: bool,
+    /// The server's.
+    tags: Vec<String>,
 }
 
 impl Bases {
-    /// Builds every tool of `tools`, read along with the rest of `loaded`.
-    pub(super) fn build(loaded: &Loaded, tools: &[ToolRow]) -> Self {
+    /// Builds every tool of `tools` and item of `items`, read along with the rest of `loaded`.
+    pub(super) fn build(loaded: &Loaded, tools: &[ToolRow], items: &[ItemRow]) -> Self {
         let sources: HashMap<Uuid, _> = loaded.sources.iter().map(|s| (s.id, s)).collect();
         let mut groups_of: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
         for &(group, tool) in &loaded.members {
@@ -306,11 +320,32 @@ impl Bases {
                 Some(base(tool, source, groups_of.remove(&tool.id).unwrap_or_default()))
             })
             .collect();
+        let items = items
+            .iter()
+            .filter_map(|row| {
+                let source = sources.get(&row.source_id)?;
+                let item = CatalogItem::new(
+                    source.id,
+                    &source.name,
+                    &source.prefix,
+                    row.kind,
+                    &row.key,
+                    row.definition.clone(),
+                );
+                Some(ItemBase {
+                    item: Arc::new(item),
+                    owner: source.tenant_id,
+                    source_enabled: source.enabled,
+                    tags: source.tags.clone(),
+                })
+            })
+            .collect();
         Bases {
             epoch: loaded.tool_epoch,
             sources: loaded.sources.clone(),
             members: loaded.members.clone(),
             list,
+            items,
         }
     }
 
@@ -460,6 +495,13 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
             }
         }
         let mut view = tenant_tools(tenant.id, &tenant.slug, tenant.meta_tool, visible);
+        let items = bases.items.iter().filter(|b| {
+            tools_enabled
+                && b.source_enabled
+                && tenant.may_use(b.owner, &b.item.source_name, &b.tags)
+                && visibility::admitted_by_tags(whitelist, &b.tags)
+        });
+        view.items = Arc::new(TenantItems::new(items.map(|b| b.item.clone()).collect()));
         view.limits = Arc::new(limits);
         view.access = Access { api_keys: tenant.api_keys, oauth: tenant.oauth };
         if tenant.meta_tool {
@@ -515,5 +557,6 @@ fn tenant_tools(
         groups: Arc::default(),
         limits: Arc::default(),
         access: Access::default(),
+        items: Arc::default(),
     }
 }

@@ -8,6 +8,7 @@
 //! before its arguments are checked, so a call they refuse counts too.
 
 mod admission;
+mod items;
 pub mod limits;
 mod record;
 pub mod validate;
@@ -16,7 +17,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use rmcp::model::ContentBlock;
+use futures::future::BoxFuture;
+use rmcp::model::{ClientRequest, ContentBlock, ServerResult};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sqlx::PgPool;
@@ -73,6 +75,22 @@ impl Default for ExecConfig {
 /// Runs calls on tools of MCP servers (see the upstream module).
 pub trait Upstream: Send + Sync {
     fn call<'a>(&'a self, tool: &'a CatalogTool, arguments: Value, ctx: &'a ToolContext) -> ToolFuture<'a>;
+
+    /// Sends `request` (about one of its prompts or resources) to `server`, for `ctx`'s tenant
+    /// and caller, and returns the server's answer.
+    fn forward<'a>(
+        &'a self,
+        server: ServerRef<'a>,
+        request: ClientRequest,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ServerResult, ToolError>>;
+}
+
+/// An upstream server, by source id and name.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerRef<'a> {
+    pub id: Uuid,
+    pub name: &'a str,
 }
 
 /// One call, as an LLM makes it.

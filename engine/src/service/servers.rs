@@ -11,6 +11,7 @@ use crate::Result;
 use crate::model::{Name, TenantSlug};
 use crate::store::authorizations::Authorization;
 use crate::store::invocations::{self, Activity, FailedCall, Window};
+use crate::store::items::ItemDefinition;
 use crate::store::servers::{DiscoveryReport, PendingChange, Server, ServerConfig};
 use crate::store::sources::ToolRecord;
 use crate::store::{self, SecretInput};
@@ -33,6 +34,8 @@ pub struct ServerDetail {
     pub pending: Vec<PendingChange>,
     /// An OAuth server's authorizations: whose, how each token is doing (never a token).
     pub authorizations: Vec<Authorization>,
+    /// Its prompts, resources and resource templates.
+    pub items: Vec<ItemDefinition>,
 }
 
 /// Every server, with its connections.
@@ -48,8 +51,9 @@ pub async fn detail(services: &Services, _: &Owner, name: &Name) -> Result<Serve
     let pending = store::servers::pending_changes(&services.pool, name).await?;
     let tools = store::sources::tools_of(&services.pool, name).await?;
     let authorizations = store::authorizations::list(&services.pool, Some(name), None).await?;
+    let items = store::items::of_server(&services.pool, server.source.id).await?;
     let entry = with_connections(server, &services.upstreams.health());
-    Ok(ServerDetail { entry, tools, pending, authorizations })
+    Ok(ServerDetail { entry, tools, pending, authorizations, items })
 }
 
 fn with_connections(server: Server, health: &[Health]) -> ServerEntry {

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::Result;
 use super::groups::{self, Group};
+use super::items::ItemKind;
 use super::overrides::StoredOverride;
 use super::settings::{self, Settings};
 use super::sources::{self, Source};
@@ -28,6 +29,14 @@ pub(crate) struct ToolRow {
     pub held: bool,
 }
 
+/// A discovered prompt, resource or resource template.
+pub(crate) struct ItemRow {
+    pub source_id: Uuid,
+    pub kind: ItemKind,
+    pub key: String,
+    pub definition: Value,
+}
+
 pub(crate) struct KeyRow {
     pub id: Uuid,
     pub tenant_id: Uuid,
@@ -45,6 +54,8 @@ pub(crate) struct Loaded {
     pub tool_epoch: i64,
     /// `None`: the caller said it has the tools already (see [`load`]).
     pub tools: Option<Vec<ToolRow>>,
+    /// Read with the tools, and `None` with them.
+    pub items: Option<Vec<ItemRow>>,
     pub groups: Vec<Group>,
     /// (group, tool)
     pub members: Vec<(Uuid, Uuid)>,
@@ -55,8 +66,9 @@ pub(crate) struct Loaded {
     pub keys: Vec<KeyRow>,
 }
 
-/// Reads the configuration; the tools only when `have_tools` (asked with the tool epoch, the
-/// sources and the group members just read) says the caller's are not current.
+/// Reads the configuration; the tools (and the other items upstreams offer) only when
+/// `have_tools` (asked with the tool epoch, the sources and the group members just read) says
+/// the caller's are not current.
 pub(crate) async fn load(
     pool: &PgPool,
     have_tools: impl FnOnce(i64, &[Source], &[(Uuid, Uuid)]) -> bool,
@@ -76,18 +88,26 @@ pub(crate) async fn load(
     .into_iter()
     .map(|r| (r.group_id, r.tool_id))
     .collect();
-    let tools = match have_tools(tool_epoch, &sources, &members) {
-        true => None,
-        false => Some(
-            sqlx::query_as!(
+    let (tools, items) = match have_tools(tool_epoch, &sources, &members) {
+        true => (None, None),
+        false => {
+            let tools = sqlx::query_as!(
                 ToolRow,
                 "select id, source_id, upstream_name, description, input_schema, output_schema,
                         annotations, tags, strict, timeout_ms, held
                  from tool order by upstream_name, id"
             )
             .fetch_all(&mut *tx)
-            .await?,
-        ),
+            .await?;
+            let items = sqlx::query_as!(
+                ItemRow,
+                r#"select source_id, kind as "kind: ItemKind", key, definition from upstream_item
+                   order by kind, key, source_id"#
+            )
+            .fetch_all(&mut *tx)
+            .await?;
+            (Some(tools), Some(items))
+        }
     };
     let groups = groups::list(&mut *tx).await?;
     let tenant_groups = sqlx::query!("select tenant_id, group_id, active from tenant_group")
@@ -111,6 +131,7 @@ pub(crate) async fn load(
         sources,
         tool_epoch,
         tools,
+        items,
         groups,
         members,
         tenant_groups,

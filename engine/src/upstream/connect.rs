@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::handler::Handler;
 use super::oauth::Token;
+use super::slot::list_tools;
 use super::sse;
 use super::{ServerProbe, UpstreamConfig, UpstreamError, stdio_refusal};
 use crate::store::servers::{Endpoint, Transport};
@@ -29,7 +30,10 @@ pub async fn test_connection(
     .await
     .map_err(|_| UpstreamError::ConnectTimeout(config.connect_timeout))??;
     let server_info = serde_json::to_value(service.peer().peer_info()).unwrap_or(Value::Null);
-    let tools = service.peer().list_all_tools().await.map_err(|e| UpstreamError::Listing(e.to_string()));
+    let tools = match tokio::time::timeout(config.connect_timeout, list_tools(service.peer())).await {
+        Ok(listed) => listed.map_err(|e| UpstreamError::Listing(e.to_string())),
+        Err(_) => Err(UpstreamError::ListingTimeout(config.connect_timeout)),
+    };
     service.cancellation_token().cancel();
     Ok(ServerProbe { server_info, tool_count: tools?.len(), authorization_server: None })
 }

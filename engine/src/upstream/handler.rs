@@ -10,7 +10,7 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient};
 use serde::Serialize;
 use serde_json::json;
 
@@ -55,6 +55,16 @@ impl Handler {
             rmcp::ErrorData::internal_error(format!("the caller could not answer {method}: {err}"), None)
         })?;
         serde_json::from_value(answer).map_err(|err| rmcp::ErrorData::internal_error(err.to_string(), None))
+    }
+
+    /// The server says one of its lists (`what`) changed: its own connection discovers again.
+    async fn rediscover(&self, what: &str, peer: &Peer<RoleClient>) {
+        if let Some(slot) = self.slot.upgrade()
+            && slot.discovers
+        {
+            tracing::info!(servers = %slot.label(), "upstream {what} list changed; rediscovering");
+            slot.discover(peer, self.connection, &slot.member_names()).await;
+        }
     }
 }
 
@@ -103,12 +113,15 @@ impl ClientHandler for Handler {
     }
 
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
-        if let Some(slot) = self.slot.upgrade()
-            && slot.discovers
-        {
-            tracing::info!(servers = %slot.label(), "upstream tool list changed; rediscovering");
-            slot.discover(&context.peer, self.connection, &slot.member_names()).await;
-        }
+        self.rediscover("tool", &context.peer).await;
+    }
+
+    async fn on_prompt_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.rediscover("prompt", &context.peer).await;
+    }
+
+    async fn on_resource_list_changed(&self, context: NotificationContext<RoleClient>) {
+        self.rediscover("resource", &context.peer).await;
     }
 
     async fn on_progress(

@@ -21,6 +21,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+use rmcp::model::{ClientRequest, ServerResult};
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgPool;
@@ -39,7 +41,7 @@ pub use connect::test_connection;
 use slot::{Member, PoolKey, Slot, SlotState};
 
 use crate::catalog::{Catalog, CatalogTool};
-use crate::exec::Upstream;
+use crate::exec::{ServerRef, Upstream};
 use crate::secret::SecretBox;
 use crate::store::servers::{self, Credential, OAuthMode};
 use crate::tool::{Caller, ToolContext, ToolError, ToolFuture};
@@ -548,8 +550,8 @@ impl Inner {
         Ok(())
     }
 
-    /// The slot calls of `ctx`'s tenant (and person) to `tool`'s server go through.
-    async fn route(&self, tool: &CatalogTool, ctx: &ToolContext) -> Result<Arc<Slot>, ToolError> {
+    /// The slot requests of `ctx`'s tenant (and person) to `server` go through.
+    async fn route(&self, server: ServerRef<'_>, ctx: &ToolContext) -> Result<Arc<Slot>, ToolError> {
         let tenant = ctx.tenant_id;
         let account = match &ctx.caller {
             Caller::User(user) => Some(user.account),
@@ -560,7 +562,7 @@ impl Inner {
             Caller::ApiKey(_) => None,
         };
         let version = self.catalog.snapshot().version;
-        let route = (tool.source_id, tenant, account);
+        let route = (server.id, tenant, account);
         {
             let mut routes = self.routes.lock().expect("routes");
             if routes.version != version {
@@ -571,15 +573,14 @@ impl Inner {
             }
         }
         let lookup = || async {
-            let endpoint =
-                servers::endpoint(&self.pool, &self.secrets, tool.source_id, tenant, account).await;
+            let endpoint = servers::endpoint(&self.pool, &self.secrets, server.id, tenant, account).await;
             endpoint.map_err(ToolError::internal)
         };
         let mut endpoint = lookup().await?;
         if endpoint.credential == Credential::Missing(OAuthMode::User) && self.may_ask_to_connect(ctx) {
             // The person connects their account, asked through their client; the call goes on.
             let mut versions = self.catalog.versions();
-            self.ask_to_connect(tool, ctx).await?;
+            self.ask_to_connect(server.name, ctx).await?;
             let waiting = async {
                 loop {
                     let found = lookup().await?;
@@ -595,14 +596,14 @@ impl Inner {
             endpoint = tokio::time::timeout(CONNECT_WAIT, waiting).await.map_err(|_| {
                 ToolError::tool(format!(
                     "your account of MCP server `{}` was not connected within {} minutes; connect it at {}, then call again",
-                    tool.source_name,
+                    server.name,
                     CONNECT_WAIT.as_secs() / 60,
-                    connect_link(self.config.public_url.as_deref(), &tool.source_name)
+                    connect_link(self.config.public_url.as_deref(), server.name)
                 ))
             })??;
         }
         let private = match endpoint.credential {
-            Credential::Missing(mode) => return Err(self.unauthorized(tool, mode, ctx)),
+            Credential::Missing(mode) => return Err(self.unauthorized(server.name, mode, ctx)),
             // A tenant's or a person's token makes a connection theirs.
             Credential::OAuth { mode, .. } => mode != OAuthMode::Shared || !endpoint.headers.is_empty(),
             // Credentials make a connection private to its tenant.
@@ -617,15 +618,14 @@ impl Inner {
             match slots.get(&key) {
                 Some(slot) => {
                     let mut members = slot.members();
-                    if !members.iter().any(|m| m.source_id == tool.source_id) {
-                        members.push(Member::new(&tool.source_name, tool.source_id));
+                    if !members.iter().any(|m| m.source_id == server.id) {
+                        members.push(Member::new(server.name, server.id));
                     }
                     drop(members);
                     slot.clone()
                 }
                 None => {
-                    let slot =
-                        self.spawn_slot(key.clone(), vec![Member::new(&tool.source_name, tool.source_id)]);
+                    let slot = self.spawn_slot(key.clone(), vec![Member::new(server.name, server.id)]);
                     slots.insert(key, slot.clone());
                     slot
                 }
@@ -643,10 +643,9 @@ impl Inner {
     /// Sends the person to connect their account of `tool`'s server: a URL-mode elicitation
     /// (revision 2025-11-25; an input request of the call on 2026-07-28). `Ok` once they
     /// accepted to go; a client that cannot ask gets the link in a tool error.
-    async fn ask_to_connect(&self, tool: &CatalogTool, ctx: &ToolContext) -> Result<(), ToolError> {
-        let server = &tool.source_name;
+    async fn ask_to_connect(&self, server: &str, ctx: &ToolContext) -> Result<(), ToolError> {
         let link = connect_link(self.config.public_url.as_deref(), server);
-        let client = ctx.client().ok_or_else(|| self.unauthorized(tool, OAuthMode::User, ctx))?;
+        let client = ctx.client().ok_or_else(|| self.unauthorized(server, OAuthMode::User, ctx))?;
         let asked = client
             .request(serde_json::json!({
                 "method": "elicitation/create",
@@ -668,14 +667,13 @@ impl Inner {
             ))),
             Err(why) => {
                 tracing::debug!(%why, "the caller's client cannot open a URL");
-                Err(self.unauthorized(tool, OAuthMode::User, ctx))
+                Err(self.unauthorized(server, OAuthMode::User, ctx))
             }
         }
     }
 
     /// What a caller without a token for an OAuth server is told.
-    fn unauthorized(&self, tool: &CatalogTool, mode: OAuthMode, ctx: &ToolContext) -> ToolError {
-        let server = &tool.source_name;
+    fn unauthorized(&self, server: &str, mode: OAuthMode, ctx: &ToolContext) -> ToolError {
         match (mode, &ctx.caller) {
             (OAuthMode::Shared, _) => ToolError::tool(format!(
                 "MCP server `{server}` is not authorized yet: an administrator authorizes it on its page in Toolgate's panel"
@@ -706,8 +704,21 @@ pub fn connect_link(public_url: Option<&str>, server: &str) -> String {
 impl Upstream for Upstreams {
     fn call<'a>(&'a self, tool: &'a CatalogTool, arguments: Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let slot = self.inner.route(tool, ctx).await?;
+            let slot =
+                self.inner.route(ServerRef { id: tool.source_id, name: &tool.source_name }, ctx).await?;
             slot.call(tool, arguments, ctx).await
+        })
+    }
+
+    fn forward<'a>(
+        &'a self,
+        server: ServerRef<'a>,
+        request: ClientRequest,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ServerResult, ToolError>> {
+        Box::pin(async move {
+            let slot = self.inner.route(server, ctx).await?;
+            slot.forward(server.name, request).await
         })
     }
 }

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use futures::TryFutureExt;
 use futures::future::OptionFuture;
 use rmcp::ClientCacheConfig;
 use tracing::Instrument;
@@ -11,8 +12,8 @@ use tracing::Instrument;
 #[allow(deprecated)]
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    DEFAULT_MRTR_MAX_ROUNDS, InputRequests, InputResponses, LoggingLevel, RequestId, RequestMetaObject,
-    ServerNotification, ServerResult, SubscriptionFilter,
+    DEFAULT_MRTR_MAX_ROUNDS, InputRequests, InputResponses, LoggingLevel, PaginatedRequestParams, RequestId,
+    RequestMetaObject, ServerNotification, ServerResult, SubscriptionFilter,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::{Value, json};
@@ -29,6 +30,7 @@ use super::{ConnectionStatus, UpstreamConfig, UpstreamError};
 use crate::catalog::CatalogTool;
 use crate::model::Name;
 use crate::secret::SecretBox;
+use crate::store::items::{self, ItemDefinition, ItemKind};
 use crate::store::servers::{self, Credential, Endpoint};
 use crate::store::sources::ToolDefinition;
 use crate::tool::{ClientRelay, ProgressSink, ToolContext, ToolError, ToolOutput};
@@ -295,21 +297,29 @@ impl Slot {
         });
     }
 
-    /// Rediscovers whenever a server on revision 2026-07-28 says its tools changed, for as long
-    /// as its `subscriptions/listen` stream lasts — and once when the stream opens: the revision
-    /// replays nothing, so a change between the first discovery and the acknowledgment would
-    /// otherwise be missed.
+    /// Rediscovers whenever a server on revision 2026-07-28 says its tools (or prompts, or
+    /// resources) changed, for as long as its `subscriptions/listen` stream lasts — and once
+    /// when the stream opens: the revision replays nothing, so a change between the first
+    /// discovery and the acknowledgment would otherwise be missed.
     async fn follow_changes(&self, peer: &Peer<RoleClient>, connection: u64) {
-        let advertised = peer.peer_info().is_some_and(|info| {
-            info.capabilities.tools.as_ref().is_some_and(|tools| tools.list_changed == Some(true))
-        });
-        if !advertised {
+        let Some(capabilities) = peer.peer_info().map(|info| info.capabilities.clone()) else { return };
+        let tools = capabilities.tools.is_some_and(|tools| tools.list_changed == Some(true));
+        let prompts = capabilities.prompts.is_some_and(|prompts| prompts.list_changed == Some(true));
+        let resources = capabilities.resources.is_some_and(|resources| resources.list_changed == Some(true));
+        if !(tools || prompts || resources) {
             return;
         }
-        let mut subscription = match peer
-            .listen(SubscriptionFilter::builder().tools_list_changed().build())
-            .await
-        {
+        let mut filter = SubscriptionFilter::builder();
+        if tools {
+            filter = filter.tools_list_changed();
+        }
+        if prompts {
+            filter = filter.prompts_list_changed();
+        }
+        if resources {
+            filter = filter.resources_list_changed();
+        }
+        let mut subscription = match peer.listen(filter.build()).await {
             Ok(subscription) => subscription,
             Err(err) => {
                 tracing::warn!(servers = %self.label(), error = %err, "upstream refused subscriptions/listen");
@@ -318,8 +328,13 @@ impl Slot {
         };
         self.discover(peer, connection, &self.member_names()).await;
         while let Ok(Some(notification)) = subscription.next().await {
-            if matches!(notification, ServerNotification::ToolListChangedNotification(_)) {
-                tracing::info!(servers = %self.label(), "upstream tool list changed; rediscovering");
+            if matches!(
+                notification,
+                ServerNotification::ToolListChangedNotification(_)
+                    | ServerNotification::PromptListChangedNotification(_)
+                    | ServerNotification::ResourceListChangedNotification(_)
+            ) {
+                tracing::info!(servers = %self.label(), "upstream list changed; rediscovering");
                 self.discover(peer, connection, &self.member_names()).await;
             }
         }
@@ -367,7 +382,7 @@ impl Slot {
         connection: u64,
         servers: &[String],
     ) -> Vec<Result<servers::DiscoveryReport, UpstreamError>> {
-        let listed = match tokio::time::timeout(self.config.connect_timeout, peer.list_all_tools()).await {
+        let listed = match tokio::time::timeout(self.config.connect_timeout, list_tools(peer)).await {
             Ok(Err(err)) if is_transport(&err) => {
                 self.lose(connection, format!("a listing found the connection broken: {err}"));
                 Err(UpstreamError::Listing(err.to_string()))
@@ -381,17 +396,35 @@ impl Slot {
         };
         let definitions: Result<Vec<ToolDefinition>, UpstreamError> =
             listed.map(|tools| tools.iter().map(|t| definition(t, self.config.description_cap)).collect());
+        let items = match definitions {
+            Ok(_) => match tokio::time::timeout(self.config.connect_timeout, self.list_items(peer)).await {
+                Ok(listed) => {
+                    listed.map_err(|e| UpstreamError::Listing(format!("prompts and resources: {e}")))
+                }
+                Err(_) => Err(UpstreamError::ListingTimeout(self.config.connect_timeout)),
+            },
+            Err(_) => Ok(Vec::new()),
+        };
         let mut reports = Vec::with_capacity(servers.len());
         for server in servers {
+            let record = async |name: Name, definitions: &[ToolDefinition]| {
+                let report = servers::record_discovery(&self.pool, &name, definitions).await?;
+                if let Ok(items) = &items {
+                    items::record(&self.pool, &name, items).await?;
+                }
+                Ok::<_, crate::store::Error>(report)
+            };
             let report = match &definitions {
                 Ok(definitions) => match Name::parse(server) {
-                    Ok(name) => servers::record_discovery(&self.pool, &name, definitions)
-                        .await
-                        .map_err(|e| UpstreamError::Recording(e.to_string())),
+                    Ok(name) => {
+                        record(name, definitions).await.map_err(|e| UpstreamError::Recording(e.to_string()))
+                    }
                     Err(err) => Err(UpstreamError::Recording(err.to_string())),
                 },
                 Err(err) => Err(err.clone()),
             };
+            // The tools are recorded whatever became of the other items.
+            let report = report.and_then(|report| items.as_ref().map(|_| report).map_err(Clone::clone));
             match &report {
                 Ok(report) => tracing::info!(%server, ?report, "upstream tools discovered"),
                 Err(err) => tracing::warn!(%server, error = %err, "upstream discovery failed"),
@@ -408,6 +441,64 @@ impl Slot {
             });
         }
         reports
+    }
+
+    /// What the server offers besides tools, as far as its capabilities say it offers any:
+    /// prompts, resources, resource templates (at most [`MAX_ITEMS`] of each).
+    async fn list_items(&self, peer: &Peer<RoleClient>) -> Result<Vec<ItemDefinition>, ServiceError> {
+        let capabilities = peer.peer_info().map(|info| info.capabilities.clone()).unwrap_or_default();
+        let cap = self.config.description_cap;
+        let mut items = Vec::new();
+        if capabilities.prompts.is_some() {
+            let prompts =
+                paged(|page| peer.list_prompts(page).map_ok(|p| (p.prompts, p.next_cursor))).await?;
+            items.extend(prompts.iter().filter_map(|p| item(ItemKind::Prompt, &p.name, p, cap)));
+        }
+        if capabilities.resources.is_some() {
+            let resources =
+                paged(|page| peer.list_resources(page).map_ok(|p| (p.resources, p.next_cursor))).await?;
+            items.extend(resources.iter().filter_map(|r| item(ItemKind::Resource, &r.uri, r, cap)));
+            let templates = paged(|page| {
+                peer.list_resource_templates(page).map_ok(|p| (p.resource_templates, p.next_cursor))
+            })
+            .await?;
+            items.extend(
+                templates.iter().filter_map(|t| item(ItemKind::ResourceTemplate, &t.uri_template, t, cap)),
+            );
+        }
+        Ok(items)
+    }
+
+    /// Sends `request` to `server` through this connection and returns its answer; dropped
+    /// before the answer, the request is cancelled upstream.
+    pub(super) async fn forward(
+        &self,
+        server: &str,
+        request: ClientRequest,
+    ) -> Result<ServerResult, ToolError> {
+        *self.last_used.lock().expect("last used") = Instant::now();
+        let (peer, connection) = self.peer(server).await?;
+        let sent = async {
+            let handle = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await?;
+            let guard = CancelOnDrop { peer: Some(peer.clone()), request: handle.id.clone() };
+            let response = handle.await_response().await;
+            guard.disarm();
+            response
+        };
+        match sent.await {
+            Ok(result) => {
+                self.set(|s| s.last_seen = Some(Instant::now()));
+                Ok(result)
+            }
+            Err(ServiceError::McpError(error)) => {
+                Err(ToolError::tool(format!("MCP server `{server}` refused: {}", error.message)))
+            }
+            Err(err) if is_transport(&err) => {
+                self.lose(connection, format!("a request found the connection broken: {err}"));
+                Err(ToolError::tool(format!("MCP server `{server}` dropped the connection before answering")))
+            }
+            Err(err) => Err(ToolError::tool(format!("MCP server `{server}` failed to answer: {err}"))),
+        }
     }
 
     /// Takes connection `connection` down for `reason` if it is still the current one (a newer
@@ -630,24 +721,86 @@ impl Drop for CancelOnDrop {
 /// What ends a description cut at the cap.
 const TRUNCATED: &str = " [description truncated]";
 
-/// A discovered tool as Toolgate stores it; the description is untrusted and capped.
+/// The most entries of one listing (tools, prompts, resources, templates) kept of a server.
+const MAX_LISTED: usize = 10_000;
+
 /// The request never reached the server, or its answer never came back: the connection is gone.
 fn is_transport(err: &ServiceError) -> bool {
     matches!(err, ServiceError::TransportClosed | ServiceError::TransportSend(_))
 }
 
-fn definition(tool: &rmcp::model::Tool, description_cap: usize) -> ToolDefinition {
-    let value = serde_json::to_value(tool).unwrap_or_default();
-    let mut description = value["description"].as_str().unwrap_or_default().to_string();
-    if description.len() > description_cap {
+/// An untrusted description, cut to `cap` bytes (with a notice).
+fn capped(mut description: String, cap: usize) -> String {
+    if description.len() > cap {
         // The notice counts against the cap too.
-        let mut end = description_cap.saturating_sub(TRUNCATED.len());
+        let mut end = cap.saturating_sub(TRUNCATED.len());
         while !description.is_char_boundary(end) {
             end -= 1;
         }
         description.truncate(end);
         description.push_str(TRUNCATED);
     }
+    description
+}
+
+/// A listing's pages from `page`, following the server's cursors until it has given
+/// [`MAX_LISTED`] entries: a server that pages on and on is cut off there.
+async fn paged<T, Page>(
+    mut page: impl FnMut(Option<PaginatedRequestParams>) -> Page,
+) -> Result<Vec<T>, ServiceError>
+where
+    Page: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+{
+    let mut listed = Vec::new();
+    let mut cursor = None;
+    loop {
+        let (entries, next) =
+            page(cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)))).await?;
+        listed.extend(entries);
+        if listed.len() >= MAX_LISTED {
+            if next.is_some() || listed.len() > MAX_LISTED {
+                tracing::warn!(
+                    kept = MAX_LISTED,
+                    "an upstream lists more than is kept; the rest is left out"
+                );
+            }
+            listed.truncate(MAX_LISTED);
+            return Ok(listed);
+        }
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(listed),
+        }
+    }
+}
+
+/// A server's tools, at most [`MAX_LISTED`].
+pub(super) async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, ServiceError> {
+    paged(|page| peer.list_tools(page).map_ok(|p| (p.tools, p.next_cursor))).await
+}
+
+/// A discovered prompt, resource or template as Toolgate stores it, its description capped;
+/// `None` for a key the catalog cannot hold.
+fn item(kind: ItemKind, key: &str, listed: &impl serde::Serialize, cap: usize) -> Option<ItemDefinition> {
+    if key.is_empty() || key.len() > 2048 {
+        tracing::warn!(
+            kind = kind.as_str(),
+            bytes = key.len(),
+            "an upstream item's key is empty or too long; left out"
+        );
+        return None;
+    }
+    let mut definition = serde_json::to_value(listed).ok()?;
+    if let Some(Value::String(description)) = definition.get_mut("description") {
+        *description = capped(std::mem::take(description), cap);
+    }
+    Some(ItemDefinition { kind, key: key.to_string(), definition })
+}
+
+/// A discovered tool as Toolgate stores it; the description is untrusted and capped.
+fn definition(tool: &rmcp::model::Tool, description_cap: usize) -> ToolDefinition {
+    let value = serde_json::to_value(tool).unwrap_or_default();
+    let description = capped(value["description"].as_str().unwrap_or_default().to_string(), description_cap);
     ToolDefinition {
         upstream_name: value["name"].as_str().unwrap_or_default().to_string(),
         description,
@@ -672,5 +825,20 @@ mod tests {
         assert!(description.len() <= 8 * 1024, "{} bytes", description.len());
         assert!(description.len() > 8 * 1024 - 30);
         assert!(description.ends_with(TRUNCATED));
+    }
+
+    #[tokio::test]
+    async fn a_listing_that_pages_on_and_on_is_cut_off() {
+        let mut pages = 0;
+        let listed = paged(|cursor| {
+            pages += 1;
+            let at: usize = cursor.and_then(|c| c.cursor).map_or(0, |c| c.parse().unwrap());
+            std::future::ready(Ok(((at..at + 999).collect::<Vec<_>>(), Some((at + 999).to_string()))))
+        })
+        .await
+        .unwrap();
+        assert_eq!(listed.len(), MAX_LISTED);
+        assert_eq!(listed.last(), Some(&(MAX_LISTED - 1)));
+        assert_eq!(pages, MAX_LISTED.div_ceil(999));
     }
 }

@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::http::HeaderMap;
+use engine::catalog::items::TenantItems;
 use engine::catalog::{CatalogTool, GroupInfo, TenantTools};
 use engine::exec::{CallHooks, CallRequest, CallResult};
 use engine::tool::{ClientRelay, RelayFuture, ToolOutput};
@@ -25,6 +26,15 @@ use super::super::rounds::{Owner, Question, Round, RunningCall};
 use super::super::{log_internal, shown};
 use super::direct::Outbox;
 use super::{META_TOOL, SessionChoices, Shared};
+
+/// A list of the tenant's whose change clients hear of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Changed {
+    Tools,
+    Prompts,
+    /// Resources or resource templates.
+    Resources,
+}
 
 /// The protocol era of a request, which decides the shape of its answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -349,31 +359,44 @@ impl Shared {
         tool_list(tools)
     }
 
-    /// The tools a request sees, for telling changes apart.
-    fn listed(&self, tenant: &str, session: Option<&SessionChoices>) -> Vec<Arc<CatalogTool>> {
-        self.view(tenant, session).map(|(view, _)| view.tools().to_vec()).unwrap_or_default()
+    /// The tools and items a request sees, for telling changes apart.
+    fn listed(
+        &self,
+        tenant: &str,
+        session: Option<&SessionChoices>,
+    ) -> (Vec<Arc<CatalogTool>>, Arc<TenantItems>) {
+        self.view(tenant, session)
+            .map(|(view, _)| (view.tools().to_vec(), view.items.clone()))
+            .unwrap_or_default()
     }
 
-    /// Calls `announce` whenever the tenant's tool list (as `session` sees it) changes — a
-    /// tool added or removed, or one's name, description, schemas or annotations — until
-    /// `announce` fails or the catalog closes.
+    /// Calls `announce` with each of the tenant's lists (as `session` sees them) that changed
+    /// — a tool added or removed, or one's name, description, schemas or annotations; a prompt,
+    /// resource or template added, removed or changed — until `announce` fails or the catalog
+    /// closes.
     pub(super) async fn announce_changes<F, E>(
         &self,
         tenant: &str,
         session: Option<&SessionChoices>,
-        mut announce: impl FnMut() -> F,
+        mut announce: impl FnMut(Changed) -> F,
     ) where
         F: Future<Output = Result<(), E>>,
     {
         let mut versions = self.catalog.versions();
-        let mut listed = self.listed(tenant, session);
+        let (mut tools, mut items) = self.listed(tenant, session);
         while versions.changed().await.is_ok() {
-            let now = self.listed(tenant, session);
-            let alike = now.len() == listed.len()
-                && now.iter().zip(&listed).all(|(a, b)| Arc::ptr_eq(a, b) || a.listed_alike(b));
-            if !alike {
-                listed = now;
-                if announce().await.is_err() {
+            let (now, now_items) = self.listed(tenant, session);
+            let tools_alike = now.len() == tools.len()
+                && now.iter().zip(&tools).all(|(a, b)| Arc::ptr_eq(a, b) || a.listed_alike(b));
+            let (prompts_alike, resources_alike) = now_items.listed_alike(&items);
+            (tools, items) = (now, now_items);
+            let changed = [
+                (Changed::Tools, tools_alike),
+                (Changed::Prompts, prompts_alike),
+                (Changed::Resources, resources_alike),
+            ];
+            for (list, alike) in changed {
+                if !alike && announce(list).await.is_err() {
                     return;
                 }
             }
@@ -472,7 +495,7 @@ fn complete(outcome: Result<CallResult, engine::Error>) -> Result<CallToolRespon
 
 /// An engine error as MCP's: what the request named or sent is the client's mistake
 /// (invalid params); the rest is the server's, with Toolgate's own faults only logged.
-fn error_data(err: engine::Error) -> ErrorData {
+pub(super) fn error_data(err: engine::Error) -> ErrorData {
     match err {
         engine::Error::NotFound(_) | engine::Error::Invalid(_) => {
             ErrorData::invalid_params(err.to_string(), None)

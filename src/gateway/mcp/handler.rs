@@ -5,20 +5,28 @@
 
 use std::sync::Arc;
 
+use engine::catalog::TenantTools;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InitializeRequestParams,
-    InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult,
+    JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, RoleServer, ServiceError, SubscriptionContext,
+    SubscriptionSendError, SubscriptionSink,
+};
 use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
 use rmcp::{ErrorData, ServerHandler};
 use tracing::Instrument;
 
 use super::super::TenantAccess;
 use super::super::sessions::EquippedElsewhere;
-use super::calls::{Call, Client, Era, Listener, call_span, not_authenticated, offers_meta_tool};
-use super::{Equipped, META_TOOL, Opening, SESSION_CHECK, SessionChoices, Shared};
+use super::calls::{
+    Call, Changed, Client, Era, Listener, call_span, error_data, not_authenticated, offers_meta_tool,
+};
+use super::{Equipped, META_TOOL, Opening, SESSION_CHECK, SessionChoices, Shared, items};
 
 /// One MCP session's handler: what all share, and what the session chose.
 #[derive(Clone)]
@@ -113,17 +121,26 @@ impl Gateway {
         self.session.lock().equipped = Some(Equipped { groups, version: snapshot.version, view });
     }
 
+    /// Who the request comes from, and the tenant's view it sees.
+    fn tenant_view(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(TenantAccess, Arc<TenantTools>), ErrorData> {
+        let access = access(&context.extensions).ok_or_else(not_authenticated)?;
+        let (view, _) = self
+            .shared
+            .view(&access.tenant, self.session(era(context)))
+            .ok_or_else(|| ErrorData::invalid_params(format!("unknown tenant `{}`", access.tenant), None))?;
+        Ok((access, view))
+    }
+
     async fn answer_call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let access = access(&context.extensions).ok_or_else(not_authenticated)?;
+        let (access, view) = self.tenant_view(&context)?;
         let era = era(&context);
-        let (view, _) = self
-            .shared
-            .view(&access.tenant, self.session(era))
-            .ok_or_else(|| ErrorData::invalid_params(format!("unknown tenant `{}`", access.tenant), None))?;
         if request.name == META_TOOL && offers_meta_tool(&view, era) {
             // It writes PostgreSQL and renders a list: it counts like a call.
             let result = match self.shared.executor.admit_toolless(&view, &access.caller).await {
@@ -140,10 +157,46 @@ impl Gateway {
     }
 }
 
+/// Tells a session's client that a list changed.
+async fn tell_session(peer: &Peer<RoleServer>, changed: Changed) -> Result<(), ServiceError> {
+    match changed {
+        Changed::Tools => peer.notify_tool_list_changed().await,
+        Changed::Prompts => peer.notify_prompt_list_changed().await,
+        Changed::Resources => peer.notify_resource_list_changed().await,
+    }
+}
+
+/// Tells a client listening on 2026-07-28 that a list changed, if it listens for that list.
+async fn tell_listener(
+    sink: &SubscriptionSink,
+    accepted: &SubscriptionFilter,
+    changed: Changed,
+) -> Result<(), SubscriptionSendError> {
+    let wanted = match changed {
+        Changed::Tools => accepted.tools_list_changed,
+        Changed::Prompts => accepted.prompts_list_changed,
+        Changed::Resources => accepted.resources_list_changed,
+    };
+    match changed {
+        _ if wanted != Some(true) => Ok(()),
+        Changed::Tools => sink.notify_tool_list_changed().await,
+        Changed::Prompts => sink.notify_prompt_list_changed().await,
+        Changed::Resources => sink.notify_resource_list_changed().await,
+    }
+}
+
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        let capabilities =
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build();
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
         ServerConfig::new(capabilities)
     }
 
@@ -177,26 +230,29 @@ impl ServerHandler for Gateway {
             };
             let session = Some(&*gateway.session);
             tokio::select! {
-                () = gateway.shared.announce_changes(&access.tenant, session, || peer.notify_tool_list_changed()) => {}
+                () = gateway.shared.announce_changes(&access.tenant, session, |changed| tell_session(&peer, changed)) => {}
                 () = closed => {}
             }
         });
     }
 
     fn accepted_subscription_filter(&self, _: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        Some(
+            SubscriptionFilter::builder()
+                .tools_list_changed()
+                .prompts_list_changed()
+                .resources_list_changed()
+                .build(),
+        )
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let access = access(&subscription.request_context().extensions).ok_or_else(not_authenticated)?;
-        if subscription.accepted().tools_list_changed == Some(true) {
-            let sink = subscription.sink();
-            tokio::select! {
-                () = self.shared.announce_changes(&access.tenant, None, || sink.notify_tool_list_changed()) => {}
-                () = subscription.cancelled() => {}
-            }
-        } else {
-            subscription.cancelled().await;
+        let (accepted, sink) = (subscription.accepted(), subscription.sink());
+        let announce = |changed| tell_listener(sink, accepted, changed);
+        tokio::select! {
+            () = self.shared.announce_changes(&access.tenant, None, announce) => {}
+            () = subscription.cancelled() => {}
         }
         Ok(())
     }
@@ -218,6 +274,63 @@ impl ServerHandler for Gateway {
         let access = access(&context.extensions).ok_or_else(not_authenticated)?;
         let era = era(&context);
         Ok(self.shared.listing(&access.tenant, self.session(era), era))
+    }
+
+    async fn list_prompts(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let (_, view) = self.tenant_view(&context)?;
+        Ok(items::prompts(&view))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let (access, view) = self.tenant_view(&context)?;
+        let got =
+            self.shared.executor.get_prompt(&view, &access.caller, &request.name, request.arguments).await;
+        got.map(GetPromptResponse::Complete).map_err(error_data)
+    }
+
+    async fn list_resources(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let (_, view) = self.tenant_view(&context)?;
+        Ok(items::resources(&view))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let (_, view) = self.tenant_view(&context)?;
+        Ok(items::templates(&view))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let (access, view) = self.tenant_view(&context)?;
+        let read = self.shared.executor.read_resource(&view, &access.caller, &request.uri).await;
+        read.map(ReadResourceResponse::Complete).map_err(items::read_error)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let (access, view) = self.tenant_view(&context)?;
+        self.shared.executor.complete(&view, &access.caller, request).await.map_err(error_data)
     }
 
     async fn call_tool(

@@ -36,6 +36,7 @@
 mod calls;
 mod direct;
 mod handler;
+mod items;
 
 use std::sync::{Arc, Mutex, OnceLock};
 

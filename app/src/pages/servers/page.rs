@@ -19,6 +19,17 @@ pub struct ServerView {
     pub health: ServerHealth,
     /// An OAuth server's authorizations.
     pub oauth: Option<OAuthView>,
+    pub items: Vec<ServerItem>,
+}
+
+/// A prompt, resource or resource template the server offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerItem {
+    /// "prompt", "resource", "resource template".
+    pub kind: String,
+    /// What clients know it by: a prompt's exposed name, a URI, a URI template.
+    pub name: String,
+    pub description: String,
 }
 
 /// Whose token an OAuth server's calls use, who authorized it, and what this owner may
@@ -175,7 +186,22 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
             .collect();
         OAuthView { mode: mode.into(), authorizations, authorize }
     });
-    Ok(ServerView { summary, tools, pending, health, oauth })
+    let prefix = &detail.entry.server.source.prefix;
+    let items = detail
+        .items
+        .into_iter()
+        .map(|item| {
+            use engine::store::items::ItemKind;
+            let (kind, name) = match item.kind {
+                ItemKind::Prompt => ("prompt", engine::catalog::naming::exposed_name(prefix, &item.key)),
+                ItemKind::Resource => ("resource", item.key),
+                ItemKind::ResourceTemplate => ("resource template", item.key),
+            };
+            let description = item.definition["description"].as_str().unwrap_or_default().to_string();
+            ServerItem { kind: kind.into(), name, description }
+        })
+        .collect();
+    Ok(ServerView { summary, tools, pending, health, oauth, items })
 }
 
 /// An OAuth server's card: who authorized it, each token's state, and the ways to authorize.
@@ -441,10 +467,47 @@ pub fn ServerPage() -> impl IntoView {
                         </tbody>
                     </table>
                     </div>
+                    {items_table(d.items)}
                 }
             },
         )}
     }
+}
+
+/// The server's prompts, resources and templates, served to every tenant that may use the
+/// server.
+fn items_table(items: Vec<ServerItem>) -> impl IntoView {
+    (!items.is_empty()).then(|| {
+        view! {
+            <h2>"Prompts and resources"</h2>
+            <p class="muted">"Served to every tenant that may use this server, under its tags."</p>
+            <div class="scroll">
+                <table class="grid items">
+                    <thead>
+                        <tr>
+                            <th>"Kind"</th>
+                            <th>"Name"</th>
+                            <th>"Description"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {items
+                            .into_iter()
+                            .map(|item| {
+                                view! {
+                                    <tr>
+                                        <td>{item.kind}</td>
+                                        <td><code>{item.name}</code></td>
+                                        <td class="description">{item.description}</td>
+                                    </tr>
+                                }
+                            })
+                            .collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        }
+    })
 }
 
 #[component]

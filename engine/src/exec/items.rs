@@ -1,0 +1,218 @@
+//! Requests about the prompts and resources a tenant sees — get a prompt, read a resource,
+//! complete an argument — each sent to the server that offers the item, under the server's
+//! own name for it, for the MCP endpoint and the REST API alike.
+
+use rmcp::model::{
+    ClientRequest, CompleteRequest, CompleteRequestParams, CompleteResult, GetPromptRequest,
+    GetPromptRequestParams, GetPromptResult, JsonObject, ReadResourceRequest, ReadResourceRequestParams,
+    ReadResourceResult, Reference, ResourceContents, ResultType, ServerResult,
+};
+
+use super::{Executor, ServerRef, correlation_id};
+use crate::catalog::items::{CatalogItem, Unreadable};
+use crate::catalog::{DEFAULT_TIMEOUT, TenantTools};
+use crate::error::{Error, Missing};
+use crate::tool::{Caller, ToolContext, ToolError};
+use crate::upstream::UpstreamError;
+
+fn unknown(what: &str, name: &str) -> Error {
+    Error::NotFound(Missing::Other(format!("{what} `{name}`")))
+}
+
+fn unexpected(answer: ServerResult) -> Error {
+    Error::Upstream(UpstreamError::Down(format!("the server answered with something else: {answer:?}")))
+}
+
+impl Executor {
+    /// Gets the prompt a tenant sees as `name`, filled with `arguments`.
+    pub async fn get_prompt(
+        &self,
+        view: &TenantTools,
+        caller: &Caller,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<GetPromptResult, Error> {
+        let prompt = view.items.prompt(name).ok_or_else(|| unknown("prompt", name))?;
+        let mut params = GetPromptRequestParams::new(prompt.key.clone());
+        params.arguments = arguments;
+        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        match self.forward(view, caller, prompt, request).await? {
+            ServerResult::GetPromptResult(mut result) => {
+                result.result_type = Some(ResultType::COMPLETE);
+                Ok(result)
+            }
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Reads `uri` from the server that lists it (or whose template matches it); the contents
+    /// are cut to the output cap, with a notice.
+    pub async fn read_resource(
+        &self,
+        view: &TenantTools,
+        caller: &Caller,
+        uri: &str,
+    ) -> Result<ReadResourceResult, Error> {
+        let item = view.items.reading(uri).map_err(|refused| match refused {
+            Unreadable::Unknown(_) => unknown("resource", uri),
+            Unreadable::Ambiguous { .. } => Error::Conflict(refused.to_string()),
+        })?;
+        let request =
+            ClientRequest::ReadResourceRequest(ReadResourceRequest::new(ReadResourceRequestParams::new(uri)));
+        match self.forward(view, caller, item, request).await? {
+            ServerResult::ReadResourceResult(mut read) => {
+                read.result_type = Some(ResultType::COMPLETE);
+                Ok(cap_read(read, self.inner.config.output_cap_bytes))
+            }
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Completes an argument of a prompt or a resource template the tenant sees.
+    pub async fn complete(
+        &self,
+        view: &TenantTools,
+        caller: &Caller,
+        mut params: CompleteRequestParams,
+    ) -> Result<CompleteResult, Error> {
+        let item = match &mut params.r#ref {
+            Reference::Prompt(prompt) => {
+                let item = view.items.prompt(&prompt.name).ok_or_else(|| unknown("prompt", &prompt.name))?;
+                prompt.name = item.key.clone();
+                item
+            }
+            Reference::Resource(template) => view
+                .items
+                .template(&template.uri)
+                .ok_or_else(|| unknown("resource template", &template.uri))?,
+            other => {
+                return Err(Error::Invalid(format!("Toolgate cannot complete an argument of {other:?}")));
+            }
+        };
+        // The caller's request metadata is not the server's.
+        params.meta = None;
+        let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
+        match self.forward(view, caller, item, request).await? {
+            ServerResult::CompleteResult(mut result) => {
+                result.result_type = Some(ResultType::COMPLETE);
+                Ok(result)
+            }
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Sends `request` about `item` to its server for `caller`: counted against the tenant's
+    /// and the caller's rate limits like a call, and bounded by the default call timeout. The
+    /// answers are marked `resultType: "complete"` (an upstream on an older revision sends
+    /// none, clients on 2026-07-28 refuse a result without it; older clients' answers lose it
+    /// again).
+    async fn forward(
+        &self,
+        view: &TenantTools,
+        caller: &Caller,
+        item: &CatalogItem,
+        request: ClientRequest,
+    ) -> Result<ServerResult, Error> {
+        let server = || format!("server `{}`", item.source_name);
+        let upstream = self.inner.upstream.as_ref().ok_or_else(|| Error::not_found(server()))?;
+        self.admit_toolless(view, caller).await?;
+        let ctx = ToolContext::new(view.tenant_id, view.slug.as_str(), caller.clone(), correlation_id());
+        let target = ServerRef { id: item.source_id, name: &item.source_name };
+        match tokio::time::timeout(DEFAULT_TIMEOUT, upstream.forward(target, request, &ctx)).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(ToolError::Tool(message))) => Err(Error::Upstream(UpstreamError::Down(message))),
+            Ok(Err(ToolError::Internal(err))) => Err(Error::Internal(err)),
+            Err(_) => Err(Error::Upstream(UpstreamError::Down(format!(
+                "MCP server `{}` did not answer within {DEFAULT_TIMEOUT:?}",
+                item.source_name
+            )))),
+        }
+    }
+}
+
+/// `read` with at most `cap` bytes of contents: a text cut at the cap ends with a notice, and
+/// contents past it are left out, said by a last text content.
+fn cap_read(mut read: ReadResourceResult, cap: usize) -> ReadResourceResult {
+    let mut left = cap;
+    let mut kept = Vec::with_capacity(read.contents.len());
+    let mut dropped = 0;
+    for mut content in std::mem::take(&mut read.contents) {
+        let size = match &content {
+            ResourceContents::TextResourceContents { text, .. } => text.len(),
+            ResourceContents::BlobResourceContents { blob, .. } => blob.len(),
+            _ => 0,
+        };
+        if size <= left {
+            left -= size;
+            kept.push(content);
+            continue;
+        }
+        if let ResourceContents::TextResourceContents { text, .. } = &mut content
+            && left > TRUNCATED_READ.len()
+        {
+            let mut end = left - TRUNCATED_READ.len();
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            text.push_str(TRUNCATED_READ);
+            left = 0;
+            kept.push(content);
+            continue;
+        }
+        dropped += 1;
+    }
+    if dropped > 0 {
+        let uri = kept.first().map(uri_of).unwrap_or_default();
+        let notice = format!(
+            "[{dropped} more contents left out: over Toolgate's {cap}-byte cap on what a read passes on]"
+        );
+        kept.push(ResourceContents::text(notice, uri));
+    }
+    read.contents = kept;
+    read
+}
+
+/// What ends a read's text cut at the cap.
+const TRUNCATED_READ: &str = "\n[truncated: over Toolgate's cap on what a read passes on]";
+
+fn uri_of(content: &ResourceContents) -> String {
+    match content {
+        ResourceContents::TextResourceContents { uri, .. }
+        | ResourceContents::BlobResourceContents { uri, .. } => uri.clone(),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_over_the_cap_is_cut_and_says_so() {
+        let read = ReadResourceResult::new(vec![
+            ResourceContents::text("a".repeat(100), "docs://a"),
+            ResourceContents::text("é".repeat(100), "docs://b"),
+            ResourceContents::BlobResourceContents {
+                uri: "docs://c".into(),
+                mime_type: None,
+                blob: "QUJD".repeat(50),
+                meta: None,
+            },
+        ]);
+        let capped = cap_read(read.clone(), 250);
+        let texts: Vec<String> = capped
+            .contents
+            .iter()
+            .map(|c| match c {
+                ResourceContents::TextResourceContents { text, .. } => text.clone(),
+                _ => "blob".into(),
+            })
+            .collect();
+        assert_eq!(texts.len(), 3, "{texts:?}");
+        assert_eq!(texts[0].len(), 100);
+        assert!(texts[1].ends_with(TRUNCATED_READ) && texts[1].len() <= 150, "{}", texts[1]);
+        assert!(texts[2].starts_with("[1 more contents left out"), "{}", texts[2]);
+        assert_eq!(cap_read(read.clone(), 10_000), read);
+    }
+}

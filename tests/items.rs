@@ -1,0 +1,159 @@
+//! Prompts, resources, resource templates and completions of upstream servers, served to a
+//! tenant's MCP clients and REST callers under the servers' rules: two servers (the conformance
+//! upstream, `tests/python/conformance_server.py`, twice, under the prefixes `a` and `b`) offer
+//! the same resources and template, which is a conflict neither is served for, until the
+//! tenant's tag whitelist leaves one server out.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use common::{ListChangedCounter, TestApp, tenant_key, venv_program_of};
+use engine::model::{Name, Tag, TenantSlug};
+use engine::store::servers::ServerConfig;
+use engine::store::tenants::TenantUpdate;
+use engine::store::{self, Actor};
+use rmcp::ServiceExt;
+use rmcp::model::{
+    ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, ReadResourceRequestParams, Reference,
+};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::json;
+use sqlx::PgPool;
+
+/// Registers the conformance upstream at `port` as `name` with `prefix` and `tags`.
+async fn register(pool: &PgPool, name: &str, prefix: &str, tags: &[&str], port: u16) {
+    let mut server = ServerConfig::http(Name::parse(name).unwrap(), format!("http://127.0.0.1:{port}/mcp"));
+    server.prefix = Some(prefix.into());
+    server.tags = tags.iter().map(|t| Tag::parse(t).unwrap()).collect();
+    store::servers::create(pool, &common::secret_box(), &Actor::system(), &server).await.unwrap();
+}
+
+/// Waits until `ready` holds of the tenant's REST listing at `path`.
+async fn until_rest(app: &TestApp, key: &str, path: &str, ready: impl Fn(&serde_json::Value) -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = common::json_of(reqwest::Client::new().get(app.url(path)).bearer_auth(key)).await;
+        if ready(&listed) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "never ready: {listed}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn names(listed: &serde_json::Value, list: &str, field: &str) -> Vec<String> {
+    listed[list].as_array().unwrap().iter().map(|item| item[field].as_str().unwrap().to_string()).collect()
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn prompts_and_resources_are_served_by_server_and_a_conflict_by_neither(pool: PgPool) {
+    let python = || venv_program_of("mcp1", "python");
+    let (_alpha, alpha_port) = common::python_server(python(), "conformance_server.py", &[]).await;
+    let (_beta, beta_port) = common::python_server(python(), "conformance_server.py", &[]).await;
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    register(&pool, "alpha", "a", &["docs"], alpha_port).await;
+    register(&pool, "beta", "b", &[], beta_port).await;
+    until_rest(&app, &key, "/api/v1/prompts", |listed| names(listed, "prompts", "name").len() == 8).await;
+
+    let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.clone());
+    let counter = ListChangedCounter::default();
+    let client = counter.clone().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let capabilities = client.peer_info().unwrap().capabilities.clone();
+    assert!(
+        capabilities.prompts.is_some()
+            && capabilities.resources.is_some()
+            && capabilities.completions.is_some()
+    );
+
+    // Prompts take their server's prefix, and reach it under their own name.
+    let prompts: Vec<String> = client.list_all_prompts().await.unwrap().into_iter().map(|p| p.name).collect();
+    assert!(
+        prompts.contains(&"a_test_simple_prompt".into()) && prompts.contains(&"b_test_simple_prompt".into())
+    );
+    let mut params = GetPromptRequestParams::new("a_test_prompt_with_arguments");
+    params.arguments = Some(json!({"arg1": "first", "arg2": "second"}).as_object().unwrap().clone());
+    let got = client.get_prompt(params).await.unwrap();
+    let text = serde_json::to_string(&got.messages).unwrap();
+    assert!(text.contains("arg1='first'") && text.contains("arg2='second'"), "{text}");
+    let unknown = client.get_prompt(GetPromptRequestParams::new("test_simple_prompt")).await.unwrap_err();
+    assert!(unknown.to_string().contains("prompt `test_simple_prompt` not found"), "{unknown}");
+    let completion = CompleteRequestParams::new(
+        Reference::for_prompt("b_test_prompt_with_arguments"),
+        ArgumentInfo::new("arg1", "test"),
+    );
+    let completed = client.complete(completion).await.unwrap();
+    assert_eq!(completed.completion.values, ["testValue1", "testValue2"]);
+
+    // Both servers list the same URIs and template: neither is served.
+    assert!(client.list_all_resources().await.unwrap().is_empty());
+    assert!(client.list_all_resource_templates().await.unwrap().is_empty());
+    let refused =
+        client.read_resource(ReadResourceRequestParams::new("test://static-text")).await.unwrap_err();
+    assert!(refused.to_string().contains("resource `test://static-text` not found"), "{refused}");
+
+    // The tenant leaves alpha's tag out: its prompts go, and beta's resources are served.
+    let no_docs =
+        TenantUpdate { enabled_tags: Some(Some(vec![Tag::parse("other").unwrap()])), ..Default::default() };
+    store::tenants::update(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), no_docs)
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while counter.prompts_changed.load(Ordering::SeqCst) == 0
+        || counter.resources_changed.load(Ordering::SeqCst) == 0
+    {
+        assert!(std::time::Instant::now() < deadline, "no list_changed for prompts and resources");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let prompts: Vec<String> = client.list_all_prompts().await.unwrap().into_iter().map(|p| p.name).collect();
+    assert!(prompts.iter().all(|name| name.starts_with("b_")), "{prompts:?}");
+    let read = client.read_resource(ReadResourceRequestParams::new("test://static-text")).await.unwrap();
+    assert!(serde_json::to_string(&read).unwrap().contains("static text resource"), "{read:?}");
+    let templated =
+        client.read_resource(ReadResourceRequestParams::new("test://template/42/data")).await.unwrap();
+    assert!(serde_json::to_string(&templated).unwrap().contains("Data for ID: 42"), "{templated:?}");
+    let binary = client.read_resource(ReadResourceRequestParams::new("test://static-binary")).await.unwrap();
+    assert!(serde_json::to_value(&binary).unwrap()["contents"][0]["blob"].is_string(), "{binary:?}");
+    client.cancel().await.unwrap();
+
+    // The same over REST.
+    let rest = reqwest::Client::new();
+    let listed = common::json_of(rest.get(app.url("/api/v1/resources")).bearer_auth(&key)).await;
+    assert!(names(&listed, "resources", "uri").contains(&"test://static-text".into()), "{listed}");
+    assert_eq!(names(&listed, "resourceTemplates", "uriTemplate"), ["test://template/{id}/data"]);
+    let got = common::json_of(
+        rest.post(app.url("/api/v1/prompts/b_test_prompt_with_arguments/get"))
+            .bearer_auth(&key)
+            .json(&json!({"arguments": {"arg1": "x", "arg2": "y"}})),
+    )
+    .await;
+    assert!(got["messages"].to_string().contains("arg1='x'"), "{got}");
+    let read = rest
+        .get(app.url("/api/v1/resources/read"))
+        .query(&[("uri", "test://template/7/data")])
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 200);
+    assert!(read.text().await.unwrap().contains("Data for ID: 7"));
+    let missing = rest
+        .get(app.url("/api/v1/resources/read"))
+        .query(&[("uri", "test://nowhere")])
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let gone = rest
+        .post(app.url("/api/v1/prompts/a_test_simple_prompt/get"))
+        .bearer_auth(&key)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 404);
+}
