@@ -2,7 +2,8 @@
 //! tenant's MCP clients and REST callers under the servers' rules: two servers (the conformance
 //! upstream, `tests/python/conformance_server.py`, twice, under the prefixes `a` and `b`) offer
 //! the same resources and template, which is a conflict neither is served for, until the
-//! tenant's tag whitelist leaves one server out.
+//! tenant's tag whitelist leaves one server out. Subscriptions to a resource pass the server's
+//! updates on, in both eras, and end upstream with the last session holding one.
 
 mod common;
 
@@ -16,8 +17,10 @@ use engine::store::tenants::TenantUpdate;
 use engine::store::{self, Actor};
 use rmcp::ServiceExt;
 use rmcp::model::{
-    ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, ReadResourceRequestParams, Reference,
+    ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    Reference, ServerNotification, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
@@ -156,4 +159,103 @@ async fn prompts_and_resources_are_served_by_server_and_a_conflict_by_neither(po
         .await
         .unwrap();
     assert_eq!(gone.status(), 404);
+}
+
+const WATCHED: &str = "test://watched-resource";
+
+/// What the upstream says it is subscribed to, asked through a call of its tool over REST.
+async fn upstream_subscriptions(app: &TestApp, key: &str) -> String {
+    let touch = reqwest::Client::new()
+        .post(app.url("/api/v1/tools/w_test_touch_subscribed_resources/invoke"))
+        .bearer_auth(key)
+        .json(&json!({"arguments": {}}));
+    let result = common::json_of(touch).await;
+    result["output"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{result}")).to_string()
+}
+
+/// Waits until the upstream is subscribed to `expected`.
+async fn until_upstream_subscribed(app: &TestApp, key: &str, expected: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let subscribed = upstream_subscriptions(app, key).await;
+        if subscribed == format!("subscribed: {expected}") {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the upstream stayed at `{subscribed}`, not `{expected}`"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+#[allow(deprecated)] // `resources/subscribe` is of the handshake era, which this test speaks too.
+async fn subscriptions_pass_updates_on_and_end_upstream_with_their_last_holder(pool: PgPool) {
+    let (_upstream, port) =
+        common::python_server(venv_program_of("mcp1", "python"), "conformance_server.py", &[]).await;
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    register(&pool, "watched", "w", &[], port).await;
+    common::until_listed(&app.url(""), &key, "w_test_touch_subscribed_resources").await;
+    let transport = || {
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.clone());
+        StreamableHttpClientTransport::from_config(config)
+    };
+
+    // A session subscribes and hears the update; a session that did not hears nothing.
+    let counter = ListChangedCounter::default();
+    let client = counter.clone().serve(transport()).await.unwrap();
+    let bystander = ListChangedCounter::default();
+    let other = bystander.clone().serve(transport()).await.unwrap();
+    assert_eq!(client.peer_info().unwrap().capabilities.resources.as_ref().unwrap().subscribe, Some(true));
+    client.subscribe(SubscribeRequestParams::new(WATCHED)).await.unwrap();
+    let unknown = client.subscribe(SubscribeRequestParams::new("test://nowhere")).await.unwrap_err();
+    assert!(unknown.to_string().contains("resource `test://nowhere` not found"), "{unknown}");
+    assert_eq!(upstream_subscriptions(&app, &key).await, format!("subscribed: {WATCHED}"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !counter.resources_updated.lock().unwrap().contains(&WATCHED.to_string()) {
+        assert!(std::time::Instant::now() < deadline, "the update never reached the session");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Every session's relay got the update at the same moment.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        bystander.resources_updated.lock().unwrap().is_empty(),
+        "an update reached a session that did not subscribe"
+    );
+
+    // Two sessions hold a subscription: the upstream keeps it until the last one lets go, here
+    // by ending its session without unsubscribing.
+    other.subscribe(SubscribeRequestParams::new(WATCHED)).await.unwrap();
+    client.unsubscribe(UnsubscribeRequestParams::new(WATCHED)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(upstream_subscriptions(&app, &key).await, format!("subscribed: {WATCHED}"));
+    other.cancel().await.unwrap();
+    until_upstream_subscribed(&app, &key, "").await;
+
+    // One session, subscribing and unsubscribing.
+    client.subscribe(SubscribeRequestParams::new(WATCHED)).await.unwrap();
+    until_upstream_subscribed(&app, &key, WATCHED).await;
+    client.unsubscribe(UnsubscribeRequestParams::new(WATCHED)).await.unwrap();
+    until_upstream_subscribed(&app, &key, "").await;
+    client.cancel().await.unwrap();
+
+    // On 2026-07-28 a client subscribes through `subscriptions/listen`, for as long as it listens.
+    let current = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let client = ListChangedCounter::default().serve_with_lifecycle(transport(), current).await.unwrap();
+    let filter = SubscriptionFilter::builder().resource_subscriptions([WATCHED]).build();
+    let mut subscription = client.peer().listen(filter).await.unwrap();
+    assert_eq!(subscription.acknowledged().resource_subscriptions, Some(vec![WATCHED.to_string()]));
+    until_upstream_subscribed(&app, &key, WATCHED).await;
+    // The wait's own calls may have sent the update before Toolgate relayed: one more.
+    upstream_subscriptions(&app, &key).await;
+    let heard = tokio::time::timeout(Duration::from_secs(5), subscription.next()).await;
+    match heard.expect("no update within 5 s").unwrap().expect("the stream is open") {
+        ServerNotification::ResourceUpdatedNotification(update) => assert_eq!(update.params.uri, WATCHED),
+        other => panic!("expected the resource's update, got {other:?}"),
+    }
+    drop(subscription);
+    until_upstream_subscribed(&app, &key, "").await;
 }

@@ -24,7 +24,16 @@ async fn the_openapi_document_holds_and_fuzzing_finds_no_server_error(pool: PgPo
     let paths: Vec<&String> = document["paths"].as_object().unwrap().keys().collect();
     assert_eq!(
         paths,
-        ["/api/v1/calls/{id}/resume", "/api/v1/tool_calls", "/api/v1/tools", "/api/v1/tools/{name}/invoke"]
+        [
+            "/api/v1/calls/{id}/resume",
+            "/api/v1/prompts",
+            "/api/v1/prompts/{name}/get",
+            "/api/v1/resources",
+            "/api/v1/resources/read",
+            "/api/v1/tool_calls",
+            "/api/v1/tools",
+            "/api/v1/tools/{name}/invoke"
+        ]
     );
 
     let mut command = Command::new(venv_program("schemathesis"));

@@ -443,6 +443,9 @@ async fn misbehaving_upstreams_get_clear_errors_within_their_timeouts_and_bounde
     eprintln!(
         "memory: idle {idle_rss:.1} MiB, peak with a 50 MB result {peak:.1} MiB, after the flood {rss:.1} MiB (peak {flood_peak:.1})"
     );
-    assert!(peak < 120.0, "a 50 MB result took the process to {peak:.1} MiB");
+    // Read whole, the answer alone would be 50 MB (47.7 MiB) more: the process grows by less
+    // (the 16 MiB it reads before giving up, and what the allocator keeps of it), whatever its
+    // idle size.
+    assert!(peak - idle_rss < 47.7, "a 50 MB result took the process from {idle_rss:.1} to {peak:.1} MiB");
     assert_eq!(flood_peak, peak, "the flood raised the peak");
 }

@@ -292,11 +292,45 @@ test('a tool\'s page links its server and the playground, and says what the tena
 test('a server\'s page lists the prompts, resources and templates it offers, prompts under their exposed names', async () => {
   await open(page, toolgate, '/servers/everything');
   const items = page.locator('table.items');
-  await items.waitFor();
+  await eventually(page, () => items.waitFor({ timeout: 1000 }), 'the server\'s items never appeared');
   await items.locator('tr', { hasText: 'everything_simple-prompt' }).getByText('prompt', { exact: true }).waitFor();
   await items.locator('tr', { hasText: 'demo://resource/dynamic/text/{resourceId}' }).getByText('resource template').waitFor();
   assert.ok(await items.locator('tr', { hasText: /demo:\/\/resource\/static\/document\// }).count() > 0);
   await page.screenshot({ path: `${screenshots}/server-items.png`, fullPage: true });
+});
+
+test('the playground gets a prompt with the server\'s suggestions as you type, and reads text and binary resources', async () => {
+  await open(page, toolgate, '/playground');
+  await eventually(page, async () => {
+    await page.locator('select[name=tenant]').selectOption('acme');
+    await page.locator('select[name=prompt] option[value="everything_completable-prompt"]').waitFor({ state: 'attached', timeout: 1000 });
+  }, 'the prompts never appeared');
+  await page.locator('select[name=prompt]').selectOption('everything_completable-prompt');
+  const department = page.locator('input[name="prompt-argument-department"]');
+  await department.pressSequentially('Eng');
+  await page.locator('datalist#complete-department option[value="Engineering"]').waitFor({ state: 'attached' });
+  await department.fill('Engineering');
+  // The suggestions for a name depend on the department already chosen.
+  const name = page.locator('input[name="prompt-argument-name"]');
+  await name.pressSequentially('A');
+  await page.locator('datalist#complete-name option[value="Alice"]').waitFor({ state: 'attached' });
+  await name.fill('Alice');
+  await page.getByRole('button', { name: 'Get prompt' }).click();
+  await page.locator('.prompt-messages').getByText('Please promote Alice to the head of the Engineering team.').waitFor();
+
+  const uri = page.locator('input[name="resource-uri"]');
+  await page.getByRole('button', { name: 'demo://resource/dynamic/text/{resourceId}' }).click();
+  assert.equal(await uri.inputValue(), 'demo://resource/dynamic/text/{resourceId}');
+  await uri.fill('demo://resource/dynamic/text/3');
+  await page.getByRole('button', { name: 'Read', exact: true }).click();
+  await page.locator('.read-contents pre.output', { hasText: 'Resource 3: This is a plaintext resource' }).waitFor();
+  await uri.fill('demo://resource/dynamic/blob/2');
+  await page.getByRole('button', { name: 'Read', exact: true }).click();
+  assert.match(await page.locator('.read-contents p.binary-contents').innerText(), /^Binary: \d+ bytes of /);
+  await page.screenshot({ path: `${screenshots}/playground-items.png`, fullPage: true });
+  await uri.fill('demo://nowhere/1');
+  await page.getByRole('button', { name: 'Read', exact: true }).click();
+  await page.getByRole('alert').getByText('resource `demo://nowhere/1` not found').waitFor();
 });
 
 test('configuration as code: export, edit, preview the changes, apply exactly what was previewed', async () => {

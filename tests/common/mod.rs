@@ -199,6 +199,8 @@ pub struct ListChangedCounter {
     pub list_changed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     pub prompts_changed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     pub resources_changed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// The URIs of `notifications/resources/updated`, in order.
+    pub resources_updated: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl rmcp::ClientHandler for ListChangedCounter {
@@ -219,6 +221,14 @@ impl rmcp::ClientHandler for ListChangedCounter {
         _: rmcp::service::NotificationContext<rmcp::service::RoleClient>,
     ) {
         self.resources_changed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _: rmcp::service::NotificationContext<rmcp::service::RoleClient>,
+    ) {
+        self.resources_updated.lock().unwrap().push(params.uri);
     }
 }
 

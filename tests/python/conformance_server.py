@@ -174,6 +174,28 @@ def watched() -> str:
     return "Watched resource content"
 
 
+# The URIs subscribed to (by any session: Toolgate holds one connection to this server).
+subscribed: set[str] = set()
+
+
+@server._mcp_server.subscribe_resource()
+async def subscribe(uri) -> None:
+    subscribed.add(str(uri))
+
+
+@server._mcp_server.unsubscribe_resource()
+async def unsubscribe(uri) -> None:
+    subscribed.discard(str(uri))
+
+
+@server.tool()
+async def test_touch_subscribed_resources(ctx: Context) -> str:
+    """Sends an update of each resource subscribed to, and says which they are."""
+    for uri in sorted(subscribed):
+        await ctx.session.send_resource_updated(uri)
+    return "subscribed: " + ", ".join(sorted(subscribed))
+
+
 @server.prompt()
 def test_simple_prompt() -> str:
     """A prompt without arguments."""

@@ -1,6 +1,6 @@
 //! The playground: pick a tenant and one of its tools, fill in a form generated from the
 //! schema its LLM sees (or raw JSON), and run it through the same execution path as real
-//! calls. Recent runs can be replayed.
+//! calls. Recent runs can be replayed. Below, the tenant's prompts and resources ([`items`]).
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::{StreamingText, TextStream};
@@ -10,6 +10,9 @@ use serde_json::{Map, Value, json};
 
 use super::ui::{ErrorNote, JsonBlock, StatusBadge};
 use crate::error::PanelError;
+
+mod items;
+use items::PromptsAndResources;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlayTool {
@@ -713,6 +716,7 @@ pub fn PlaygroundPage() -> impl IntoView {
         }}
         <ErrorNote error=move || replay_error.get() />
         <History recorded made_here replay />
+        <PromptsAndResources tenant />
     }
 }
 

@@ -1,14 +1,17 @@
 //! Requests about the prompts and resources a tenant sees — get a prompt, read a resource,
-//! complete an argument — each sent to the server that offers the item, under the server's
+//! subscribe to its updates, complete an argument — each sent to the server that offers the item, under the server's
 //! own name for it, for the MCP endpoint and the REST API alike.
+
+use std::sync::Arc;
 
 use rmcp::model::{
     ClientRequest, CompleteRequest, CompleteRequestParams, CompleteResult, GetPromptRequest,
     GetPromptRequestParams, GetPromptResult, JsonObject, ReadResourceRequest, ReadResourceRequestParams,
     ReadResourceResult, Reference, ResourceContents, ResultType, ServerResult,
 };
+use tokio::sync::broadcast;
 
-use super::{Executor, ServerRef, correlation_id};
+use super::{Executor, ResourceUpdated, ServerRef, Upstream, correlation_id};
 use crate::catalog::items::{CatalogItem, Unreadable};
 use crate::catalog::{DEFAULT_TIMEOUT, TenantTools};
 use crate::error::{Error, Missing};
@@ -53,10 +56,7 @@ impl Executor {
         caller: &Caller,
         uri: &str,
     ) -> Result<ReadResourceResult, Error> {
-        let item = view.items.reading(uri).map_err(|refused| match refused {
-            Unreadable::Unknown(_) => unknown("resource", uri),
-            Unreadable::Ambiguous { .. } => Error::Conflict(refused.to_string()),
-        })?;
+        let item = readable(view, uri)?;
         let request =
             ClientRequest::ReadResourceRequest(ReadResourceRequest::new(ReadResourceRequestParams::new(uri)));
         match self.forward(view, caller, item, request).await? {
@@ -101,6 +101,26 @@ impl Executor {
         }
     }
 
+    /// Subscribes to updates of `uri`, which the tenant reads from the server that lists it
+    /// (or whose template matches it), for as long as the answer is kept.
+    pub async fn subscribe(
+        &self,
+        view: &TenantTools,
+        caller: &Caller,
+        uri: &str,
+    ) -> Result<Subscription, Error> {
+        let item = readable(view, uri)?;
+        let (upstream, ctx) = self.admit_item(view, caller, item).await?;
+        let target = ServerRef { id: item.source_id, name: &item.source_name };
+        let held = bounded(item, upstream.subscribe(target, uri, &ctx)).await?;
+        Ok(Subscription { uri: uri.to_string(), connection: held.connection, _guard: held.guard })
+    }
+
+    /// Every update of a resource an upstream sends (none without upstreams).
+    pub fn resource_updates(&self) -> Option<broadcast::Receiver<ResourceUpdated>> {
+        self.inner.upstream.as_ref().map(|upstream| upstream.resource_updates())
+    }
+
     /// Sends `request` about `item` to its server for `caller`: counted against the tenant's
     /// and the caller's rate limits like a call, and bounded by the default call timeout. The
     /// answers are marked `resultType: "complete"` (an upstream on an older revision sends
@@ -113,20 +133,61 @@ impl Executor {
         item: &CatalogItem,
         request: ClientRequest,
     ) -> Result<ServerResult, Error> {
+        let (upstream, ctx) = self.admit_item(view, caller, item).await?;
+        let target = ServerRef { id: item.source_id, name: &item.source_name };
+        bounded(item, upstream.forward(target, request, &ctx)).await
+    }
+
+    /// The upstreams, once a request about `item` is admitted for `caller`, and its context.
+    async fn admit_item(
+        &self,
+        view: &TenantTools,
+        caller: &Caller,
+        item: &CatalogItem,
+    ) -> Result<(&Arc<dyn Upstream>, ToolContext), Error> {
         let server = || format!("server `{}`", item.source_name);
         let upstream = self.inner.upstream.as_ref().ok_or_else(|| Error::not_found(server()))?;
         self.admit_toolless(view, caller).await?;
-        let ctx = ToolContext::new(view.tenant_id, view.slug.as_str(), caller.clone(), correlation_id());
-        let target = ServerRef { id: item.source_id, name: &item.source_name };
-        match tokio::time::timeout(DEFAULT_TIMEOUT, upstream.forward(target, request, &ctx)).await {
-            Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(ToolError::Tool(message))) => Err(Error::Upstream(UpstreamError::Down(message))),
-            Ok(Err(ToolError::Internal(err))) => Err(Error::Internal(err)),
-            Err(_) => Err(Error::Upstream(UpstreamError::Down(format!(
-                "MCP server `{}` did not answer within {DEFAULT_TIMEOUT:?}",
-                item.source_name
-            )))),
-        }
+        Ok((upstream, ToolContext::new(view.tenant_id, view.slug.as_str(), caller.clone(), correlation_id())))
+    }
+}
+
+/// A subscription to a resource's updates, ended (upstream too, once nobody else holds one
+/// there) when dropped.
+pub struct Subscription {
+    pub uri: String,
+    connection: u64,
+    _guard: Box<dyn Send + Sync>,
+}
+
+impl Subscription {
+    /// Whether `update` is about this subscription's resource, from where it subscribed.
+    pub fn covers(&self, update: &ResourceUpdated) -> bool {
+        update.connection == self.connection && update.uri == self.uri
+    }
+}
+
+/// The item a read (or a subscription) of `uri` goes to.
+fn readable<'a>(view: &'a TenantTools, uri: &str) -> Result<&'a Arc<CatalogItem>, Error> {
+    view.items.reading(uri).map_err(|refused| match refused {
+        Unreadable::Unknown(_) => unknown("resource", uri),
+        Unreadable::Ambiguous { .. } => Error::Conflict(refused.to_string()),
+    })
+}
+
+/// `request`'s answer from `item`'s server within the default call timeout.
+async fn bounded<T>(
+    item: &CatalogItem,
+    request: impl Future<Output = Result<T, ToolError>>,
+) -> Result<T, Error> {
+    match tokio::time::timeout(DEFAULT_TIMEOUT, request).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(ToolError::Tool(message))) => Err(Error::Upstream(UpstreamError::Down(message))),
+        Ok(Err(ToolError::Internal(err))) => Err(Error::Internal(err)),
+        Err(_) => Err(Error::Upstream(UpstreamError::Down(format!(
+            "MCP server `{}` did not answer within {DEFAULT_TIMEOUT:?}",
+            item.source_name
+        )))),
     }
 }
 

@@ -22,6 +22,7 @@ use rmcp::model::{ClientRequest, ContentBlock, ServerResult};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sqlx::PgPool;
+use tokio::sync::broadcast;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 use uuid::Uuid;
@@ -37,6 +38,7 @@ use crate::tool::{
 };
 pub use admission::ADMISSION_WAIT;
 use admission::Admission;
+pub use items::Subscription;
 pub use limits::{CallLimits, Limited};
 use limits::{Holder, Quotas};
 pub use record::{CALL_SECONDS, CALLS_TOTAL};
@@ -84,6 +86,34 @@ pub trait Upstream: Send + Sync {
         request: ClientRequest,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ServerResult, ToolError>>;
+
+    /// Subscribes, for `ctx`'s tenant and caller, to updates of `uri` at `server`, until the
+    /// answer is dropped.
+    fn subscribe<'a>(
+        &'a self,
+        server: ServerRef<'a>,
+        uri: &'a str,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Held, ToolError>>;
+
+    /// Every resource update an upstream sends.
+    fn resource_updates(&self) -> broadcast::Receiver<ResourceUpdated>;
+}
+
+/// An upstream server says a resource changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceUpdated {
+    /// The upstream connection it came through: the subscriptions made through it are the
+    /// ones it is for (another tenant's connection to the same server is another).
+    pub connection: u64,
+    pub uri: String,
+}
+
+/// A subscription an upstream holds until `guard` is dropped.
+pub struct Held {
+    /// Whose updates are its ([`ResourceUpdated::connection`]).
+    pub connection: u64,
+    pub guard: Box<dyn Send + Sync>,
 }
 
 /// An upstream server, by source id and name.

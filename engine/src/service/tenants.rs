@@ -3,14 +3,20 @@
 //! [`ManagedTenant::owner`].
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
+use rmcp::model::{
+    ArgumentInfo, CompleteRequestParams, CompletionContext, GetPromptResult, JsonObject, ReadResourceResult,
+    Reference,
+};
 use serde::Serialize;
 use uuid::Uuid;
 
 use super::Services;
 use super::access::{Admin, ManagedTenant, Owner};
 use crate::Result;
-use crate::catalog::Conflict;
+use crate::catalog::{Conflict, TenantTools};
+use crate::error::Missing;
 use crate::exec::limits::{Kind, Scope};
 use crate::exec::{CallLimits, CallRequest, CallResult};
 use crate::model::{Name, TenantSlug};
@@ -254,6 +260,48 @@ pub async fn invoke(
     progress: Option<ProgressSink>,
 ) -> Result<CallResult> {
     services.executor.call(tenant.slug().as_str(), &tenant.caller(), request, progress).await
+}
+
+/// The tenant's view of the catalog, for its prompts and resources.
+fn view(services: &Services, tenant: &ManagedTenant<'_>) -> Result<Arc<TenantTools>> {
+    let snapshot = services.catalog.snapshot();
+    let view = snapshot.tenant(tenant.slug().as_str()).cloned();
+    view.ok_or_else(|| Missing::Tenant(tenant.slug().to_string()).into())
+}
+
+/// A test `prompts/get` of one of the tenant's prompts, as the administrator.
+pub async fn get_prompt(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+    name: &str,
+    arguments: Option<JsonObject>,
+) -> Result<GetPromptResult> {
+    services.executor.get_prompt(&*view(services, tenant)?, &tenant.caller(), name, arguments).await
+}
+
+/// A test `resources/read` of one of the tenant's resources, as the administrator.
+pub async fn read_resource(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+    uri: &str,
+) -> Result<ReadResourceResult> {
+    services.executor.read_resource(&*view(services, tenant)?, &tenant.caller(), uri).await
+}
+
+/// What the server of one of the tenant's prompts completes `value` of its `argument` to,
+/// given the `others` filled already, for the administrator.
+pub async fn complete_prompt_argument(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+    prompt: &str,
+    (argument, value): (&str, &str),
+    others: HashMap<String, String>,
+) -> Result<Vec<String>> {
+    let mut params =
+        CompleteRequestParams::new(Reference::for_prompt(prompt), ArgumentInfo::new(argument, value));
+    params.context = Some(CompletionContext::with_arguments(others));
+    let completed = services.executor.complete(&*view(services, tenant)?, &tenant.caller(), params).await?;
+    Ok(completed.completion.values)
 }
 
 /// The tenant's newest test invocations (the playground's history), newest first.

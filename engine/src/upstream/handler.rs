@@ -9,12 +9,14 @@ use rmcp::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    ResourceUpdatedNotificationParam,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient};
 use serde::Serialize;
 use serde_json::json;
 
 use super::slot::Slot;
+use crate::exec::ResourceUpdated;
 use crate::tool::{ClientRelay, Progress, send_progress};
 
 /// Receives what an upstream sends on its own: tool list changes, progress, log messages, and
@@ -122,6 +124,17 @@ impl ClientHandler for Handler {
 
     async fn on_resource_list_changed(&self, context: NotificationContext<RoleClient>) {
         self.rediscover("resource", &context.peer).await;
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        if let Some(slot) = self.slot.upgrade() {
+            // Nobody listening is no failure.
+            let _ = slot.updates.send(ResourceUpdated { connection: slot.id, uri: params.uri });
+        }
     }
 
     async fn on_progress(

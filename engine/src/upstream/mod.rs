@@ -26,7 +26,7 @@ use rmcp::model::{ClientRequest, ServerResult};
 use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgPool;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -41,7 +41,7 @@ pub use connect::test_connection;
 use slot::{Member, PoolKey, Slot, SlotState};
 
 use crate::catalog::{Catalog, CatalogTool};
-use crate::exec::{ServerRef, Upstream};
+use crate::exec::{Held, ResourceUpdated, ServerRef, Upstream};
 use crate::secret::SecretBox;
 use crate::store::servers::{self, Credential, OAuthMode};
 use crate::tool::{Caller, ToolContext, ToolError, ToolFuture};
@@ -300,6 +300,8 @@ struct Inner {
     slots: Mutex<HashMap<PoolKey, Arc<Slot>>>,
     routes: Mutex<Routes>,
     catalog: Catalog,
+    /// Every resource update the servers send.
+    updates: broadcast::Sender<ResourceUpdated>,
 }
 
 /// Which slot the calls of a tenant (by a person) to a server use, valid for one catalog
@@ -356,6 +358,7 @@ impl Upstreams {
             slots: Mutex::default(),
             routes: Mutex::default(),
             catalog: catalog.clone(),
+            updates: broadcast::channel(RESOURCE_UPDATES).0,
         });
         let weak = Arc::downgrade(&inner);
         tokio::spawn(async move {
@@ -445,6 +448,9 @@ const CONNECT_WAIT: Duration = Duration::from_secs(300);
 /// How often private connections are checked for idleness.
 const PRIVATE_SWEEP: Duration = Duration::from_secs(30);
 
+/// How many resource updates wait for a slow session before it misses the oldest.
+const RESOURCE_UPDATES: usize = 256;
+
 impl Inner {
     /// Closes the private connections unused for longer than the configured idle time.
     fn close_idle(&self) {
@@ -508,6 +514,9 @@ impl Inner {
             relays: Mutex::default(),
             wanted: tokio::sync::Notify::new(),
             cancel: CancellationToken::new(),
+            updates: self.updates.clone(),
+            id: Slot::next_id(),
+            subscribed: tokio::sync::Mutex::default(),
         });
         tokio::spawn(slot.clone().run(key.endpoint.clone()));
         slot
@@ -720,6 +729,23 @@ impl Upstream for Upstreams {
             let slot = self.inner.route(server, ctx).await?;
             slot.forward(server.name, request).await
         })
+    }
+
+    fn subscribe<'a>(
+        &'a self,
+        server: ServerRef<'a>,
+        uri: &'a str,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<Held, ToolError>> {
+        Box::pin(async move {
+            let slot = self.inner.route(server, ctx).await?;
+            let held = slot.subscribe(server.name, uri).await?;
+            Ok(Held { connection: held.connection(), guard: Box::new(held) })
+        })
+    }
+
+    fn resource_updates(&self) -> broadcast::Receiver<ResourceUpdated> {
+        self.inner.updates.subscribe()
     }
 }
 

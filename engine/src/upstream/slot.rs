@@ -13,12 +13,13 @@ use tracing::Instrument;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
     DEFAULT_MRTR_MAX_ROUNDS, InputRequests, InputResponses, LoggingLevel, PaginatedRequestParams, RequestId,
-    RequestMetaObject, ServerNotification, ServerResult, SubscriptionFilter,
+    RequestMetaObject, ServerNotification, ServerResult, SubscribeRequest, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequest, UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -28,6 +29,7 @@ use super::handler::{Handler, token_key};
 use super::oauth::Token;
 use super::{ConnectionStatus, UpstreamConfig, UpstreamError};
 use crate::catalog::CatalogTool;
+use crate::exec::ResourceUpdated;
 use crate::model::Name;
 use crate::secret::SecretBox;
 use crate::store::items::{self, ItemDefinition, ItemKind};
@@ -69,6 +71,14 @@ pub(super) struct Slot {
     /// or two while traffic waits for it.
     pub(super) wanted: tokio::sync::Notify,
     pub(super) cancel: CancellationToken,
+    /// Where the server's resource updates go, with [`Slot::id`].
+    pub(super) updates: broadcast::Sender<ResourceUpdated>,
+    /// Tells this connection's resource updates from another's (of the same server for
+    /// another tenant or person, or of another server).
+    pub(super) id: u64,
+    /// The resources subscribed to through this connection, with how many subscriptions
+    /// hold each; a new connection subscribes to them again.
+    pub(super) subscribed: tokio::sync::Mutex<HashMap<String, usize>>,
 }
 
 /// A server using a pooled connection.
@@ -145,9 +155,18 @@ impl Slot {
         self.members().iter().map(|m| m.name.clone()).collect()
     }
 
-    /// How long since a call last went through.
+    /// How long since a call last went through; never idle while a subscription holds it.
     pub(super) fn idle_for(&self) -> Duration {
-        self.last_used.lock().expect("last used").elapsed()
+        if self.subscribed.try_lock().is_ok_and(|subscribed| subscribed.is_empty()) {
+            return self.last_used.lock().expect("last used").elapsed();
+        }
+        Duration::ZERO
+    }
+
+    /// A number no other connection of this process has.
+    pub(super) fn next_id() -> u64 {
+        static IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The member servers' names, for the log.
@@ -212,6 +231,11 @@ impl Slot {
                     // Probes must reach the server, never a cached answer.
                     peer.set_response_cache_config(ClientCacheConfig::disabled()).await;
                     let stop = service.cancellation_token();
+                    // In the background: a server slow to answer must not hold up the rest.
+                    tokio::spawn({
+                        let (slot, peer) = (self.clone(), peer.clone());
+                        async move { slot.resubscribe(peer).await }
+                    });
                     if self.discovers {
                         self.discover(&peer, connection, &self.member_names()).await;
                         if is_stateless(&peer) {
@@ -501,6 +525,64 @@ impl Slot {
         }
     }
 
+    /// Subscribes to updates of `uri` at `server` through this connection (asking the server
+    /// only for the first subscription to it), until the answer is dropped. `resources/subscribe`
+    /// is of the handshake era; a server on 2026-07-28 is refused. Subscriptions of a
+    /// connection are sent one at a time, so the server's state follows the counts.
+    #[allow(deprecated)]
+    pub(super) async fn subscribe(&self, server: &str, uri: &str) -> Result<SlotSubscription, ToolError> {
+        let (peer, _) = self.peer(server).await?;
+        if is_stateless(&peer) {
+            return Err(ToolError::tool(format!(
+                "MCP server `{server}` speaks revision 2026-07-28, whose resource updates Toolgate does not relay yet"
+            )));
+        }
+        let mut subscribed = self.subscribed.lock().await;
+        if !subscribed.contains_key(uri) {
+            let request =
+                ClientRequest::SubscribeRequest(SubscribeRequest::new(SubscribeRequestParams::new(uri)));
+            self.forward(server, request).await?;
+        }
+        *subscribed.entry(uri.to_string()).or_default() += 1;
+        Ok(SlotSubscription { slot: self.me.clone(), server: server.to_string(), uri: uri.to_string() })
+    }
+
+    /// One subscription to `uri` fewer; the server is told to stop once none is left.
+    #[allow(deprecated)]
+    async fn unsubscribe(&self, server: &str, uri: &str) {
+        let mut subscribed = self.subscribed.lock().await;
+        let Some(count) = subscribed.get_mut(uri) else { return };
+        *count -= 1;
+        if *count > 0 {
+            return;
+        }
+        subscribed.remove(uri);
+        let request =
+            ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(UnsubscribeRequestParams::new(uri)));
+        match tokio::time::timeout(self.config.connect_timeout, self.forward(server, request)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => {
+                tracing::debug!(%server, %uri, error = %err, "could not unsubscribe from a resource")
+            }
+            Err(_) => tracing::debug!(%server, %uri, "an unsubscription got no answer"),
+        }
+    }
+
+    /// Subscribes a new connection to what the last one was subscribed to.
+    #[allow(deprecated)]
+    async fn resubscribe(&self, peer: Peer<RoleClient>) {
+        let subscribed = self.subscribed.lock().await;
+        for uri in subscribed.keys() {
+            let sent = tokio::time::timeout(
+                self.config.connect_timeout,
+                peer.subscribe(SubscribeRequestParams::new(uri)),
+            );
+            if !matches!(sent.await, Ok(Ok(()))) {
+                tracing::warn!(servers = %self.label(), %uri, "could not subscribe again to a resource");
+            }
+        }
+    }
+
     /// Takes connection `connection` down for `reason` if it is still the current one (a newer
     /// one is left alone): calls fail at once from now on, and the connection's task, watching
     /// the state, reconnects.
@@ -715,6 +797,31 @@ impl Drop for CancelOnDrop {
                 let _ = peer.notify_cancelled(param).await;
             });
         }
+    }
+}
+
+/// A subscription to a resource through a connection: dropped, the connection's server is
+/// told to stop sending its updates once no other subscription holds it.
+pub(super) struct SlotSubscription {
+    slot: Weak<Slot>,
+    server: String,
+    uri: String,
+}
+
+impl SlotSubscription {
+    /// The connection it came through, which its updates name.
+    pub(super) fn connection(&self) -> u64 {
+        self.slot.upgrade().map_or(0, |slot| slot.id)
+    }
+}
+
+impl Drop for SlotSubscription {
+    fn drop(&mut self) {
+        let (Some(slot), Ok(runtime)) = (self.slot.upgrade(), tokio::runtime::Handle::try_current()) else {
+            return;
+        };
+        let (server, uri) = (std::mem::take(&mut self.server), std::mem::take(&mut self.uri));
+        runtime.spawn(async move { slot.unsubscribe(&server, &uri).await });
     }
 }
 

@@ -10,8 +10,9 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock, GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult,
     JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, SubscriptionFilter,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, Peer, RequestContext, RoleServer, ServiceError, SubscriptionContext,
@@ -194,6 +195,7 @@ impl ServerHandler for Gateway {
             .enable_prompts_list_changed()
             .enable_resources()
             .enable_resources_list_changed()
+            .enable_resources_subscribe()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
@@ -229,29 +231,59 @@ impl ServerHandler for Gateway {
                 }
             };
             let session = Some(&*gateway.session);
+            let updates = items::relay_updates(
+                gateway.shared.executor.resource_updates(),
+                |update| {
+                    gateway.session.subscribed_to(update)
+                        && gateway.shared.serves(&access.tenant, &update.uri)
+                },
+                |uri| peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)),
+            );
             tokio::select! {
                 () = gateway.shared.announce_changes(&access.tenant, session, |changed| tell_session(&peer, changed)) => {}
+                () = updates => {}
                 () = closed => {}
             }
         });
     }
 
-    fn accepted_subscription_filter(&self, _: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        Some(
-            SubscriptionFilter::builder()
-                .tools_list_changed()
-                .prompts_list_changed()
-                .resources_list_changed()
-                .build(),
-        )
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::builder()
+            .tools_list_changed()
+            .prompts_list_changed()
+            .resources_list_changed();
+        if let Some(uris) = &requested.resource_subscriptions {
+            accepted = accepted.resource_subscriptions(uris.iter().cloned());
+        }
+        Some(accepted.build())
     }
 
+    /// A 2026-07-28 client's subscription: the lists it listens for, and the resources it
+    /// subscribes to (each one the tenant reads, or the stream ends saying which is not).
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        let access = access(&subscription.request_context().extensions).ok_or_else(not_authenticated)?;
+        let (access, view) = self.tenant_view(subscription.request_context())?;
         let (accepted, sink) = (subscription.accepted(), subscription.sink());
+        let uris = accepted.resource_subscriptions.as_deref().unwrap_or_default();
+        items::within_subscription_cap(uris.len())?;
+        // Listening first: an update sent as soon as the server takes the subscription counts.
+        let updates = self.shared.executor.resource_updates();
+        let mut resources = Vec::new();
+        for uri in uris {
+            let subscribed = self.shared.executor.subscribe(&view, &access.caller, uri).await;
+            resources.push(subscribed.map_err(items::read_error)?);
+        }
         let announce = |changed| tell_listener(sink, accepted, changed);
+        let updates = items::relay_updates(
+            updates,
+            |update| {
+                resources.iter().any(|subscription| subscription.covers(update))
+                    && self.shared.serves(&access.tenant, &update.uri)
+            },
+            |uri| sink.notify_resource_updated(uri),
+        );
         tokio::select! {
             () = self.shared.announce_changes(&access.tenant, None, announce) => {}
+            () = updates => {}
             () = subscription.cancelled() => {}
         }
         Ok(())
@@ -322,6 +354,34 @@ impl ServerHandler for Gateway {
         let (access, view) = self.tenant_view(&context)?;
         let read = self.shared.executor.read_resource(&view, &access.caller, &request.uri).await;
         read.map(ReadResourceResponse::Complete).map_err(items::read_error)
+    }
+
+    /// Subscribes the session to a resource's updates (on the handshake era; a 2026-07-28
+    /// client subscribes through `subscriptions/listen`).
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (access, view) = self.tenant_view(&context)?;
+        let held = self.session.lock().subscriptions.iter().filter(|held| held.uri != request.uri).count();
+        items::within_subscription_cap(held + 1)?;
+        let subscription = self.shared.executor.subscribe(&view, &access.caller, &request.uri).await;
+        let subscription = subscription.map_err(items::read_error)?;
+        let mut session = self.session.lock();
+        session.subscriptions.retain(|held| held.uri != request.uri);
+        session.subscriptions.push(subscription);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        access(&context.extensions).ok_or_else(not_authenticated)?;
+        self.session.lock().subscriptions.retain(|held| held.uri != request.uri);
+        Ok(())
     }
 
     async fn complete(

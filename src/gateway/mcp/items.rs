@@ -1,13 +1,17 @@
-//! The tenant's prompts, resources and resource templates as MCP lists them; requests about
-//! one go through the executor ([`engine::exec::Executor::get_prompt`] and the like).
+//! The tenant's prompts, resources and resource templates as MCP lists them (each list the
+//! tenant's own, as `tools/list` is: private, and never fresh for a fixed time); requests about
+//! one go through the executor ([`engine::exec::Executor::get_prompt`] and the like), and the
+//! updates of resources a client subscribed to are passed on.
 
 use std::sync::Arc;
 
 use engine::catalog::TenantTools;
 use engine::catalog::items::CatalogItem;
+use engine::exec::ResourceUpdated;
 use rmcp::ErrorData;
-use rmcp::model::{ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult};
+use rmcp::model::{CacheScope, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult};
 use serde::de::DeserializeOwned;
+use tokio::sync::broadcast::{self, error::RecvError};
 
 use super::calls::error_data;
 
@@ -18,14 +22,20 @@ fn definitions<T: DeserializeOwned>(items: &[Arc<CatalogItem>]) -> Vec<T> {
 
 pub(super) fn prompts(view: &TenantTools) -> ListPromptsResult {
     ListPromptsResult::with_all_items(definitions(view.items.prompts()))
+        .with_ttl_ms(0)
+        .with_cache_scope(CacheScope::Private)
 }
 
 pub(super) fn resources(view: &TenantTools) -> ListResourcesResult {
     ListResourcesResult::with_all_items(definitions(view.items.resources()))
+        .with_ttl_ms(0)
+        .with_cache_scope(CacheScope::Private)
 }
 
 pub(super) fn templates(view: &TenantTools) -> ListResourceTemplatesResult {
     ListResourceTemplatesResult::with_all_items(definitions(view.items.templates()))
+        .with_ttl_ms(0)
+        .with_cache_scope(CacheScope::Private)
 }
 
 /// A failed read as MCP's error: a URI no visible server offers is "resource not found".
@@ -34,5 +44,46 @@ pub(super) fn read_error(err: engine::Error) -> ErrorData {
         engine::Error::NotFound(_) => ErrorData::resource_not_found(err.to_string(), None),
         engine::Error::Conflict(_) => ErrorData::invalid_params(err.to_string(), None),
         err => error_data(err),
+    }
+}
+
+/// The most resources one session (or one `subscriptions/listen` stream) subscribes to: each
+/// holds a subscription at an upstream.
+const MAX_SUBSCRIPTIONS: usize = 64;
+
+/// Refuses a session's `held`-th subscription past [`MAX_SUBSCRIPTIONS`].
+pub(super) fn within_subscription_cap(held: usize) -> Result<(), ErrorData> {
+    match held <= MAX_SUBSCRIPTIONS {
+        true => Ok(()),
+        false => Err(ErrorData::invalid_params(
+            format!(
+                "a session subscribes to at most {MAX_SUBSCRIPTIONS} resources; unsubscribe from one first"
+            ),
+            None,
+        )),
+    }
+}
+
+/// Passes on, with `send`, the URI of each update from `updates` that `covered` says the client
+/// subscribed to, until `send` fails; never ends otherwise (a process without upstreams has
+/// nothing to pass on).
+pub(super) async fn relay_updates<F, E>(
+    updates: Option<broadcast::Receiver<ResourceUpdated>>,
+    covered: impl Fn(&ResourceUpdated) -> bool,
+    mut send: impl FnMut(String) -> F,
+) where
+    F: Future<Output = Result<(), E>>,
+{
+    let Some(mut updates) = updates else { return std::future::pending().await };
+    loop {
+        match updates.recv().await {
+            Ok(update) if covered(&update) => {
+                if send(update.uri).await.is_err() {
+                    return;
+                }
+            }
+            Ok(_) | Err(RecvError::Lagged(_)) => {}
+            Err(RecvError::Closed) => return std::future::pending().await,
+        }
     }
 }

@@ -43,7 +43,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use axum::routing::MethodRouter;
 use engine::catalog::{Catalog, TenantTools};
 use engine::db::PgPool;
-use engine::exec::Executor;
+use engine::exec::{Executor, ResourceUpdated, Subscription};
 use engine::schema::Provider;
 use rmcp::model::{ClientCapabilities, LoggingLevel, Tool};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -111,13 +111,23 @@ pub struct SessionChoices(Mutex<Session>);
 
 impl Default for SessionChoices {
     fn default() -> Self {
-        SessionChoices(Mutex::new(Session { equipped: None, level: LoggingLevel::Debug, capabilities: None }))
+        SessionChoices(Mutex::new(Session {
+            equipped: None,
+            level: LoggingLevel::Debug,
+            capabilities: None,
+            subscriptions: Vec::new(),
+        }))
     }
 }
 
 impl SessionChoices {
     fn lock(&self) -> std::sync::MutexGuard<'_, Session> {
         self.0.lock().expect("session")
+    }
+
+    /// Whether the session subscribed to the resource `update` is about.
+    fn subscribed_to(&self, update: &ResourceUpdated) -> bool {
+        self.lock().subscriptions.iter().any(|subscription| subscription.covers(update))
     }
 }
 
@@ -127,6 +137,9 @@ struct Session {
     level: LoggingLevel,
     /// What its client said in `initialize` it can answer (elicitation, sampling).
     capabilities: Option<ClientCapabilities>,
+    /// The resources it subscribed to (on this replica), each held until it unsubscribes or
+    /// the session ends.
+    subscriptions: Vec<Subscription>,
 }
 
 /// Where `initialize` leaves the state of the session it opens. The handshake does not know
@@ -157,6 +170,11 @@ struct Equipped {
 }
 
 impl Shared {
+    /// Whether the tenant still reads `uri`: a subscription's updates stop once it does not.
+    fn serves(&self, tenant: &str, uri: &str) -> bool {
+        self.catalog.snapshot().tenant(tenant).is_some_and(|view| view.items.reading(uri).is_ok())
+    }
+
     /// The tools a request sees: a session's own choice of groups when it made one (and whether
     /// it did), else the tenant's.
     fn view(&self, tenant: &str, session: Option<&SessionChoices>) -> Option<(Arc<TenantTools>, bool)> {
