@@ -2,7 +2,8 @@
 //! and over the legacy HTTP+SSE transport — on both, Toolgate's `server/discover` finds that
 //! it speaks revision 2026-07-28 (server-everything's SSE mode, which does not, is in
 //! `engine/tests/upstream.rs`). Each is registered, discovered, and called through Toolgate by an rmcp client:
-//! a plain result, structured content, progress-reporting work and a tool error.
+//! a plain result, structured content, progress-reporting work and a tool error; its prompt is
+//! got, its resource and a URI of its template read.
 
 mod common;
 
@@ -13,7 +14,7 @@ use engine::model::Name;
 use engine::store::servers::ServerConfig;
 use engine::store::{self, Actor};
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -76,6 +77,21 @@ async fn fronted(pool: PgPool, server: ServerConfig, revision: &str) {
     );
     let wrong = call("fm_add", json!({"a": "two"})).await.unwrap();
     assert_eq!(wrong.is_error, Some(true), "arguments that break the schema are a tool error");
+
+    // Its prompt, resource and template, discovered over the same revision.
+    let prompts: Vec<String> = client.list_all_prompts().await.unwrap().into_iter().map(|p| p.name).collect();
+    assert_eq!(prompts, ["fm_review"]);
+    let mut review = GetPromptRequestParams::new("fm_review");
+    review.arguments = Some(json!({"code": "print(1)"}).as_object().unwrap().clone());
+    let got = serde_json::to_string(&client.get_prompt(review).await.unwrap().messages).unwrap();
+    assert!(got.contains("Please review this Python code") && got.contains("print(1)"), "{got}");
+    let resources: Vec<String> =
+        client.list_all_resources().await.unwrap().into_iter().map(|r| r.uri.clone()).collect();
+    assert_eq!(resources, ["config://app"]);
+    let read = |uri: &str| client.read_resource(ReadResourceRequestParams::new(uri));
+    assert!(serde_json::to_string(&read("config://app").await.unwrap()).unwrap().contains("dark"));
+    let profile = serde_json::to_string(&read("users://ada/profile").await.unwrap()).unwrap();
+    assert!(profile.contains("Profile of user ada"), "{profile}");
     client.cancel().await.unwrap();
 }
 

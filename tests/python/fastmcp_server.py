@@ -39,6 +39,24 @@ def refuse(reason: str) -> str:
     raise ToolError(f"refused: {reason}")
 
 
+@server.resource("config://app", mime_type="application/json")
+def app_config() -> dict:
+    """The application's settings."""
+    return {"theme": "dark", "version": 4}
+
+
+@server.resource("users://{user_id}/profile")
+def profile(user_id: str) -> str:
+    """A user's profile."""
+    return f"Profile of user {user_id}"
+
+
+@server.prompt
+def review(code: str, language: str = "Python") -> str:
+    """Ask for a code review."""
+    return f"Please review this {language} code:\n{code}"
+
+
 if __name__ == "__main__":
     transport, port = sys.argv[1], int(sys.argv[2])
     server.run(transport=transport, host="127.0.0.1", port=port, show_banner=False)
