@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use engine::builtin::BuiltinConfig;
 use engine::builtin::shell::ProgramRule;
-use engine::exec::ExecConfig;
+use engine::exec::{ExecConfig, RecordBuffer};
 use engine::oauth::OAuthConfig;
 use engine::store::retention::Retention;
 use engine::upstream::UpstreamConfig;
@@ -167,6 +167,16 @@ pub struct LimitSettings {
     /// administrators' rate limits to PostgreSQL and reads the other replicas'.
     #[arg(long, env = "TOOLGATE_LIMIT_SYNC_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
     pub limit_sync_ms: u64,
+
+    /// The most invocation records waiting to be written while PostgreSQL is away; past it
+    /// (or `TOOLGATE_RECORD_BUFFER_MB`), the oldest are dropped, counted and shown on the
+    /// dashboard.
+    #[arg(long, env = "TOOLGATE_RECORD_BUFFER_RECORDS", default_value_t = 100_000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub record_buffer_records: usize,
+
+    /// The most megabytes (MiB) those records may take.
+    #[arg(long, env = "TOOLGATE_RECORD_BUFFER_MB", default_value_t = 64, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=65_536))]
+    pub record_buffer_mb: usize,
 }
 
 /// Toolgate as the OAuth authorization server of its endpoints.
@@ -312,6 +322,10 @@ impl ServeSettings {
             max_concurrent_per_key: self.limits.concurrent_calls_per_key,
             max_pending_per_tenant: self.limits.pending_calls_per_tenant,
             limit_sync: Duration::from_millis(self.limits.limit_sync_ms),
+            record_buffer: RecordBuffer {
+                records: self.limits.record_buffer_records,
+                bytes: self.limits.record_buffer_mb * 1024 * 1024,
+            },
         }
     }
 

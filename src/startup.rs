@@ -72,6 +72,9 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// How long a stopping server waits for the requests under way.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
+/// How long a stopping server waits for its buffered invocation records to be written.
+const RECORDS_FLUSH: Duration = Duration::from_secs(5);
+
 /// A bound, ready-to-run server.
 pub struct Application {
     listener: TcpListener,
@@ -161,13 +164,19 @@ impl Application {
         let shutdown = futures::FutureExt::shared(shutdown);
         let served = axum::serve(listener, self.router.into_make_service_with_connect_info::<SocketAddr>())
             .with_graceful_shutdown(shutdown.clone());
-        tokio::select! {
+        let served = tokio::select! {
             served = served => served.context("the HTTP server failed"),
             () = async { shutdown.await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
                 tracing::warn!(grace = ?SHUTDOWN_GRACE, "requests still open after the grace period: closing them");
                 Ok(())
             }
+        };
+        // The records of the calls that finished, buffered if the database was away.
+        let unwritten = self.services.executor.flush_records(RECORDS_FLUSH).await;
+        if unwritten > 0 {
+            tracing::error!(unwritten, wait = ?RECORDS_FLUSH, "invocation records lost on stopping: the database did not take them");
         }
+        served
     }
 }
 
@@ -243,6 +252,7 @@ fn panel_router(
         )
         .nest_service("/pkg", pkg)
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, shell))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), web::read_your_writes))
         .layer(axum::middleware::from_fn_with_state(
             Arc::new(web::AllowedOrigins::new(public_url)),
             web::same_origin_writes,

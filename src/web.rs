@@ -60,8 +60,26 @@ pub async fn require_sign_in(
             Redirect::to(&format!("{LOGIN_PAGE}?{query}")).into_response()
         }
         Ok(_) => next.run(request).await,
+        Err(_) if engine::db::ping(&state.pool).await.is_err() => database_away_page(),
         Err(err) => (StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response(),
     }
+}
+
+/// The page a panel visitor gets while PostgreSQL is away (sessions and every page's data live
+/// there): what is going on, that agents are still served, and a reload every few seconds.
+fn database_away_page() -> Response {
+    let page = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"refresh\" content=\"{RETRY_AFTER_SECONDS}\">\
+         <title>Toolgate: database unavailable</title></head><body>\
+         <h1>Toolgate cannot reach its database</h1>\
+         <p>The panel keeps its sessions and settings in PostgreSQL, which does not answer right now \
+         (a restart or a failover, usually over within seconds). Agents are still served the tools \
+         they had; changes wait until the database is back.</p>\
+         <p>This page reloads itself every {RETRY_AFTER_SECONDS} seconds.</p></body></html>"
+    );
+    (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, "text/html; charset=utf-8")], page)
+        .into_response()
 }
 
 /// Puts the administrator of the request's session, if any, into its extensions for the admin
@@ -173,6 +191,33 @@ fn carries_session_cookie(headers: &HeaderMap) -> bool {
         .any(|cookie| cookie.trim_start().starts_with(&format!("{SESSION_COOKIE}=")))
 }
 
+/// How long the answer to a write waits for this process's catalog to hold the change.
+const PROPAGATION_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Read-your-writes: a write of the admin API or of a panel server function is answered only
+/// once this process's catalog snapshot holds it (at most [`PROPAGATION_WAIT`]), so a script
+/// that creates a key and uses it at once, or applies a document and lists the tools, sees its
+/// change. Past the wait the answer says so: `Toolgate-Propagation: pending`. Other replicas
+/// follow within their own rebuild.
+pub async fn read_your_writes(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let write = request.uri().path().starts_with(SERVER_FN_PREFIX)
+        && !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    let mut response = next.run(request).await;
+    if write && response.status().is_success() {
+        let caught_up = state.catalog.caught_up(PROPAGATION_WAIT).await;
+        if !caught_up.as_ref().is_ok_and(|held| *held) {
+            if let Err(err) = caught_up {
+                tracing::warn!(error = %err, "could not tell whether the catalog holds a write");
+            }
+            response.headers_mut().insert(PROPAGATION, HeaderValue::from_static("pending"));
+        }
+    }
+    response
+}
+
+/// Says a write is saved but this process does not serve it yet.
+pub const PROPAGATION: header::HeaderName = header::HeaderName::from_static("toolgate-propagation");
+
 /// CSRF defence, on top of the `SameSite=Strict` session cookie: a state-changing request
 /// from a browser must come from Toolgate's own origin (`Origin`, else `Referer`). A request
 /// with `Authorization` (an admin token) and no session cookie is authenticated by the token
@@ -208,9 +253,15 @@ pub async fn same_origin_writes(
 const DEFAULT_POLICY: &str = "default-src 'none'; frame-ancestors 'none'";
 
 /// Headers on every answer: no MIME sniffing, no framing, the referrer kept within the site,
-/// a Content-Security-Policy unless the panel page set its own, and HSTS when Toolgate is
-/// served over https.
+/// a Content-Security-Policy unless the panel page set its own, HSTS when Toolgate is served
+/// over https, and `Retry-After` on a 503.
 pub fn security_headers(router: Router, https: bool) -> Router {
+    // Not a security header, but as fixed: every 503 (the database away) says when to try
+    // again, unless it said so itself.
+    let retry_after = SetResponseHeaderLayer::if_not_present(header::RETRY_AFTER, |response: &Response| {
+        (response.status() == StatusCode::SERVICE_UNAVAILABLE)
+            .then_some(HeaderValue::from_static(RETRY_AFTER_SECONDS))
+    });
     let fixed = |name, value| SetResponseHeaderLayer::overriding(name, HeaderValue::from_static(value));
     let hsts = https.then(|| fixed(header::STRICT_TRANSPORT_SECURITY, "max-age=31536000"));
     router.layer(
@@ -222,9 +273,14 @@ pub fn security_headers(router: Router, https: bool) -> Router {
                 header::CONTENT_SECURITY_POLICY,
                 HeaderValue::from_static(DEFAULT_POLICY),
             ))
-            .option_layer(hsts),
+            .option_layer(hsts)
+            .layer(retry_after),
     )
 }
+
+/// What a 503 tells clients to wait before trying again: the database is usually back (a
+/// restart, a failover) within seconds.
+const RETRY_AFTER_SECONDS: &str = "5";
 
 #[cfg(test)]
 mod tests {

@@ -36,6 +36,34 @@ fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
+/// Read-your-writes: once the admin API has answered a write, this process serves it. Main
+/// refused a key it had just created for its first milliseconds (401), and listed the tools of
+/// the tags before a change.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_write_is_served_as_soon_as_it_is_answered(pool: PgPool) {
+    let (app, token) = setup(&pool).await;
+    for round in 0..10 {
+        let keys = client().post(app.url("/api/admin/v1/tenants/acme/keys")).bearer_auth(&token);
+        let created = json_of(keys.json(&json!({"name": format!("k{round}")}))).await;
+        let key = created["key"].as_str().unwrap();
+        let tags = if round % 2 == 0 { json!(["files"]) } else { json!(["files", "shell"]) };
+        let changed = client()
+            .patch(app.url("/api/admin/v1/tenants/acme"))
+            .bearer_auth(&token)
+            .json(&json!({"enabled_tags": tags}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(changed.status(), StatusCode::OK);
+        assert!(changed.headers().get("toolgate-propagation").is_none(), "{:?}", changed.headers());
+        let tools = client().get(app.url("/api/v1/tools?format=mcp")).bearer_auth(key).send().await.unwrap();
+        assert_eq!(tools.status(), StatusCode::OK, "round {round}: a key just created was refused");
+        let tools: Value = tools.json().await.unwrap();
+        let shell = tools["tools"].as_array().unwrap().iter().any(|t| t["name"] == "run_command");
+        assert_eq!(shell, round % 2 == 1, "round {round}: the tools before the change were listed");
+    }
+}
+
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn keys_are_created_once_and_revoked(pool: PgPool) {
     let (app, token) = setup(&pool).await;

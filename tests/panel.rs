@@ -65,6 +65,31 @@ async fn login_sets_a_strict_http_only_cookie_and_opens_the_dashboard(pool: PgPo
     assert_eq!(location(&login_page), "/");
 }
 
+/// Records that could not be written (the database away longer than the buffer held) are
+/// shown on the dashboard: how many, between when, and why.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_dashboard_says_how_many_call_records_were_lost_and_when(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let acme = engine::model::TenantSlug::parse("acme").unwrap();
+    let tenant =
+        engine::store::tenants::create(&pool, &engine::store::Actor::system(), &acme, "Acme").await.unwrap();
+    sqlx::query(
+        "insert into invocation_loss (tenant_id, reason, count, first_at, last_at)
+         values ($1, 'overflow', 1200, now() - interval '20 minutes', now() - interval '10 minutes')",
+    )
+    .bind(tenant.id)
+    .execute(&pool)
+    .await
+    .unwrap();
+    assert!(app.login(PASSWORD).await.status().is_success());
+    let page = app.get("/").await.text().await.unwrap();
+    assert!(
+        page.contains("1200 call records could not be written between")
+            && page.contains("the database was away longer than the buffer of unwritten records could hold"),
+        "{page}"
+    );
+}
+
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn login_rotates_the_session_id(pool: PgPool) {
     let app = TestApp::spawn(pool).await;

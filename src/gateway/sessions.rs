@@ -126,7 +126,14 @@ impl SessionOwners {
                     end_those_gone(&owners, &manager, &pool).await
                 };
                 if let Err(err) = recorded.await {
-                    tracing::warn!(error = %err, "could not record the use of MCP sessions");
+                    tracing::warn!(error = %err, "could not record the use of MCP sessions; will retry");
+                    // Told next time, so no replica takes a session in use for an idle one.
+                    let mut owners = owners.lock().expect("session owners");
+                    for id in used {
+                        if let Some(owner) = owners.get_mut(id.as_str()) {
+                            owner.unrecorded = true;
+                        }
+                    }
                 }
             }
         });
@@ -312,7 +319,7 @@ pub async fn bind_sessions(
                 }
             }
             Ok(_) => return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response(),
-            Err(err) => return Failure::from(err).into_response(),
+            Err(err) => return session_failure(err),
         },
         None => {
             request.extensions_mut().insert(opening.clone());
@@ -326,7 +333,7 @@ pub async fn bind_sessions(
             let refused = match owners.record(created.clone(), owner, opening.opened()).await {
                 Ok(true) => None,
                 Ok(false) => Some(too_many_sessions(owners.per_key)),
-                Err(err) => Some(Failure::from(err).into_response()),
+                Err(err) => Some(session_failure(err)),
             };
             if let Some(refused) = refused {
                 let _ = owners.manager.close_session(&created).await;
@@ -347,6 +354,22 @@ pub async fn bind_sessions(
         _ => {}
     }
     response
+}
+
+/// Why a session could not be opened or found. The replicas share sessions through the
+/// database: while it is away none can be, but revision 2026-07-28, which has no sessions, is
+/// served from the catalog in memory; the answer says so.
+fn session_failure(err: engine::Error) -> Response {
+    match err {
+        engine::Error::Unavailable(_) => problem(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "database_unavailable",
+            "MCP sessions are kept in the database, which cannot be reached right now: try again shortly. \
+             Meanwhile requests of protocol revision 2026-07-28, which needs no session, are served."
+                .to_string(),
+        ),
+        err => Failure::from(err).into_response(),
+    }
 }
 
 fn too_many_sessions(per_key: usize) -> Response {

@@ -64,6 +64,8 @@ impl TestApp {
                 pending_calls_per_tenant: 1000,
                 limit_sync_ms: 100,
                 private_connections: 1000,
+                record_buffer_records: 100_000,
+                record_buffer_mb: 64,
                 private_idle_seconds: 600,
             },
             retention: RetentionSettings {

@@ -43,6 +43,8 @@ pub struct Overview {
     pub sources: Vec<Usage>,
     pub tools: Vec<Usage>,
     pub limits: Vec<LimitRow>,
+    /// What could not be recorded of these calls, one sentence per reason.
+    pub losses: Vec<String>,
 }
 
 /// One rate limit and its use in the current UTC minute or day, summed over the replicas.
@@ -114,6 +116,26 @@ pub async fn load_overview(window: String, tenant: String) -> Result<Overview, P
         Window::Hour | Window::Day => format_description!("[hour]:[minute]"),
         Window::Week => format_description!("[month repr:short] [day] [hour]:[minute]"),
     };
+    let losses = activity
+        .losses
+        .iter()
+        .map(|loss| {
+            use engine::store::invocations::LossReason;
+            let at = format_description!("[month repr:short] [day] [hour]:[minute]:[second] UTC");
+            let why = match loss.reason {
+                LossReason::Overflow => {
+                    "the database was away longer than the buffer of unwritten records could hold"
+                }
+                LossReason::Refused => "the database refused them",
+            };
+            format!(
+                "{} call records could not be written between {} and {}: {why}.",
+                loss.count,
+                loss.first.format(at).unwrap_or_default(),
+                loss.last.format(at).unwrap_or_default()
+            )
+        })
+        .collect();
     let usage = |rows: Vec<Latency>| {
         rows.into_iter()
             .map(|r| Usage {
@@ -142,6 +164,7 @@ pub async fn load_overview(window: String, tenant: String) -> Result<Overview, P
         sources: usage(activity.sources),
         tools: usage(activity.tools),
         limits,
+        losses,
     })
 }
 
@@ -318,6 +341,7 @@ pub fn Dashboard() -> impl IntoView {
                         </label>
                     </div>
                     {chart(&o.bars, heading)}
+                    {o.losses.iter().map(|loss| view! { <p class="notice warning">{loss.clone()}</p> }).collect_view()}
                 </section>
                 <div class="cards">
                     {(!o.limits.is_empty()).then(|| limits_card(o.limits))}

@@ -18,7 +18,7 @@ use std::time::Duration;
 use arc_swap::ArcSwap;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 pub use snapshot::{
@@ -38,7 +38,10 @@ pub struct CatalogOptions {
 /// stops when the last clone is dropped.
 #[derive(Clone)]
 pub struct Catalog {
+    pool: PgPool,
     current: Arc<ArcSwap<Snapshot>>,
+    /// Asks the task for a rebuild now, without waiting for a notification.
+    wake: Arc<Notify>,
     versions: watch::Receiver<u64>,
     _task: Arc<AbortOnDrop>,
 }
@@ -57,6 +60,7 @@ struct Rebuilder {
     options: CatalogOptions,
     current: Arc<ArcSwap<Snapshot>>,
     versions: watch::Sender<u64>,
+    wake: Arc<Notify>,
     /// The tools of the last rebuild, reused while they are unchanged.
     bases: std::sync::Mutex<Option<Arc<snapshot::Bases>>>,
 }
@@ -67,21 +71,37 @@ impl Catalog {
     pub async fn start(pool: PgPool, options: CatalogOptions) -> crate::Result<Self> {
         let current = Arc::new(ArcSwap::from_pointee(Snapshot::empty()));
         let (versions_tx, versions) = watch::channel(0);
+        let wake = Arc::new(Notify::new());
         let rebuilder = Rebuilder {
-            pool,
+            pool: pool.clone(),
             options,
             current: current.clone(),
             versions: versions_tx,
+            wake: wake.clone(),
             bases: Default::default(),
         };
         rebuilder.rebuild().await?;
         let task = tokio::spawn(rebuilder.run());
-        Ok(Catalog { current, versions, _task: Arc::new(AbortOnDrop(task)) })
+        Ok(Catalog { pool, current, wake, versions, _task: Arc::new(AbortOnDrop(task)) })
     }
 
     /// The current snapshot; cheap, lock-free, never blocked by a rebuild.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.current.load_full()
+    }
+
+    /// Waits, at most `within`, until the snapshot holds every configuration write committed
+    /// before this call (read-your-writes for whoever just wrote); false if it does not by then.
+    pub async fn caught_up(&self, within: Duration) -> crate::Result<bool> {
+        let written = store::catalog::config_epoch(&self.pool).await?;
+        if self.current.load().config_epoch >= written {
+            return Ok(true);
+        }
+        // The notification may be late, or lost with a listener still reconnecting.
+        self.wake.notify_one();
+        let mut versions = self.versions.clone();
+        let holds = versions.wait_for(|_| self.current.load().config_epoch >= written);
+        Ok(matches!(tokio::time::timeout(within, holds).await, Ok(Ok(_))))
     }
 
     /// Notified with the new version after every rebuild (to tell MCP sessions their tool
@@ -120,8 +140,16 @@ impl Rebuilder {
         let mut delay = Duration::from_millis(100);
         while let Err(err) = self.rebuild().await {
             tracing::warn!(error = %err, retry_in = ?delay, "catalog rebuild failed; serving the last snapshot");
-            tokio::time::sleep(delay).await;
+            self.pause(delay).await;
             delay = (delay * 2).min(Duration::from_secs(5));
+        }
+    }
+
+    /// Waits `delay` before trying again, or less if someone waits for a write to show.
+    async fn pause(&self, delay: Duration) {
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = self.wake.notified() => {}
         }
     }
 
@@ -132,7 +160,7 @@ impl Rebuilder {
                 Ok(listener) => listener,
                 Err(err) => {
                     tracing::warn!(error = %err, retry_in = ?delay, "catalog listener cannot connect");
-                    tokio::time::sleep(delay).await;
+                    self.pause(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(5));
                     continue;
                 }
@@ -141,7 +169,14 @@ impl Rebuilder {
             // Whatever changed while we were not listening is unknown: reload everything.
             self.rebuild_until_done().await;
             loop {
-                match listener.try_recv().await {
+                let heard = tokio::select! {
+                    heard = listener.try_recv() => heard,
+                    () = self.wake.notified() => {
+                        self.rebuild_until_done().await;
+                        continue;
+                    }
+                };
+                match heard {
                     Ok(Some(_)) => {
                         // Coalesce: everything already queued is covered by one rebuild.
                         while listener.next_buffered().is_some() {}

@@ -221,6 +221,9 @@ impl TenantTools {
 pub struct Snapshot {
     /// Increases with every rebuild in this process.
     pub version: u64,
+    /// `catalog_epoch.config` as read with the rest: every configuration write committed
+    /// before it moved there is in this snapshot.
+    pub config_epoch: i64,
     pub built_at: SystemTime,
     pub tools_enabled: bool,
     tenants: HashMap<String, Arc<TenantTools>>,
@@ -247,6 +250,7 @@ impl Snapshot {
     pub fn empty() -> Self {
         Snapshot {
             version: 0,
+            config_epoch: -1,
             built_at: SystemTime::now(),
             tools_enabled: false,
             tenants: HashMap::new(),
@@ -523,7 +527,14 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
             Some((key.key_hash.clone(), KeyIdentity { key_id: key.id, tenant, expires_at: key.expires_at }))
         })
         .collect();
-    Snapshot { version, built_at: SystemTime::now(), tools_enabled, tenants, keys }
+    Snapshot {
+        version,
+        config_epoch: loaded.config_epoch,
+        built_at: SystemTime::now(),
+        tools_enabled,
+        tenants,
+        keys,
+    }
 }
 
 /// Sorts by exposed name and withholds every tool whose name another tool also has.

@@ -41,7 +41,7 @@ use admission::Admission;
 pub use items::Subscription;
 pub use limits::{CallLimits, Limited};
 use limits::{Holder, Quotas};
-pub use record::{CALL_SECONDS, CALLS_TOTAL};
+pub use record::{CALL_SECONDS, CALLS_TOTAL, RECORDS_DROPPED, RECORDS_UNWRITTEN, RecordBuffer};
 use record::{Record, Recorder, Unfinished};
 
 #[derive(Debug, Clone)]
@@ -59,6 +59,8 @@ pub struct ExecConfig {
     /// How often this process shares the calls it counted against rate limits with the other
     /// replicas (and learns theirs).
     pub limit_sync: Duration,
+    /// How many invocation records may wait while the database is away.
+    pub record_buffer: RecordBuffer,
 }
 
 impl Default for ExecConfig {
@@ -70,6 +72,7 @@ impl Default for ExecConfig {
             max_concurrent_per_key: 32,
             max_pending_per_tenant: 1000,
             limit_sync: Duration::from_secs(1),
+            record_buffer: RecordBuffer::default(),
         }
     }
 }
@@ -256,12 +259,18 @@ impl Executor {
             .iter()
             .flat_map(|p| p.tools().into_iter().map(|t| ((p.name().to_string(), t.spec().name), t)))
             .collect();
-        let recorder = Recorder::start(pool.clone());
+        let recorder = Recorder::start(pool.clone(), config.record_buffer);
         let admission = Admission::new(config.max_concurrent_per_tenant, config.max_concurrent_per_key);
         let quotas = Arc::new(Quotas::default());
         tokio::spawn(share_usage(Arc::downgrade(&quotas), pool.clone(), config.limit_sync));
         let inner = Inner { catalog, pool, secrets, builtins, upstream, config, recorder, admission, quotas };
         Executor { inner: Arc::new(inner) }
+    }
+
+    /// Writes the invocation records still buffered (a stopping process), waiting at most
+    /// `within`; returns how many could not be written.
+    pub async fn flush_records(&self, within: Duration) -> usize {
+        self.inner.recorder.flush(within).await
     }
 
     /// Runs one call for `tenant`. Progress reports go to `progress` when given.
@@ -309,6 +318,7 @@ impl Executor {
             &self.inner.recorder,
             started,
             Record {
+                at: time::OffsetDateTime::now_utc(),
                 tenant_id: view.tenant_id,
                 tenant: tenant.to_string(),
                 tool_name: tool.exposed_name.clone(),
@@ -380,6 +390,7 @@ impl Executor {
             .ok_or(Missing::PendingCall(id))?;
         let result = self.finish(Outcome::Done(output), started);
         self.inner.recorder.record(Record {
+            at: time::OffsetDateTime::now_utc(),
             tenant_id: view.tenant_id,
             tenant: tenant.to_string(),
             tool_name: resumed.tool_name,

@@ -1,28 +1,42 @@
 //! Invocation records, written off the call path: calls hand records to a channel and a
-//! background task inserts them in batches. A full channel drops records (with a warning)
-//! rather than slow calls down. A record keeps at most [`RECORDED_ARGUMENTS`] bytes of
-//! arguments (larger ones are kept as their size, hash and beginning), a batch holds at most
+//! background task inserts them in batches. A record keeps at most [`RECORDED_ARGUMENTS`] bytes
+//! of arguments (larger ones are kept as their size, hash and beginning), a batch holds at most
 //! [`BATCH_BYTES`] of them, and a batch PostgreSQL refuses is written record by record, so one
 //! bad record loses only itself.
+//!
+//! While PostgreSQL is away the records wait in a buffer and the writer retries with backoff;
+//! only past the buffer's bounds ([`RecordBuffer`]) are the oldest dropped. Every record lost
+//! (dropped, or refused by PostgreSQL) is counted in [`RECORDS_DROPPED`] and, once the
+//! database is back, summed per tenant in `invocation_loss` for the dashboard.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::Write;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use metrics::{Counter, Histogram};
+use metrics::{Counter, Gauge, Histogram};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
-use tokio::sync::mpsc;
+use time::OffsetDateTime;
+use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
 
-use crate::store;
+use crate::store::{self, invocations::LossReason};
 
 /// Counter of finished calls, labelled `tenant`, `tool` and `status`.
 pub const CALLS_TOTAL: &str = "toolgate_tool_calls_total";
 /// Histogram of call latency in seconds, labelled `tenant` and `tool`.
 pub const CALL_SECONDS: &str = "toolgate_tool_call_duration_seconds";
+/// Counter of invocation records lost, labelled `reason`: `overflow` (the buffer of unwritten
+/// records was full) or `refused` (PostgreSQL refused the record).
+pub const RECORDS_DROPPED: &str = "toolgate_invocation_records_dropped_total";
+/// Gauge of invocation records waiting to be written.
+pub const RECORDS_UNWRITTEN: &str = "toolgate_invocation_records_unwritten";
 
+/// Calls hand records over through a channel this long; the writer empties it into its buffer
+/// at once, even while the database is away.
 const CAPACITY: usize = 10_000;
 /// How long the writer waits for more records after the first of a batch.
 const GATHER: Duration = Duration::from_millis(50);
@@ -33,21 +47,118 @@ pub const RECORDED_ARGUMENTS: usize = 64 * 1024;
 const BATCH_BYTES: usize = 4 * 1024 * 1024;
 /// How much of arguments too large to keep is kept, as text.
 const KEPT_BEGINNING: usize = 1024;
+/// What a buffered record costs besides its arguments and names, roughly.
+const RECORD_OVERHEAD: usize = 160;
+/// The first wait before writing again after a failed write, doubled up to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// How many invocation records may wait to be written (PostgreSQL away or slow), and how many
+/// bytes they may take; past either bound the oldest are dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordBuffer {
+    pub records: usize,
+    pub bytes: usize,
+}
+
+impl Default for RecordBuffer {
+    fn default() -> Self {
+        RecordBuffer { records: 100_000, bytes: 64 * 1024 * 1024 }
+    }
+}
 
 pub(super) use crate::store::invocations::Invocation as Record;
 
-/// A record waiting for the writer, with the size of its arguments.
+/// A record waiting for the writer, with what it costs to keep.
 struct Queued {
     record: Record,
     bytes: usize,
 }
 
+/// What the recorder tells its writer.
+// Nearly every message is a record: boxing it would cost an allocation per call.
+#[allow(clippy::large_enum_variant)]
+enum Message {
+    Record(Queued),
+    /// Write everything buffered now, and say when nothing is left.
+    Flush(oneshot::Sender<()>),
+}
+
 pub(super) struct Recorder {
-    sender: mpsc::Sender<Queued>,
+    sender: mpsc::Sender<Message>,
+    losses: Arc<Losses>,
     /// The metric handles of each tenant's tools, by tenant slug then tool name: registered
     /// on a tool's first call, so later calls neither build labels nor look them up in the
     /// metrics registry.
     meters: Mutex<HashMap<String, HashMap<String, Meters>>>,
+}
+
+/// Records lost and not yet summed in the database, and how many wait to be written; shared by
+/// the recorder and its writer.
+struct Losses {
+    runs: Mutex<HashMap<(Uuid, LossReason), Run>>,
+    overflow: Counter,
+    refused: Counter,
+    unwritten: AtomicUsize,
+    unwritten_gauge: Gauge,
+}
+
+/// A run of lost records of one tenant, for one reason.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    count: i64,
+    first: OffsetDateTime,
+    last: OffsetDateTime,
+}
+
+impl Losses {
+    fn new() -> Self {
+        Losses {
+            runs: Mutex::default(),
+            overflow: metrics::counter!(RECORDS_DROPPED, "reason" => LossReason::Overflow.as_str()),
+            refused: metrics::counter!(RECORDS_DROPPED, "reason" => LossReason::Refused.as_str()),
+            unwritten: AtomicUsize::new(0),
+            unwritten_gauge: metrics::gauge!(RECORDS_UNWRITTEN),
+        }
+    }
+
+    fn lose(&self, record: &Record, reason: LossReason) {
+        match reason {
+            LossReason::Overflow => self.overflow.increment(1),
+            LossReason::Refused => self.refused.increment(1),
+        }
+        let mut runs = self.runs.lock().expect("no panic while counting");
+        runs.entry((record.tenant_id, reason))
+            .and_modify(|run| {
+                run.count += 1;
+                run.first = run.first.min(record.at);
+                run.last = run.last.max(record.at);
+            })
+            .or_insert(Run { count: 1, first: record.at, last: record.at });
+    }
+
+    fn take(&self) -> HashMap<(Uuid, LossReason), Run> {
+        std::mem::take(&mut *self.runs.lock().expect("no panic while counting"))
+    }
+
+    /// Puts back runs that could not be written, merged with those lost since.
+    fn put_back(&self, taken: HashMap<(Uuid, LossReason), Run>) {
+        let mut runs = self.runs.lock().expect("no panic while counting");
+        for (key, run) in taken {
+            runs.entry(key)
+                .and_modify(|now| {
+                    now.count += run.count;
+                    now.first = now.first.min(run.first);
+                    now.last = now.last.max(run.last);
+                })
+                .or_insert(run);
+        }
+    }
+
+    fn set_unwritten(&self, count: usize) {
+        self.unwritten.store(count, Ordering::Relaxed);
+        self.unwritten_gauge.set(count as f64);
+    }
 }
 
 /// One tool's metrics in one tenant.
@@ -81,10 +192,12 @@ impl Meters {
 }
 
 impl Recorder {
-    pub fn start(pool: PgPool) -> Self {
+    pub fn start(pool: PgPool, buffer: RecordBuffer) -> Self {
         let (sender, receiver) = mpsc::channel(CAPACITY);
-        tokio::spawn(write_batches(pool, receiver));
-        Recorder { sender, meters: Mutex::default() }
+        let losses = Arc::new(Losses::new());
+        let writer = Writer::new(pool, buffer, losses.clone());
+        tokio::spawn(writer.run(receiver));
+        Recorder { sender, losses, meters: Mutex::default() }
     }
 
     /// Counts the call in the process's metrics and queues its invocation row.
@@ -93,11 +206,31 @@ impl Recorder {
             // PostgreSQL would refuse the row.
             record.arguments = json!({"unrecorded": "the arguments contained U+0000"});
         }
-        let bytes = kept_arguments(&mut record.arguments);
+        let bytes = kept_arguments(&mut record.arguments)
+            + record.tenant.len()
+            + record.tool_name.len()
+            + record.caller.len()
+            + RECORD_OVERHEAD;
         self.measure(&record);
-        if let Err(err) = self.sender.try_send(Queued { record, bytes }) {
-            tracing::warn!(error = %err, "invocation record dropped: the recorder is behind");
+        if let Err(err) = self.sender.try_send(Message::Record(Queued { record, bytes })) {
+            tracing::warn!("invocation record dropped: the recorder is behind");
+            if let mpsc::error::TrySendError::Full(Message::Record(queued)) = err {
+                self.losses.lose(&queued.record, LossReason::Overflow);
+            }
         }
+    }
+
+    /// Writes every buffered record, waiting at most `within`; says how many are left
+    /// unwritten (the database away all along), which are lost when the process ends.
+    pub async fn flush(&self, within: Duration) -> usize {
+        let (done, flushed) = oneshot::channel();
+        let asked = self.sender.send(Message::Flush(done));
+        let _ = tokio::time::timeout(within, async {
+            asked.await.ok()?;
+            flushed.await.ok()
+        })
+        .await;
+        self.losses.unwritten.load(Ordering::Relaxed)
     }
 
     fn measure(&self, record: &Record) {
@@ -213,49 +346,175 @@ impl Drop for Unfinished<'_> {
     }
 }
 
-async fn write_batches(pool: PgPool, mut receiver: mpsc::Receiver<Queued>) {
-    let mut queued = Vec::with_capacity(BATCH);
-    let mut batch = Vec::with_capacity(BATCH);
-    while receiver.recv_many(&mut queued, BATCH).await > 0 {
-        // Let the burst gather: one insert per interval rather than one per call.
-        tokio::time::sleep(GATHER).await;
-        while queued.len() < BATCH
-            && let Ok(record) = receiver.try_recv()
-        {
-            queued.push(record);
-        }
-        let mut bytes = 0;
-        for Queued { record, bytes: size } in queued.drain(..) {
-            if !batch.is_empty() && bytes + size > BATCH_BYTES {
-                write(&pool, &batch).await;
-                batch.clear();
-                bytes = 0;
+/// The background task: takes the recorder's records into its buffer, and writes them out.
+struct Writer {
+    pool: PgPool,
+    bound: RecordBuffer,
+    losses: Arc<Losses>,
+    /// Records not written yet, oldest first, and what they cost.
+    backlog: VecDeque<Queued>,
+    bytes: usize,
+    /// Records dropped from the buffer since this was last logged.
+    dropped: usize,
+}
+
+impl Writer {
+    fn new(pool: PgPool, bound: RecordBuffer, losses: Arc<Losses>) -> Self {
+        Writer { pool, bound, losses, backlog: VecDeque::new(), bytes: 0, dropped: 0 }
+    }
+
+    async fn run(mut self, mut receiver: mpsc::Receiver<Message>) {
+        let mut received = Vec::with_capacity(BATCH);
+        let mut flushes: Vec<oneshot::Sender<()>> = Vec::new();
+        // When to write next: `GATHER` after the first record of a batch (one insert per
+        // interval rather than one per call), later after a failed write.
+        let mut write_at: Option<Instant> = None;
+        let mut retry = RETRY_FIRST;
+        let mut failing = false;
+        let mut open = true;
+        while open || (!self.backlog.is_empty() && !failing) {
+            let due = async {
+                match write_at {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                count = receiver.recv_many(&mut received, BATCH), if open => {
+                    open = count > 0;
+                    for message in received.drain(..) {
+                        match message {
+                            Message::Record(queued) => self.push(queued),
+                            Message::Flush(done) => {
+                                flushes.push(done);
+                                write_at = Some(Instant::now());
+                            }
+                        }
+                    }
+                    if !open {
+                        write_at = Some(Instant::now());
+                    } else if write_at.is_none() && !self.backlog.is_empty() {
+                        write_at = Some(Instant::now() + GATHER);
+                    }
+                    let full_batch = self.backlog.len() >= BATCH && !failing;
+                    if !full_batch && write_at.is_some_and(|at| at > Instant::now()) {
+                        continue;
+                    }
+                }
+                () = due => {}
             }
-            bytes += size;
-            batch.push(record);
+            if self.write_backlog().await {
+                retry = RETRY_FIRST;
+                failing = false;
+                write_at = None;
+                self.write_losses().await;
+                flushes.drain(..).for_each(|done| _ = done.send(()));
+            } else {
+                failing = true;
+                write_at = Some(Instant::now() + retry);
+                retry = (retry * 2).min(RETRY_MAX);
+                if self.dropped > 0 {
+                    let dropped = std::mem::take(&mut self.dropped);
+                    tracing::warn!(
+                        dropped,
+                        "invocation records dropped: the buffer of unwritten records is full"
+                    );
+                }
+            }
+            self.losses.set_unwritten(self.backlog.len());
         }
-        write(&pool, &batch).await;
-        batch.clear();
+        if !self.backlog.is_empty() {
+            let count = self.backlog.len();
+            tracing::error!(
+                count,
+                "invocation records lost: the database was away when the recorder stopped"
+            );
+        }
+    }
+
+    /// Buffers `queued`, dropping the oldest records past the buffer's bounds.
+    fn push(&mut self, queued: Queued) {
+        self.bytes += queued.bytes;
+        self.backlog.push_back(queued);
+        while self.backlog.len() > self.bound.records
+            || (self.bytes > self.bound.bytes && self.backlog.len() > 1)
+        {
+            let oldest = self.backlog.pop_front().expect("over a bound, so not empty");
+            self.bytes -= oldest.bytes;
+            self.losses.lose(&oldest.record, LossReason::Overflow);
+            // Logged with the next failed write, not once per record.
+            self.dropped += 1;
+        }
+    }
+
+    /// Writes the buffer out, batch by batch; false when the database is away (what is left
+    /// stays buffered).
+    async fn write_backlog(&mut self) -> bool {
+        while !self.backlog.is_empty() {
+            let mut bytes = 0;
+            let count = self
+                .backlog
+                .iter()
+                .take(BATCH)
+                .take_while(|queued| {
+                    bytes += queued.bytes;
+                    bytes == queued.bytes || bytes <= BATCH_BYTES
+                })
+                .count();
+            let batch = &self.backlog.make_contiguous()[..count];
+            let done = write(&self.pool, batch, &self.losses).await;
+            for queued in self.backlog.drain(..done) {
+                self.bytes -= queued.bytes;
+            }
+            if done < count {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Sums the records lost so far in the database; kept for the next try if it is away.
+    async fn write_losses(&self) {
+        let runs = self.losses.take();
+        if runs.is_empty() {
+            return;
+        }
+        let rows: Vec<_> = runs
+            .iter()
+            .map(|(&(tenant, reason), run)| (tenant, reason, run.count, run.first, run.last))
+            .collect();
+        if let Err(err) = store::invocations::insert_losses(&self.pool, &rows).await {
+            tracing::warn!(error = %err, "lost invocation records could not be counted in the database yet");
+            self.losses.put_back(runs);
+        }
     }
 }
 
 /// Writes `batch` in one statement; if PostgreSQL refuses its data, writes each record alone,
-/// so a bad one (its tenant removed meanwhile) loses only itself.
-async fn write(pool: &PgPool, batch: &[Record]) {
-    let err = match store::invocations::insert(pool, batch).await {
-        Ok(()) => return,
+/// so a bad one (its tenant removed meanwhile) loses only itself. Returns how many records are
+/// done with (written, or refused and counted lost): fewer than all when the database is away.
+async fn write(pool: &PgPool, batch: &[Queued], losses: &Losses) -> usize {
+    let records = || batch.iter().map(|queued| &queued.record);
+    let err = match store::invocations::insert(pool, records()).await {
+        Ok(()) => return batch.len(),
         Err(err) => err,
     };
-    if batch.len() == 1 || !refused_data(&err) {
-        tracing::warn!(error = %err, count = batch.len(), "invocation records could not be written");
-        return;
+    if !refused_data(&err) {
+        tracing::warn!(error = %err, count = batch.len(), "invocation records not written yet: will retry");
+        return 0;
     }
-    for record in batch {
-        if let Err(err) = store::invocations::insert(pool, std::slice::from_ref(record)).await {
+    for (done, record) in records().enumerate() {
+        if let Err(err) = store::invocations::insert(pool, std::iter::once(record)).await {
             let (tenant, tool) = (&record.tenant, &record.tool_name);
-            tracing::warn!(error = %err, %tenant, %tool, "an invocation record could not be written");
+            if !refused_data(&err) {
+                tracing::warn!(error = %err, "invocation records not written yet: will retry");
+                return done;
+            }
+            tracing::warn!(error = %err, %tenant, %tool, "an invocation record was refused by the database");
+            losses.lose(record, LossReason::Refused);
         }
     }
+    batch.len()
 }
 
 #[cfg(test)]
@@ -281,13 +540,9 @@ mod tests {
         assert!(large["truncated"].as_str().unwrap().contains("more than the 65536 a record keeps"));
     }
 
-    /// One record PostgreSQL refuses (its tenant removed before the batch is written) loses
-    /// only itself: main lost the whole batch, every tenant's records with it.
-    #[sqlx::test(migrator = "crate::db::MIGRATOR")]
-    async fn a_refused_record_loses_only_itself(pool: PgPool) {
-        let acme = crate::model::TenantSlug::parse("acme").unwrap();
-        let tenant = store::tenants::create(&pool, &store::Actor::system(), &acme, "Acme").await.unwrap();
-        let record = |tenant_id, tool: &str| Record {
+    fn record(tenant_id: Uuid, tool: &str) -> Record {
+        Record {
+            at: OffsetDateTime::now_utc(),
             tenant_id,
             tenant: "acme".into(),
             tool_name: tool.into(),
@@ -298,14 +553,61 @@ mod tests {
             result_bytes: 0,
             correlation_id: None,
             arguments: json!({}),
-        };
-        let batch =
-            [record(tenant.id, "kept"), record(uuid::Uuid::new_v4(), "orphan"), record(tenant.id, "also")];
-        write(&pool, &batch).await;
-        let written: Vec<String> = sqlx::query_scalar("select tool_name from invocation order by tool_name")
-            .fetch_all(&pool)
+        }
+    }
+
+    async fn acme(pool: &PgPool) -> Uuid {
+        let acme = crate::model::TenantSlug::parse("acme").unwrap();
+        store::tenants::create(pool, &store::Actor::system(), &acme, "Acme").await.unwrap().id
+    }
+
+    async fn written(pool: &PgPool) -> Vec<String> {
+        sqlx::query_scalar("select tool_name from invocation order by tool_name")
+            .fetch_all(pool)
             .await
-            .unwrap();
-        assert_eq!(written, ["also", "kept"]);
+            .unwrap()
+    }
+
+    /// One record PostgreSQL refuses (its tenant removed before the batch is written) loses
+    /// only itself: main lost the whole batch, every tenant's records with it.
+    #[sqlx::test(migrator = "crate::db::MIGRATOR")]
+    async fn a_refused_record_loses_only_itself(pool: PgPool) {
+        let tenant = acme(&pool).await;
+        let batch = [record(tenant, "kept"), record(Uuid::new_v4(), "orphan"), record(tenant, "also")]
+            .map(|record| Queued { record, bytes: 1 });
+        let losses = Losses::new();
+        assert_eq!(write(&pool, &batch, &losses).await, 3);
+        assert_eq!(written(&pool).await, ["also", "kept"]);
+        let runs = losses.take();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs.values().next().unwrap().count, 1);
+    }
+
+    /// Past the buffer's bounds the oldest records go, counted per tenant; once written, the
+    /// count is in the database for the dashboard. Main dropped every batch it could not write.
+    #[sqlx::test(migrator = "crate::db::MIGRATOR")]
+    async fn records_past_the_buffers_bound_are_dropped_oldest_first_and_counted(pool: PgPool) {
+        let tenant = acme(&pool).await;
+        let losses = Arc::new(Losses::new());
+        let bound = RecordBuffer { records: 3, bytes: 1000 };
+        let mut writer = Writer::new(pool.clone(), bound, losses.clone());
+        for tool in ["a", "b", "c", "d"] {
+            writer.push(Queued { record: record(tenant, tool), bytes: 10 });
+        }
+        // The byte bound too: this one pushes out two more.
+        writer.push(Queued { record: record(tenant, "e"), bytes: 985 });
+        let kept: Vec<&str> = writer.backlog.iter().map(|q| q.record.tool_name.as_str()).collect();
+        assert_eq!(kept, ["d", "e"]);
+        assert!(writer.write_backlog().await);
+        writer.write_losses().await;
+        assert_eq!(written(&pool).await, ["d", "e"]);
+        let lost: (String, i64) =
+            sqlx::query_as("select reason, count from invocation_loss").fetch_one(&pool).await.unwrap();
+        assert_eq!(lost, ("overflow".to_string(), 3));
+        assert!(losses.take().is_empty());
+        let activity =
+            store::invocations::activity(&pool, store::invocations::Window::Hour, None, None).await.unwrap();
+        assert_eq!(activity.losses.len(), 1);
+        assert_eq!((activity.losses[0].reason, activity.losses[0].count), (LossReason::Overflow, 3));
     }
 }

@@ -52,6 +52,8 @@ pub(crate) struct Loaded {
     pub sources: Vec<Source>,
     /// `catalog_epoch.tools` as read with everything else.
     pub tool_epoch: i64,
+    /// `catalog_epoch.config` as read with everything else.
+    pub config_epoch: i64,
     /// `None`: the caller said it has the tools already (see [`load`]).
     pub tools: Option<Vec<ToolRow>>,
     /// Read with the tools, and `None` with them.
@@ -75,7 +77,8 @@ pub(crate) async fn load(
 ) -> Result<Loaded> {
     let mut tx = pool.begin().await?;
     super::read_only(&mut tx).await?;
-    let tool_epoch = sqlx::query_scalar!("select tools from catalog_epoch").fetch_one(&mut *tx).await?;
+    let epochs = sqlx::query!("select tools, config from catalog_epoch").fetch_one(&mut *tx).await?;
+    let (tool_epoch, config_epoch) = (epochs.tools, epochs.config);
     let settings = settings::get(&mut *tx).await?;
     let tenants = tenants::list(&mut *tx).await?;
     let sources = sources::list(&mut *tx).await?;
@@ -130,6 +133,7 @@ pub(crate) async fn load(
         tenants,
         sources,
         tool_epoch,
+        config_epoch,
         tools,
         items,
         groups,
@@ -138,4 +142,10 @@ pub(crate) async fn load(
         overrides,
         keys,
     })
+}
+
+/// How many configuration writes have been committed: a snapshot whose `config_epoch` is at
+/// least this holds all of them.
+pub(crate) async fn config_epoch(pool: &PgPool) -> Result<i64> {
+    Ok(sqlx::query_scalar!("select config from catalog_epoch").fetch_one(pool).await?)
 }

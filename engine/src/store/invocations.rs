@@ -78,6 +78,20 @@ pub struct Activity {
     pub sources: Vec<Latency>,
     /// Per tool (by the name tenants call it), busiest first. Each breakdown has at most 50.
     pub tools: Vec<Latency>,
+    /// Records of the window's calls that could not be written, per reason (not told per
+    /// source).
+    pub losses: Vec<Loss>,
+}
+
+/// Invocation records lost for one reason: how many, and the calls' first and last time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Loss {
+    pub reason: LossReason,
+    pub count: i64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub first: time::OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub last: time::OffsetDateTime,
 }
 
 /// The activity of `window`, for the tenants in `tenants` (`None`: every tenant), and of
@@ -136,7 +150,22 @@ pub async fn activity(
             .await
         }
     };
+    let losses = sqlx::query_as!(
+        Loss,
+        r#"select l.reason as "reason!: LossReason", sum(l.count)::int8 as "count!",
+                  min(l.first_at) as "first!", max(l.last_at) as "last!"
+           from invocation_loss l join tenant t on t.id = l.tenant_id
+           where l.last_at > now() - make_interval(mins => $1) and ($2::text[] is null or t.slug = any($2))
+             and $3::text is null
+           group by l.reason order by l.reason"#,
+        span,
+        scope.as_deref(),
+        source,
+    )
+    .fetch_all(pool)
+    .await?;
     Ok(Activity {
+        losses,
         buckets,
         tenants: breakdown(Breakdown::Tenant).await?,
         sources: breakdown(Breakdown::Source).await?,
@@ -202,6 +231,8 @@ pub async fn test_runs(pool: &PgPool, tenant: &str, limit: i64) -> Result<Vec<Te
 /// One finished call, as recorded.
 #[derive(Debug)]
 pub(crate) struct Invocation {
+    /// When the call was made (it may be written much later: the database away meanwhile).
+    pub at: time::OffsetDateTime,
     pub tenant_id: Uuid,
     pub tenant: String,
     pub tool_name: String,
@@ -216,21 +247,26 @@ pub(crate) struct Invocation {
 }
 
 /// Writes a batch with one statement.
-pub(crate) async fn insert(pool: &PgPool, batch: &[Invocation]) -> Result<()> {
-    let column = |f: fn(&Invocation) -> String| batch.iter().map(f).collect::<Vec<_>>();
-    let tenants: Vec<Uuid> = batch.iter().map(|r| r.tenant_id).collect();
+pub(crate) async fn insert<'a>(
+    pool: &PgPool,
+    batch: impl Iterator<Item = &'a Invocation> + Clone,
+) -> Result<()> {
+    let column = |f: fn(&Invocation) -> String| batch.clone().map(f).collect::<Vec<_>>();
+    let at: Vec<time::OffsetDateTime> = batch.clone().map(|r| r.at).collect();
+    let tenants: Vec<Uuid> = batch.clone().map(|r| r.tenant_id).collect();
     let latencies: Vec<i64> =
-        batch.iter().map(|r| i64::try_from(r.latency.as_micros()).unwrap_or(i64::MAX)).collect();
-    let sizes: Vec<i32> = batch.iter().map(|r| i32::try_from(r.result_bytes).unwrap_or(i32::MAX)).collect();
-    let correlation: Vec<Option<String>> = batch.iter().map(|r| r.correlation_id.clone()).collect();
-    let arguments: Vec<Value> = batch.iter().map(|r| r.arguments.clone()).collect();
-    let sources: Vec<Option<String>> = batch.iter().map(|r| r.source.clone()).collect();
+        batch.clone().map(|r| i64::try_from(r.latency.as_micros()).unwrap_or(i64::MAX)).collect();
+    let sizes: Vec<i32> = batch.clone().map(|r| i32::try_from(r.result_bytes).unwrap_or(i32::MAX)).collect();
+    let correlation: Vec<Option<String>> = batch.clone().map(|r| r.correlation_id.clone()).collect();
+    let arguments: Vec<Value> = batch.clone().map(|r| r.arguments.clone()).collect();
+    let sources: Vec<Option<String>> = batch.clone().map(|r| r.source.clone()).collect();
     sqlx::query!(
         "insert into invocation
-            (tenant_id, tool_name, caller, status, latency_us, result_bytes, correlation_id, arguments,
+            (at, tenant_id, tool_name, caller, status, latency_us, result_bytes, correlation_id, arguments,
              source)
-         select * from unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int4[],
-                              $7::text[], $8::jsonb[], $9::text[])",
+         select * from unnest($1::timestamptz[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::int8[],
+                              $7::int4[], $8::text[], $9::jsonb[], $10::text[])",
+        &at,
         &tenants,
         &column(|r| r.tool_name.clone()),
         &column(|r| r.caller.clone()),
@@ -240,6 +276,53 @@ pub(crate) async fn insert(pool: &PgPool, batch: &[Invocation]) -> Result<()> {
         &correlation as &[Option<String>],
         &arguments,
         &sources as &[Option<String>],
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Why invocation records were lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum LossReason {
+    /// The buffer of records waiting to be written was full (the database away too long).
+    Overflow,
+    /// PostgreSQL refused the record.
+    Refused,
+}
+
+impl LossReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LossReason::Overflow => "overflow",
+            LossReason::Refused => "refused",
+        }
+    }
+}
+
+/// Adds runs of lost records: (tenant, reason, count, first, last). Those of tenants removed
+/// meanwhile are left out.
+pub(crate) async fn insert_losses(
+    pool: &PgPool,
+    runs: &[(Uuid, LossReason, i64, time::OffsetDateTime, time::OffsetDateTime)],
+) -> Result<()> {
+    let tenants: Vec<Uuid> = runs.iter().map(|r| r.0).collect();
+    let reasons: Vec<&str> = runs.iter().map(|r| r.1.as_str()).collect();
+    let counts: Vec<i64> = runs.iter().map(|r| r.2).collect();
+    let first: Vec<time::OffsetDateTime> = runs.iter().map(|r| r.3).collect();
+    let last: Vec<time::OffsetDateTime> = runs.iter().map(|r| r.4).collect();
+    sqlx::query!(
+        "insert into invocation_loss (tenant_id, reason, count, first_at, last_at)
+         select l.* from unnest($1::uuid[], $2::text[], $3::int8[], $4::timestamptz[], $5::timestamptz[])
+                         as l(tenant_id, reason, count, first_at, last_at)
+         where exists (select from tenant t where t.id = l.tenant_id)",
+        &tenants,
+        &reasons as &[&str],
+        &counts,
+        &first,
+        &last,
     )
     .execute(pool)
     .await?;

@@ -126,9 +126,16 @@ pub(crate) async fn record(
     Ok(())
 }
 
-/// Tells every gateway that `entity_kind` changed, and commits.
+/// Tells every gateway that `entity_kind` changed, moves the configuration epoch (so a process
+/// knows when its snapshot holds the change), and commits.
 pub(crate) async fn notify_and_commit(mut tx: Transaction<'_, Postgres>, entity_kind: &str) -> Result<()> {
-    sqlx::query!("select pg_notify($1, $2)", CHANNEL, entity_kind).execute(&mut *tx).await?;
+    sqlx::query!(
+        "with moved as (update catalog_epoch set config = config + 1) select pg_notify($1, $2)",
+        CHANNEL,
+        entity_kind
+    )
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(())
 }

@@ -42,6 +42,7 @@ impl Retention {
             ("audit_event", "at", self.audit_events),
             ("login_failure", "failed_at", Some(LOGIN_FAILURES)),
             ("call_usage", "window_start", Some(CALL_USAGE)),
+            ("invocation_loss", "last_at", self.invocations),
             ("oauth_request", "expires_at", Some(Duration::ZERO)),
             ("oauth_code", "expires_at", Some(Duration::ZERO)),
             ("oauth_token", "expires_at", Some(Duration::ZERO)),

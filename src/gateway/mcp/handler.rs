@@ -98,13 +98,17 @@ impl Gateway {
         self.session.lock().equipped =
             Some(Equipped { groups: groups.clone(), version: snapshot.version, view });
         // The choice follows the session to another replica.
+        let mut message = format!("Equipped groups: {}. {count} tools are available now.", groups.join(", "));
         if let Some(id) = session_id(&context.extensions)
             && let Err(err) = engine::store::mcp_sessions::equip(&self.shared.pool, &id, &groups).await
         {
             tracing::warn!(error = %err, "could not record the groups a session equipped");
+            message.push_str(
+                " The choice could not be saved (Toolgate's database is away): if this session moves to \
+                 another Toolgate replica, equip the groups again.",
+            );
         }
         let _ = context.peer.notify_tool_list_changed().await;
-        let message = format!("Equipped groups: {}. {count} tools are available now.", groups.join(", "));
         CallToolResult::success(vec![ContentBlock::text(message)])
     }
 
