@@ -11,7 +11,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
+use raw::Revision;
+use rmcp::model::{ProtocolVersion, Tool};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::Value;
 
 /// A `toolgate` process (`serve` or `gateway`) on a loopback port, killed when dropped.
 pub struct ToolgateProcess {
@@ -111,4 +117,76 @@ impl ToolgateProcess {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Resident memory of a process, in MiB.
+pub fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+/// An rmcp client of `url` on `revision`.
+pub async fn client(
+    url: &str,
+    key: Option<&str>,
+    revision: Revision,
+) -> Result<RunningService<RoleClient, ()>> {
+    let lifecycle = match revision {
+        Revision::Handshake => ClientLifecycleMode::Initialize,
+        Revision::Current => {
+            ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] }
+        }
+    };
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    if let Some(key) = key {
+        config = config.auth_header(key.to_string());
+    }
+    Ok(().serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), lifecycle).await?)
+}
+
+/// Waits until the tools at `endpoint` (listed with `key`) are `done`.
+pub async fn wait_for_tools(endpoint: &str, key: &str, done: impl Fn(&[Tool]) -> bool) {
+    loop {
+        if let Ok(c) = client(endpoint, Some(key), Revision::Handshake).await {
+            let ready = c.list_all_tools().await.is_ok_and(|tools| done(&tools));
+            c.cancel().await.ok();
+            if ready {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// An admin API request with `token`: its JSON answer, or an error with the status and body.
+pub async fn admin(
+    http: &reqwest::Client,
+    base: &str,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> Result<Value> {
+    let response =
+        http.request(method, format!("{base}{path}")).bearer_auth(token).json(&body).send().await?;
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    if !status.is_success() {
+        bail!("{path}: {status} {body}");
+    }
+    Ok(body)
+}
+
+/// An admin token named `name`, made with `toolgate admin token create` on the data folder `data`.
+pub fn admin_token(bin: &str, data: &Path, name: &str) -> Result<String> {
+    let made = Command::new(bin)
+        .args(["admin", "token", "create", "--name", name])
+        .env("TOOLGATE_DATA_DIR", data)
+        .output()?;
+    Ok(String::from_utf8(made.stdout)?.lines().last().context("no admin token printed")?.to_string())
 }

@@ -22,14 +22,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use rmcp::model::{CallToolRequestParams, ProtocolVersion, Tool};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Value, json};
-use toolgate_bench::ToolgateProcess;
 use toolgate_bench::raw::{RawHttp, RawMcp, Revision};
 use toolgate_bench::upstream::{self, MANY, Upstream};
+use toolgate_bench::{ToolgateProcess, admin, admin_token, client, rss_mib, wait_for_tools};
 
 /// The Python SDK's server (`tools/python/mcpserver_upstream.py`) on a free loopback port,
 /// killed when dropped, and its URL once it answers.
@@ -58,17 +56,6 @@ async fn start_python_upstream(python: &str) -> Result<(PythonUpstream, String)>
     bail!("the Python upstream did not start on port {port}")
 }
 
-/// Resident memory of a process, in MiB.
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0.0);
-    kib / 1024.0
-}
-
 /// CPU time a process has used (user + system), in seconds.
 fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -77,21 +64,6 @@ fn cpu_seconds(pid: u32) -> f64 {
         stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
     let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     (ticks(11) + ticks(12)) / 100.0 // utime, stime; USER_HZ is 100 on Linux
-}
-
-/// An rmcp client of `url` on `revision`.
-async fn client(url: &str, key: Option<&str>, revision: Revision) -> Result<RunningService<RoleClient, ()>> {
-    let lifecycle = match revision {
-        Revision::Handshake => ClientLifecycleMode::Initialize,
-        Revision::Current => {
-            ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] }
-        }
-    };
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
-    if let Some(key) = key {
-        config = config.auth_header(key.to_string());
-    }
-    Ok(().serve_with_lifecycle(StreamableHttpClientTransport::from_config(config), lifecycle).await?)
 }
 
 /// How a scenario's clients talk to the server.
@@ -278,37 +250,6 @@ fn at(samples: &[Duration], q: f64) -> Duration {
 }
 
 /// Waits until the tenant's MCP `tools/list` satisfies `done`.
-async fn wait_for_tools(endpoint: &str, key: &str, done: impl Fn(&[Tool]) -> bool) {
-    loop {
-        if let Ok(c) = client(endpoint, Some(key), Revision::Handshake).await {
-            let ready = c.list_all_tools().await.is_ok_and(|tools| done(&tools));
-            c.cancel().await.ok();
-            if ready {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-async fn admin(
-    http: &reqwest::Client,
-    base: &str,
-    token: &str,
-    method: reqwest::Method,
-    path: &str,
-    body: Value,
-) -> Result<Value> {
-    let response =
-        http.request(method, format!("{base}{path}")).bearer_auth(token).json(&body).send().await?;
-    let status = response.status();
-    let body: Value = response.json().await.unwrap_or(Value::Null);
-    if !status.is_success() {
-        bail!("{path}: {status} {body}");
-    }
-    Ok(body)
-}
-
 fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
 }
@@ -386,12 +327,7 @@ async fn main() -> Result<()> {
     // As deployed: the default log filter (an empty value leaves RUST_LOG unset).
     let serve = ToolgateProcess::start_with_env(&bin, "serve", &data, None, &[("RUST_LOG", "")])?;
     let pid = serve.pid();
-    let token_out = Command::new(&bin)
-        .args(["admin", "token", "create", "--name", "loadgen"])
-        .env("TOOLGATE_DATA_DIR", &data)
-        .output()?;
-    let token =
-        String::from_utf8(token_out.stdout)?.lines().last().context("no admin token printed")?.to_string();
+    let token = admin_token(&bin, &data, "loadgen")?;
     let http = reqwest::Client::new();
     let server = |name: &str, url: &str| json!({"name": name, "transport": "streamable_http", "url": url, "tags": ["bench"]});
     let mut servers = vec![server("up", &rust_upstream)];
