@@ -43,12 +43,7 @@ impl Private {
         let pool = engine::db::PgPool::connect(&cluster.url("postgres")).await.unwrap();
         engine::db::MIGRATOR.run(&pool).await.unwrap();
         let app = TestApp::spawn(pool.clone()).await;
-        let acme = TenantSlug::parse("acme").unwrap();
-        store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
-        let key = store::keys::create(&pool, &Actor::system(), &acme, "k", None, Default::default())
-            .await
-            .unwrap()
-            .1;
+        let key = common::tenant_key(&app, &pool).await;
         let token = common::admin_token(&pool, "ops").await;
         Private { dir, pool, app, key, token, http: reqwest::Client::new() }
     }
@@ -66,6 +61,13 @@ impl Private {
         let url = self.app.url("/api/admin/v1/tenants/acme");
         let request = self.http.patch(url).bearer_auth(&self.token).json(&json!({"enabled_tags": tags}));
         request.send().await.unwrap()
+    }
+
+    /// A JSON-RPC message to the tenant's MCP endpoint, with `headers` besides the key.
+    async fn mcp(&self, headers: &[(&str, &str)], message: Value) -> reqwest::Response {
+        let request = self.http.post(self.app.url("/mcp/acme")).bearer_auth(&self.key);
+        let request = headers.iter().fold(request, |request, (name, value)| request.header(*name, *value));
+        request.header("accept", "application/json, text/event-stream").json(&message).send().await.unwrap()
     }
 
     async fn end(self) {
@@ -187,39 +189,33 @@ async fn under_load_a_database_restart_loses_no_call_and_no_record() {
     retry_after(&page);
     let page = page.text().await.unwrap();
     assert!(page.contains("Toolgate cannot reach its database"), "{page}");
-    let session = http
-        .post(app.url("/mcp/acme"))
-        .bearer_auth(key)
-        .header("accept", "application/json, text/event-stream")
-        .json(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}
-        }}))
-        .send()
-        .await
-        .unwrap();
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}
+    }});
+    let session = private.mcp(&[], initialize).await;
     retry_after(&session);
     let refusal = session.text().await.unwrap();
     assert!(refusal.contains("2026-07-28"), "{refusal}");
     // As it says: a 2026-07-28 client, which needs no session, is served.
-    let call = http
-        .post(app.url("/mcp/acme"))
-        .bearer_auth(key)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "list_directory")
-        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "list_directory",
-            "arguments": {"path": ""},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {}
-            }
-        }}))
-        .send()
-        .await
-        .unwrap();
+    let era = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "list_directory"),
+    ];
+    let call = private
+        .mcp(
+            &era,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "list_directory",
+                "arguments": {"path": ""},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+                    "io.modelcontextprotocol/clientCapabilities": {}
+                }
+            }}),
+        )
+        .await;
     assert_eq!(call.status(), StatusCode::OK);
     let answer: Value = call.json().await.unwrap();
     assert_eq!(answer["result"]["isError"], false, "{answer}");

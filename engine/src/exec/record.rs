@@ -111,6 +111,14 @@ struct Run {
     last: OffsetDateTime,
 }
 
+impl Run {
+    fn merge(&mut self, other: Run) {
+        self.count += other.count;
+        self.first = self.first.min(other.first);
+        self.last = self.last.max(other.last);
+    }
+}
+
 impl Losses {
     fn new() -> Self {
         Losses {
@@ -127,14 +135,9 @@ impl Losses {
             LossReason::Overflow => self.overflow.increment(1),
             LossReason::Refused => self.refused.increment(1),
         }
+        let lost = Run { count: 1, first: record.at, last: record.at };
         let mut runs = self.runs.lock().expect("no panic while counting");
-        runs.entry((record.tenant_id, reason))
-            .and_modify(|run| {
-                run.count += 1;
-                run.first = run.first.min(record.at);
-                run.last = run.last.max(record.at);
-            })
-            .or_insert(Run { count: 1, first: record.at, last: record.at });
+        runs.entry((record.tenant_id, reason)).and_modify(|run| run.merge(lost)).or_insert(lost);
     }
 
     fn take(&self) -> HashMap<(Uuid, LossReason), Run> {
@@ -145,13 +148,7 @@ impl Losses {
     fn put_back(&self, taken: HashMap<(Uuid, LossReason), Run>) {
         let mut runs = self.runs.lock().expect("no panic while counting");
         for (key, run) in taken {
-            runs.entry(key)
-                .and_modify(|now| {
-                    now.count += run.count;
-                    now.first = now.first.min(run.first);
-                    now.last = now.last.max(run.last);
-                })
-                .or_insert(run);
+            runs.entry(key).and_modify(|now| now.merge(run)).or_insert(run);
         }
     }
 
@@ -369,10 +366,10 @@ impl Writer {
         // When to write next: `GATHER` after the first record of a batch (one insert per
         // interval rather than one per call), later after a failed write.
         let mut write_at: Option<Instant> = None;
-        let mut retry = RETRY_FIRST;
-        let mut failing = false;
+        // The wait after the last write, which failed; `None` while writes succeed.
+        let mut retry: Option<Duration> = None;
         let mut open = true;
-        while open || (!self.backlog.is_empty() && !failing) {
+        while open || (!self.backlog.is_empty() && retry.is_none()) {
             let due = async {
                 match write_at {
                     Some(at) => tokio::time::sleep_until(at.into()).await,
@@ -396,7 +393,7 @@ impl Writer {
                     } else if write_at.is_none() && !self.backlog.is_empty() {
                         write_at = Some(Instant::now() + GATHER);
                     }
-                    let full_batch = self.backlog.len() >= BATCH && !failing;
+                    let full_batch = self.backlog.len() >= BATCH && retry.is_none();
                     if !full_batch && write_at.is_some_and(|at| at > Instant::now()) {
                         continue;
                     }
@@ -404,15 +401,14 @@ impl Writer {
                 () = due => {}
             }
             if self.write_backlog().await {
-                retry = RETRY_FIRST;
-                failing = false;
+                retry = None;
                 write_at = None;
                 self.write_losses().await;
                 flushes.drain(..).for_each(|done| _ = done.send(()));
             } else {
-                failing = true;
-                write_at = Some(Instant::now() + retry);
-                retry = (retry * 2).min(RETRY_MAX);
+                let wait = retry.map_or(RETRY_FIRST, |last| (last * 2).min(RETRY_MAX));
+                retry = Some(wait);
+                write_at = Some(Instant::now() + wait);
                 if self.dropped > 0 {
                     let dropped = std::mem::take(&mut self.dropped);
                     tracing::warn!(

@@ -150,20 +150,23 @@ pub async fn activity(
             .await
         }
     };
-    let losses = sqlx::query_as!(
-        Loss,
-        r#"select l.reason as "reason!: LossReason", sum(l.count)::int8 as "count!",
+    // Lost records are not told per source.
+    let losses = if source.is_some() {
+        Vec::new()
+    } else {
+        sqlx::query_as!(
+            Loss,
+            r#"select l.reason as "reason!: LossReason", sum(l.count)::int8 as "count!",
                   min(l.first_at) as "first!", max(l.last_at) as "last!"
            from invocation_loss l join tenant t on t.id = l.tenant_id
            where l.last_at > now() - make_interval(mins => $1) and ($2::text[] is null or t.slug = any($2))
-             and $3::text is null
            group by l.reason order by l.reason"#,
-        span,
-        scope.as_deref(),
-        source,
-    )
-    .fetch_all(pool)
-    .await?;
+            span,
+            scope.as_deref(),
+        )
+        .fetch_all(pool)
+        .await?
+    };
     Ok(Activity {
         losses,
         buckets,
