@@ -115,25 +115,47 @@ export function launchChromium() {
 
 /** Signs in through the login form and waits for the dashboard. */
 export async function signIn(page, toolgate, username = 'admin', password = toolgate.password) {
-  await page.goto(`${toolgate.url}/login`);
-  await page.waitForSelector('html[data-hydrated="true"]');
+  await hydrated(page, () => page.goto(`${toolgate.url}/login`));
   await page.locator('input[name=username]').fill(username);
   await page.locator('input[name=password]').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL(`${toolgate.url}/`);
-  await page.waitForSelector('html[data-hydrated="true"]');
+  await hydrated(page, async () => {
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${toolgate.url}/`);
+  });
+}
+
+/**
+ * Runs `navigate` and waits until the client has taken over the page it leads to; if it never
+ * does, the error carries what the page reported (a panic while hydrating, a failed fetch).
+ */
+async function hydrated(page, navigate) {
+  const reported = [];
+  const onError = (err) => reported.push(`page error: ${err.message}`);
+  const onConsole = (message) => {
+    if (message.type() === 'error') reported.push(`console: ${message.text()}`);
+  };
+  page.on('pageerror', onError);
+  page.on('console', onConsole);
+  try {
+    await navigate();
+    await page.waitForSelector('html[data-hydrated="true"]');
+  } catch (err) {
+    err.message += `\n${page.url()} reported:\n${reported.join('\n') || '(nothing)'}`;
+    throw err;
+  } finally {
+    page.off('pageerror', onError);
+    page.off('console', onConsole);
+  }
 }
 
 /** Goes to a panel page and waits until the client has taken over. */
 export async function open(page, toolgate, path) {
-  await page.goto(`${toolgate.url}${path}`);
-  await page.waitForSelector('html[data-hydrated="true"]');
+  await hydrated(page, () => page.goto(`${toolgate.url}${path}`));
 }
 
 /** Reloads the page and waits until the client has taken over again (inputs get their values then). */
 export async function reload(page) {
-  await page.reload();
-  await page.waitForSelector('html[data-hydrated="true"]');
+  await hydrated(page, () => page.reload());
 }
 
 /**
