@@ -136,6 +136,7 @@ async fn every_provider_sdk_accepts_every_tool_of_the_corpus(pool: PgPool) {
                 input_schema: &tool.input_schema,
                 output_schema: tool.output_schema.as_deref(),
                 annotations: &tool.annotations,
+                meta: tool.meta.as_deref(),
                 strict: strict_mode,
             };
             let rendered = render(&view, provider).unwrap();

@@ -3,7 +3,7 @@
 //! it speaks revision 2026-07-28 (server-everything's SSE mode, which does not, is in
 //! `engine/tests/upstream.rs`). Each is registered, discovered, and called through Toolgate by an rmcp client:
 //! a plain result, structured content, progress-reporting work and a tool error; its prompt is
-//! got, its resource and a URI of its template read.
+//! got, its resource and a URI of its template read, and its MCP App reaches the client.
 
 mod common;
 
@@ -87,12 +87,40 @@ async fn fronted(pool: PgPool, server: ServerConfig, revision: &str) {
     assert!(got.contains("Please review this Python code") && got.contains("print(1)"), "{got}");
     let resources: Vec<String> =
         client.list_all_resources().await.unwrap().into_iter().map(|r| r.uri.clone()).collect();
-    assert_eq!(resources, ["config://app"]);
+    assert_eq!(resources, ["config://app", "ui://fm/weather/forecast.html"]);
     let read = |uri: &str| client.read_resource(ReadResourceRequestParams::new(uri));
     assert!(serde_json::to_string(&read("config://app").await.unwrap()).unwrap().contains("dark"));
     let profile = serde_json::to_string(&read("users://ada/profile").await.unwrap()).unwrap();
     assert!(profile.contains("Profile of user ada"), "{profile}");
+
+    // Its app: the tool names it, under the server's prefix, and the host reads it so; the
+    // server knows its client can show apps.
+    let capabilities = &client.peer_info().unwrap().capabilities;
+    assert!(capabilities.extensions.as_ref().is_some_and(|e| e.contains_key("io.modelcontextprotocol/ui")));
+    let tools = client.list_all_tools().await.unwrap();
+    let forecast = tools.iter().find(|t| t.name == "fm_forecast").unwrap();
+    let ui = &forecast.meta.as_ref().expect("the tool's _meta is served")["ui"];
+    assert_eq!(ui["resourceUri"], "ui://fm/weather/forecast.html", "{ui}");
+    let view = serde_json::to_value(read("ui://fm/weather/forecast.html").await.unwrap()).unwrap();
+    let content = &view["contents"][0];
+    assert_eq!(
+        (&content["uri"], &content["mimeType"]),
+        (&json!("ui://fm/weather/forecast.html"), &json!("text/html;profile=mcp-app")),
+        "{view}"
+    );
+    assert!(content["text"].as_str().unwrap().contains("<main id=forecast>"), "{view}");
+    assert!(read("ui://weather/forecast.html").await.is_err(), "the server's own URI is not the tenant's");
+    let shown = call("fm_forecast", json!({"city": "Lyon"})).await.unwrap();
+    assert_eq!(text(&shown), "Sunny in Lyon; the client can show apps");
     client.cancel().await.unwrap();
+    // The tool's page in the panel says which app it opens.
+    assert!(app.login(common::PASSWORD).await.status().is_success());
+    let page = app.get(&format!("/tools/{}?tenant=acme", common::tool_id(&pool, "forecast").await)).await;
+    let page = page.text().await.unwrap();
+    assert!(
+        page.contains("Opens an app where the host shows apps: <code>ui://fm/weather/forecast.html"),
+        "{page}"
+    );
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

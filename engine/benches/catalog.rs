@@ -80,6 +80,7 @@ fn tool(i: usize) -> ToolDefinition {
         tags: vec![["files", "search", "admin", "demo"][i % 4].to_string()],
         strict: false,
         timeout_ms: None,
+        meta: None,
     }
 }
 

@@ -110,6 +110,7 @@ fn render_and_lint_5000_tools() {
                     input_schema: schema,
                     output_schema: None,
                     annotations: &annotations,
+                    meta: None,
                     strict: provider == Provider::OpenAi,
                 };
                 std::hint::black_box(lint(schema, provider, view.strict));

@@ -84,6 +84,7 @@ fn tool(upstream: &str) -> ToolDefinition {
         tags: vec![],
         strict: false,
         timeout_ms: None,
+        meta: None,
     }
 }
 

@@ -384,6 +384,7 @@ async fn add_external_tool(s: &Setup) {
         tags: vec![],
         strict: true,
         timeout_ms: None,
+        meta: None,
     };
     store::sources::sync_tools(&s.pool, &Actor::system(), &Name::parse("frontend").unwrap(), &[definition])
         .await

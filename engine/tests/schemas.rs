@@ -124,6 +124,7 @@ fn tool<'a>(input_schema: &'a Value, output_schema: Option<&'a Value>) -> ToolVi
         input_schema,
         output_schema,
         annotations: &NO_ANNOTATIONS,
+        meta: None,
         strict: false,
     }
 }
@@ -263,6 +264,7 @@ fn golden_renderings_per_provider() {
         input_schema: &seen,
         output_schema: None,
         annotations: &annotations,
+        meta: None,
         strict: false,
     };
     let expected_parameters = json!({

@@ -37,6 +37,7 @@ fn tool(name: &str) -> ToolDefinition {
         tags: Vec::new(),
         strict: false,
         timeout_ms: None,
+        meta: None,
     }
 }
 

@@ -38,6 +38,8 @@ pub(super) fn router() -> Router<Services> {
         .route("/api/admin/v1/servers/{name}/credentials/{slug}", put(set_credentials))
         .route("/api/admin/v1/servers/{name}/authorizations", get(authorizations))
         .route("/api/admin/v1/servers/{name}/authorizations/{id}", delete(remove_authorization))
+        .route("/api/admin/v1/servers/{name}/prompts/{prompt}/approve", post(approve_prompt))
+        .route("/api/admin/v1/servers/{name}/prompts/{prompt}/reject", post(reject_prompt))
         .route("/api/admin/v1/tools", get(tools))
         .route("/api/admin/v1/tools/{id}/approve", post(approve))
         .route("/api/admin/v1/tools/{id}/reject", post(reject))
@@ -324,6 +326,24 @@ async fn reject(
     Path(id): Path<Uuid>,
 ) -> Answer {
     servers::reject(&state, &admin.owner()?, id).await?;
+    no_content()
+}
+
+async fn approve_prompt(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path((server, prompt)): Path<(String, String)>,
+) -> Answer {
+    servers::approve_prompt(&state, &admin.owner()?, &name(&server)?, &prompt).await?;
+    no_content()
+}
+
+async fn reject_prompt(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path((server, prompt)): Path<(String, String)>,
+) -> Answer {
+    servers::reject_prompt(&state, &admin.owner()?, &name(&server)?, &prompt).await?;
     no_content()
 }
 

@@ -8,6 +8,7 @@ handshake era for older clients); `sse` is the legacy HTTP+SSE transport at /sse
 import sys
 
 from fastmcp import Context, FastMCP
+from fastmcp.apps.config import UI_EXTENSION_ID, AppConfig
 from fastmcp.exceptions import ToolError
 
 server = FastMCP("fastmcp-upstream")
@@ -49,6 +50,23 @@ def app_config() -> dict:
 def profile(user_id: str) -> str:
     """A user's profile."""
     return f"Profile of user {user_id}"
+
+
+# An MCP App: the tool names the `ui://` resource hosts show as its interface.
+FORECAST_VIEW = "ui://weather/forecast.html"
+
+
+@server.resource(FORECAST_VIEW)
+def forecast_view() -> str:
+    """Draws a forecast."""
+    return "<!doctype html><title>Forecast</title><main id=forecast></main>"
+
+
+@server.tool(app=AppConfig(resource_uri=FORECAST_VIEW))
+def forecast(city: str, ctx: Context) -> str:
+    """The forecast for a city, drawn by its app where the host shows apps."""
+    shown = "can show" if ctx.client_supports_extension(UI_EXTENSION_ID) else "cannot show"
+    return f"Sunny in {city}; the client {shown} apps"
 
 
 @server.prompt

@@ -179,6 +179,8 @@ pub struct ToolFacts {
     pub from_server: bool,
     pub tags: Vec<String>,
     pub approx_tokens: usize,
+    /// The `ui://` resource of the app it opens (MCP Apps), as the tenant reads it.
+    pub app: Option<String>,
 }
 
 #[server]
@@ -209,6 +211,7 @@ pub async fn inspect_tool(
         from_server: t.source_kind == engine::model::SourceKind::Mcp,
         tags: t.tags.clone(),
         approx_tokens: t.approx_tokens(),
+        app: t.meta.as_deref().and_then(engine::catalog::apps::resource_uri).map(str::to_string),
     });
     let inspection = match tool {
         Some(tool) => Some(
@@ -434,6 +437,13 @@ pub fn ToolPage() -> impl IntoView {
                             {format!(" to {tenant} · ≈ {} tokens · ", facts.approx_tokens)}
                             <a href=try_it>"Try it in the playground"</a>
                         </p>
+                        {facts.app.map(|uri| {
+                            view! {
+                                <p class="tool-facts">
+                                    "Opens an app where the host shows apps: " <code>{uri}</code>
+                                </p>
+                            }
+                        })}
                     }
                 });
                 view! {

@@ -58,6 +58,7 @@ pub async fn register(pool: &PgPool, providers: &[Arc<dyn ToolProvider>]) -> sto
                     tags: vec![],
                     strict: spec.strict,
                     timeout_ms: None,
+                    meta: None,
                 }
             })
             .collect();

@@ -2,11 +2,11 @@
 //!
 //! An item is served under its server's rules: the server is enabled and the tenant may use
 //! it (its own, or a shared one its ceiling admits), and the server's tags pass the tenant's
-//! whitelist. A prompt is named like a tool, `<prefix>_<name>`; a resource keeps its URI and a
-//! template its URI template. Two servers offering the same name, URI or template are a
-//! conflict: neither is served, and the panel shows it. A read is routed to the server that
-//! lists the URI, else to the one whose template matches it; a URI that templates of two
-//! servers match is refused, never guessed.
+//! whitelist. A prompt is named like a tool, `<prefix>_<name>`; a resource keeps its URI (an
+//! app's `ui://` one takes the prefix, see [`apps`]) and a template its URI template. Two
+//! servers offering the same name, URI or template are a conflict: neither is served, and the
+//! panel shows it. A read is routed to the server that lists the URI, else to the one whose
+//! template matches it; a URI that templates of two servers match is refused, never guessed.
 
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::naming;
+use super::{apps, naming};
 use crate::store::items::ItemKind;
 
 /// An item as a tenant's clients see it.
@@ -26,7 +26,8 @@ pub struct CatalogItem {
     pub kind: ItemKind,
     /// The server's own key: a prompt's name, a URI, a URI template.
     pub key: String,
-    /// What clients know it by: a prompt's `<prefix>_<name>`, else the key.
+    /// What clients know it by: a prompt's `<prefix>_<name>`, an app's `ui://<prefix>/…`,
+    /// else the key.
     pub exposed: String,
     /// The definition clients get (a prompt's under its exposed name).
     pub definition: Arc<Value>,
@@ -47,10 +48,12 @@ impl CatalogItem {
     ) -> Self {
         let exposed = match kind {
             ItemKind::Prompt => naming::exposed_name(prefix, key),
-            ItemKind::Resource | ItemKind::ResourceTemplate => key.to_string(),
+            ItemKind::Resource => apps::exposed_uri(prefix, key),
+            ItemKind::ResourceTemplate => key.to_string(),
         };
-        if kind == ItemKind::Prompt {
-            definition["name"] = Value::String(exposed.clone());
+        let field = if kind == ItemKind::Prompt { "name" } else { "uri" };
+        if exposed != key {
+            definition[field] = Value::String(exposed.clone());
         }
         CatalogItem {
             source_id,
@@ -263,5 +266,16 @@ mod tests {
         );
         assert_eq!(items.prompt("a_hello").unwrap().definition["name"], "a_hello");
         assert!(items.prompt("hello").is_none());
+    }
+
+    #[test]
+    fn two_servers_apps_under_one_uri_are_both_served_each_under_its_prefix() {
+        let app = |server| item(server, ItemKind::Resource, "ui://app/index.html");
+        let items = TenantItems::new(vec![app("a"), app("b")]);
+        assert_eq!(items.conflicts, vec![]);
+        let read = items.reading("ui://b/app/index.html").unwrap();
+        assert_eq!((read.source_name.as_str(), read.key.as_str()), ("b", "ui://app/index.html"));
+        assert_eq!(read.definition["uri"], "ui://b/app/index.html");
+        assert!(items.reading("ui://app/index.html").is_err(), "the server's own URI is not the tenant's");
     }
 }

@@ -7,6 +7,7 @@
 //! rebuild runs is coalesced into the next. After the listener (re)connects the task reloads
 //! everything, since notifications sent while it was away are lost.
 
+pub mod apps;
 pub mod items;
 pub mod naming;
 mod snapshot;

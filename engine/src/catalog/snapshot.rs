@@ -41,6 +41,8 @@ pub struct CatalogTool {
     pub raw_input_schema: Arc<Value>,
     pub output_schema: Option<Arc<Value>>,
     pub annotations: Arc<Value>,
+    /// What hosts read to show the tool's app, its `ui://` URIs under the server's prefix.
+    pub meta: Option<Arc<Value>>,
     /// The source's tags and the tool's own.
     pub tags: Vec<String>,
     pub strict: bool,
@@ -64,13 +66,14 @@ impl CatalogTool {
 
 impl CatalogTool {
     /// Whether a client listing this tool and `other` sees the same: name, description,
-    /// schemas, annotations.
+    /// schemas, annotations, app.
     pub fn listed_alike(&self, other: &CatalogTool) -> bool {
         self.exposed_name == other.exposed_name
             && self.description == other.description
             && self.input_schema == other.input_schema
             && self.output_schema == other.output_schema
             && self.annotations == other.annotations
+            && self.meta == other.meta
     }
 
     /// The tool as `provider` receives it: always the normalised, lint-clean rendering.
@@ -81,6 +84,7 @@ impl CatalogTool {
             input_schema: &self.input_schema,
             output_schema: self.output_schema.as_deref(),
             annotations: &self.annotations,
+            meta: self.meta.as_deref(),
             strict: self.strict,
         };
         schema::render::render(&view, provider)
@@ -384,6 +388,7 @@ fn base(tool: &ToolRow, source: &crate::store::sources::Source, groups: Vec<Uuid
         raw_input_schema: raw,
         output_schema: tool.output_schema.clone().map(Arc::new),
         annotations: Arc::new(tool.annotations.clone()),
+        meta: tool.meta.as_ref().map(|meta| Arc::new(super::apps::exposed_meta(&source.prefix, meta))),
         tags: tags.iter().map(|t| t.to_string()).collect(),
         strict: tool.strict,
         timeout: timeout(tool.timeout_ms).unwrap_or(DEFAULT_TIMEOUT),

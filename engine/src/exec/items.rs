@@ -15,6 +15,7 @@ use super::{Executor, ResourceUpdated, ServerRef, Upstream, correlation_id};
 use crate::catalog::items::{CatalogItem, Unreadable};
 use crate::catalog::{DEFAULT_TIMEOUT, TenantTools};
 use crate::error::{Error, Missing};
+use crate::store::items::ItemKind;
 use crate::tool::{Caller, ToolContext, ToolError};
 use crate::upstream::UpstreamError;
 
@@ -57,11 +58,20 @@ impl Executor {
         uri: &str,
     ) -> Result<ReadResourceResult, Error> {
         let item = readable(view, uri)?;
+        let own = own_uri(item, uri);
         let request =
-            ClientRequest::ReadResourceRequest(ReadResourceRequest::new(ReadResourceRequestParams::new(uri)));
+            ClientRequest::ReadResourceRequest(ReadResourceRequest::new(ReadResourceRequestParams::new(own)));
         match self.forward(view, caller, item, request).await? {
             ServerResult::ReadResourceResult(mut read) => {
                 read.result_type = Some(ResultType::COMPLETE);
+                for content in &mut read.contents {
+                    if let ResourceContents::TextResourceContents { uri: said, .. }
+                    | ResourceContents::BlobResourceContents { uri: said, .. } = content
+                        && said == own
+                    {
+                        *said = uri.to_string();
+                    }
+                }
                 Ok(cap_read(read, self.inner.config.output_cap_bytes))
             }
             other => Err(unexpected(other)),
@@ -112,8 +122,14 @@ impl Executor {
         let item = readable(view, uri)?;
         let (upstream, ctx) = self.admit_item(view, caller, item).await?;
         let target = ServerRef { id: item.source_id, name: &item.source_name };
-        let held = bounded(item, upstream.subscribe(target, uri, &ctx)).await?;
-        Ok(Subscription { uri: uri.to_string(), connection: held.connection, _guard: held.guard })
+        let own = own_uri(item, uri);
+        let held = bounded(item, upstream.subscribe(target, own, &ctx)).await?;
+        Ok(Subscription {
+            uri: uri.to_string(),
+            own: own.to_string(),
+            connection: held.connection,
+            _guard: held.guard,
+        })
     }
 
     /// Every update of a resource an upstream sends (none without upstreams).
@@ -155,15 +171,28 @@ impl Executor {
 /// A subscription to a resource's updates, ended (upstream too, once nobody else holds one
 /// there) when dropped.
 pub struct Subscription {
+    /// The resource's URI as the tenant's clients know it.
     pub uri: String,
+    /// Its server's own URI for it.
+    own: String,
     connection: u64,
     _guard: Box<dyn Send + Sync>,
 }
 
 impl Subscription {
-    /// Whether `update` is about this subscription's resource, from where it subscribed.
-    pub fn covers(&self, update: &ResourceUpdated) -> bool {
-        update.connection == self.connection && update.uri == self.uri
+    /// The URI the client knows the resource by, if `update` is about this subscription's
+    /// resource, from where it subscribed.
+    pub fn covers(&self, update: &ResourceUpdated) -> Option<&str> {
+        (update.connection == self.connection && update.uri == self.own).then_some(&self.uri)
+    }
+}
+
+/// The server's own URI for `uri`, which a tenant reads through `item`: a listed resource's
+/// (an app's `ui://` URI is the tenant's under the server's prefix), else `uri` itself.
+fn own_uri<'a>(item: &'a CatalogItem, uri: &'a str) -> &'a str {
+    match item.kind {
+        ItemKind::Resource => &item.key,
+        ItemKind::Prompt | ItemKind::ResourceTemplate => uri,
     }
 }
 

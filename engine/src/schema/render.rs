@@ -14,6 +14,8 @@ pub struct ToolView<'a> {
     pub input_schema: &'a Value,
     pub output_schema: Option<&'a Value>,
     pub annotations: &'a Value,
+    /// The tool's `_meta` for MCP clients (its app).
+    pub meta: Option<&'a Value>,
     pub strict: bool,
 }
 
@@ -32,6 +34,9 @@ pub fn render(tool: &ToolView<'_>, provider: Provider) -> Result<Value, Normaliz
             }
             if tool.annotations.as_object().is_some_and(|a| !a.is_empty()) {
                 rendered["annotations"] = tool.annotations.clone();
+            }
+            if let Some(meta) = tool.meta {
+                rendered["_meta"] = meta.clone();
             }
             rendered
         }

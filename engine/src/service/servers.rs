@@ -139,6 +139,16 @@ pub async fn reject(services: &Services, owner: &Owner, tool_id: Uuid) -> Result
     store::servers::reject(&services.pool, owner.actor(), tool_id).await
 }
 
+/// Serves the server's prompt `prompt` as it is listed now.
+pub async fn approve_prompt(services: &Services, owner: &Owner, server: &Name, prompt: &str) -> Result<()> {
+    store::items::approve_prompt(&services.pool, owner.actor(), server, prompt).await
+}
+
+/// Keeps the prompt's pinned listing, holding the prompt until it is approved.
+pub async fn reject_prompt(services: &Services, owner: &Owner, server: &Name, prompt: &str) -> Result<()> {
+    store::items::reject_prompt(&services.pool, owner.actor(), server, prompt).await
+}
+
 /// Every tool of every source.
 pub async fn tools(services: &Services, _: &Owner) -> Result<Vec<ToolRecord>> {
     store::sources::tools(&services.pool).await

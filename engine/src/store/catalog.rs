@@ -27,6 +27,7 @@ pub(crate) struct ToolRow {
     pub strict: bool,
     pub timeout_ms: Option<i32>,
     pub held: bool,
+    pub meta: Option<Value>,
 }
 
 /// A discovered prompt, resource or resource template.
@@ -97,7 +98,7 @@ pub(crate) async fn load(
             let tools = sqlx::query_as!(
                 ToolRow,
                 "select id, source_id, upstream_name, description, input_schema, output_schema,
-                        annotations, tags, strict, timeout_ms, held
+                        annotations, tags, strict, timeout_ms, held, meta
                  from tool order by upstream_name, id"
             )
             .fetch_all(&mut *tx)
@@ -105,7 +106,7 @@ pub(crate) async fn load(
             let items = sqlx::query_as!(
                 ItemRow,
                 r#"select source_id, kind as "kind: ItemKind", key, definition from upstream_item
-                   order by kind, key, source_id"#
+                   where not held order by kind, key, source_id"#
             )
             .fetch_all(&mut *tx)
             .await?;

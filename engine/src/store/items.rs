@@ -6,7 +6,8 @@ use serde_json::Value;
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
-use super::{Actor, Change, Result, commit, sources};
+use super::servers::{self, OnDefinitionChange};
+use super::{Actor, Change, Error, Result, commit, sources};
 use crate::model::Name;
 
 /// What an item is; a server's items of one kind are told apart by their key.
@@ -32,76 +33,169 @@ impl ItemKind {
     }
 }
 
-/// One discovered item: its key and its definition as the server listed it.
+/// One item: its key and its definition as the server listed it (for a prompt, as pinned).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ItemDefinition {
     pub kind: ItemKind,
     pub key: String,
     pub definition: Value,
+    /// A prompt's changed listing, awaiting an owner's approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<Value>,
+    /// Not served: its change awaits approval under the server's `hold` rule, or was rejected.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
+}
+
+impl ItemDefinition {
+    /// An item as discovery finds it.
+    pub fn listed(kind: ItemKind, key: String, definition: Value) -> Self {
+        ItemDefinition { kind, key, definition, pending: None, held: false }
+    }
+
+    fn is(&self, other: &ItemDefinition) -> bool {
+        self.kind == other.kind && self.key == other.key
+    }
+
+    fn label(&self) -> String {
+        format!("{} {}", self.kind.as_str(), self.key)
+    }
 }
 
 /// How a discovery changed a server's items, by kind and key.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ItemsReport {
     pub added: Vec<String>,
+    /// Resources and templates served as changed.
     pub changed: Vec<String>,
+    /// Prompts whose changed listing now awaits approval.
+    pub pending: Vec<String>,
     pub removed: Vec<String>,
-}
-
-impl ItemsReport {
-    pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.changed.is_empty() && self.removed.is_empty()
-    }
 }
 
 /// A server's items, sorted by kind and key.
 pub async fn of_server(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<Vec<ItemDefinition>> {
     Ok(sqlx::query_as!(
         ItemDefinition,
-        r#"select kind as "kind: ItemKind", key, definition from upstream_item where source_id = $1
-           order by kind, key"#,
+        r#"select kind as "kind: ItemKind", key, definition, pending, held from upstream_item
+           where source_id = $1 order by kind, key"#,
         source_id
     )
     .fetch_all(db)
     .await?)
 }
 
-/// Makes `items` the server's items (a discovery's); nothing is written when they are what is
-/// stored already.
+/// Makes `items` (a discovery's) the server's items, pinning prompts: a prompt listed
+/// differently from its pin keeps the pin, the new listing pending (the prompt held under the
+/// server's `hold` rule), and a pending change is withdrawn when the listing is back at the
+/// pin. Nothing is written when nothing changed.
 pub async fn record(pool: &PgPool, server: &Name, items: &[ItemDefinition]) -> Result<ItemsReport> {
     let mut tx = pool.begin().await?;
     let source = sources::get(&mut *tx, server).await?;
+    let hold = servers::row(&mut *tx, source.id).await?.on_definition_change == OnDefinitionChange::Hold;
     let stored = of_server(&mut *tx, source.id).await?;
-    let label = |item: &ItemDefinition| format!("{} {}", item.kind.as_str(), item.key);
     let mut report = ItemsReport::default();
+    let mut next = Vec::with_capacity(items.len());
     for item in items {
-        match stored.iter().find(|s| s.kind == item.kind && s.key == item.key) {
-            None => report.added.push(label(item)),
-            Some(old) if old.definition != item.definition => report.changed.push(label(item)),
-            Some(_) => {}
-        }
+        next.push(match stored.iter().find(|old| old.is(item)) {
+            None => {
+                report.added.push(item.label());
+                item.clone()
+            }
+            // At its pin: a pending change is withdrawn, and the hold it brought with it.
+            Some(old) if old.definition == item.definition => {
+                ItemDefinition { pending: None, held: old.held && old.pending.is_none(), ..old.clone() }
+            }
+            Some(old) if item.kind == ItemKind::Prompt => {
+                if old.pending.as_ref() != Some(&item.definition) {
+                    report.pending.push(item.label());
+                }
+                ItemDefinition {
+                    pending: Some(item.definition.clone()),
+                    held: old.held || hold,
+                    ..old.clone()
+                }
+            }
+            Some(_) => {
+                report.changed.push(item.label());
+                item.clone()
+            }
+        });
     }
-    for old in &stored {
-        if !items.iter().any(|i| i.kind == old.kind && i.key == old.key) {
-            report.removed.push(label(old));
-        }
-    }
-    if report.is_empty() {
+    report.removed =
+        stored.iter().filter(|old| !items.iter().any(|i| i.is(old))).map(ItemDefinition::label).collect();
+    let unchanged = report.removed.is_empty() && next.iter().all(|item| stored.iter().any(|old| old == item));
+    if unchanged {
         return Ok(report);
     }
     sqlx::query!("delete from upstream_item where source_id = $1", source.id).execute(&mut *tx).await?;
-    for item in items {
+    for item in &next {
         sqlx::query!(
-            "insert into upstream_item (source_id, kind, key, definition) values ($1, $2, $3, $4)
-             on conflict (source_id, kind, key) do update set definition = excluded.definition",
+            "insert into upstream_item (source_id, kind, key, definition, pending, held)
+             values ($1, $2, $3, $4, $5, $6)",
             source.id,
             item.kind as ItemKind,
             item.key,
-            item.definition
+            item.definition,
+            item.pending,
+            item.held
         )
         .execute(&mut *tx)
         .await?;
     }
     commit(tx, &Actor::system(), Change::new("discovery", "server_items", server).after(&report)).await?;
     Ok(report)
+}
+
+/// Serves the prompt `name` of `server` as it is listed now (its pending listing, or the held
+/// prompt).
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %server, name))]
+pub async fn approve_prompt(pool: &PgPool, actor: &Actor, server: &Name, name: &str) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let source = sources::get(&mut *tx, server).await?;
+    let approved = sqlx::query_scalar!(
+        "update upstream_item set definition = coalesce(pending, definition), pending = null, held = false
+         where source_id = $1 and kind = 'prompt' and key = $2 returning definition",
+        source.id,
+        name
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| Error::not_found(format!("prompt `{name}` of server `{server}`")))?;
+    commit(
+        tx,
+        actor,
+        Change::new("approve_definition", "prompt", format!("{server} {name}")).after(&approved),
+    )
+    .await
+}
+
+/// Rejects the pending listing of the prompt `name` of `server`: the prompt is held (not
+/// served) until an owner approves it.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %server, name))]
+pub async fn reject_prompt(pool: &PgPool, actor: &Actor, server: &Name, name: &str) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let source = sources::get(&mut *tx, server).await?;
+    let rejected = sqlx::query_scalar!(
+        r#"select pending as "pending!" from upstream_item
+           where source_id = $1 and kind = 'prompt' and key = $2 and pending is not null for update"#,
+        source.id,
+        name
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| Error::not_found(format!("pending listing of prompt `{name}` of server `{server}`")))?;
+    sqlx::query!(
+        "update upstream_item set pending = null, held = true where source_id = $1 and kind = 'prompt' and key = $2",
+        source.id,
+        name
+    )
+    .execute(&mut *tx)
+    .await?;
+    commit(
+        tx,
+        actor,
+        Change::new("reject_definition", "prompt", format!("{server} {name}")).before(&rejected),
+    )
+    .await
 }

@@ -48,6 +48,10 @@ pub struct ToolDefinition {
     pub strict: bool,
     #[serde(default)]
     pub timeout_ms: Option<i32>,
+    /// What hosts read to show the tool's app (MCP Apps): the part of its `_meta` Toolgate
+    /// keeps (see `catalog::apps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 fn empty_object() -> Value {
@@ -55,11 +59,17 @@ fn empty_object() -> Value {
 }
 
 impl ToolDefinition {
-    /// Hash of what an LLM is told about the tool (description, schemas, annotations): the
-    /// value pinned against tool poisoning.
+    /// Hash of what an LLM and its host are told about the tool (description, schemas,
+    /// annotations, and the app it opens if it has one): the value pinned against tool
+    /// poisoning.
     pub fn definition_hash(&self) -> String {
-        // serde_json's maps are ordered, so equal definitions serialise equally.
-        let canonical = json!([self.description, self.input_schema, self.output_schema, self.annotations]);
+        // serde_json's maps are ordered, so equal definitions serialise equally. A tool
+        // without an app hashes as before apps were kept.
+        let mut canonical =
+            json!([self.description, self.input_schema, self.output_schema, self.annotations]);
+        if let (Some(meta), Value::Array(parts)) = (&self.meta, &mut canonical) {
+            parts.push(meta.clone());
+        }
         let digest = Sha256::digest(canonical.to_string().as_bytes());
         digest.iter().map(|b| format!("{b:02x}")).collect()
     }
@@ -177,13 +187,13 @@ pub(super) async fn upsert_tool(
     tool.check()?;
     Ok(sqlx::query_scalar!(
         "insert into tool (source_id, upstream_name, description, input_schema, output_schema,
-                           annotations, tags, strict, timeout_ms, definition_hash, held)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                           annotations, tags, strict, timeout_ms, definition_hash, held, meta)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
          on conflict (source_id, upstream_name) do update set
             description = excluded.description, input_schema = excluded.input_schema,
             output_schema = excluded.output_schema, annotations = excluded.annotations,
             tags = excluded.tags, strict = excluded.strict, timeout_ms = excluded.timeout_ms,
-            definition_hash = excluded.definition_hash
+            definition_hash = excluded.definition_hash, meta = excluded.meta
          returning id",
         source_id,
         tool.upstream_name,
@@ -196,6 +206,7 @@ pub(super) async fn upsert_tool(
         tool.timeout_ms,
         tool.definition_hash(),
         held,
+        tool.meta,
     )
     .fetch_one(&mut **tx)
     .await?)

@@ -901,7 +901,7 @@ fn item(kind: ItemKind, key: &str, listed: &impl serde::Serialize, cap: usize) -
     if let Some(Value::String(description)) = definition.get_mut("description") {
         *description = capped(std::mem::take(description), cap);
     }
-    Some(ItemDefinition { kind, key: key.to_string(), definition })
+    Some(ItemDefinition::listed(kind, key.to_string(), definition))
 }
 
 /// A discovered tool as Toolgate stores it; the description is untrusted and capped.
@@ -917,6 +917,7 @@ fn definition(tool: &rmcp::model::Tool, description_cap: usize) -> ToolDefinitio
         tags: vec![],
         strict: false,
         timeout_ms: None,
+        meta: crate::catalog::apps::tool_meta(tool.meta.as_deref()),
     }
 }
 

@@ -193,6 +193,7 @@ async fn tell_listener(
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
+            .enable_extensions_with(engine::catalog::apps::capability())
             .enable_logging()
             .enable_completions()
             .enable_prompts()
@@ -238,8 +239,7 @@ impl ServerHandler for Gateway {
             let updates = items::relay_updates(
                 gateway.shared.executor.resource_updates(),
                 |update| {
-                    gateway.session.subscribed_to(update)
-                        && gateway.shared.serves(&access.tenant, &update.uri)
+                    gateway.session.covering(update).filter(|uri| gateway.shared.serves(&access.tenant, uri))
                 },
                 |uri| peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)),
             );
@@ -280,8 +280,8 @@ impl ServerHandler for Gateway {
         let updates = items::relay_updates(
             updates,
             |update| {
-                resources.iter().any(|subscription| subscription.covers(update))
-                    && self.shared.serves(&access.tenant, &update.uri)
+                let uri = resources.iter().find_map(|subscription| subscription.covers(update))?;
+                self.shared.serves(&access.tenant, uri).then(|| uri.to_string())
             },
             |uri| sink.notify_resource_updated(uri),
         );

@@ -64,12 +64,12 @@ pub(super) fn within_subscription_cap(held: usize) -> Result<(), ErrorData> {
     }
 }
 
-/// Passes on, with `send`, the URI of each update from `updates` that `covered` says the client
-/// subscribed to, until `send` fails; never ends otherwise (a process without upstreams has
-/// nothing to pass on).
+/// Passes on, with `send`, each update from `updates` that `covered` says the client
+/// subscribed to, under the URI it gives (the client's), until `send` fails; never ends
+/// otherwise (a process without upstreams has nothing to pass on).
 pub(super) async fn relay_updates<F, E>(
     updates: Option<broadcast::Receiver<ResourceUpdated>>,
-    covered: impl Fn(&ResourceUpdated) -> bool,
+    covered: impl Fn(&ResourceUpdated) -> Option<String>,
     mut send: impl FnMut(String) -> F,
 ) where
     F: Future<Output = Result<(), E>>,
@@ -77,12 +77,14 @@ pub(super) async fn relay_updates<F, E>(
     let Some(mut updates) = updates else { return std::future::pending().await };
     loop {
         match updates.recv().await {
-            Ok(update) if covered(&update) => {
-                if send(update.uri).await.is_err() {
+            Ok(update) => {
+                if let Some(uri) = covered(&update)
+                    && send(uri).await.is_err()
+                {
                     return;
                 }
             }
-            Ok(_) | Err(RecvError::Lagged(_)) => {}
+            Err(RecvError::Lagged(_)) => {}
             Err(RecvError::Closed) => return std::future::pending().await,
         }
     }

@@ -125,9 +125,13 @@ impl SessionChoices {
         self.0.lock().expect("session")
     }
 
-    /// Whether the session subscribed to the resource `update` is about.
-    fn subscribed_to(&self, update: &ResourceUpdated) -> bool {
-        self.lock().subscriptions.iter().any(|subscription| subscription.covers(update))
+    /// The URI the session subscribed to the resource `update` is about by, if it did.
+    fn covering(&self, update: &ResourceUpdated) -> Option<String> {
+        self.lock()
+            .subscriptions
+            .iter()
+            .find_map(|subscription| subscription.covers(update))
+            .map(str::to_string)
     }
 }
 

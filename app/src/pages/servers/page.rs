@@ -30,6 +30,8 @@ pub struct ServerItem {
     /// What clients know it by: a prompt's exposed name, a URI, a URI template.
     pub name: String,
     pub description: String,
+    /// Not served until its changed listing is approved.
+    pub held: bool,
 }
 
 /// Whose token an OAuth server's calls use, who authorized it, and what this owner may
@@ -88,11 +90,14 @@ pub struct ServerTool {
     pub pending: bool,
 }
 
-/// A definition change: what is pinned and what the upstream publishes now.
+/// A tool's or a prompt's definition change: what is pinned and what the upstream publishes
+/// now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingDefinition {
-    pub tool_id: String,
-    pub tool: String,
+    pub prompt: bool,
+    /// The tool's id, or the prompt's name at the server: what approving names.
+    pub id: String,
+    pub name: String,
     pub pinned: Value,
     pub pending: Value,
 }
@@ -117,16 +122,23 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
             pending: t.pending,
         })
         .collect();
-    let pending = detail
-        .pending
-        .into_iter()
-        .map(|p| PendingDefinition {
-            tool_id: p.tool_id.to_string(),
-            tool: p.upstream_name,
-            pinned: serde_json::to_value(p.pinned).unwrap_or_default(),
-            pending: serde_json::to_value(p.pending).unwrap_or_default(),
+    let pending = detail.pending.into_iter().map(|p| PendingDefinition {
+        prompt: false,
+        id: p.tool_id.to_string(),
+        name: p.upstream_name,
+        pinned: serde_json::to_value(p.pinned).unwrap_or_default(),
+        pending: serde_json::to_value(p.pending).unwrap_or_default(),
+    });
+    let pending_prompts = detail.items.iter().filter_map(|item| {
+        Some(PendingDefinition {
+            prompt: true,
+            id: item.key.clone(),
+            name: item.key.clone(),
+            pinned: item.definition.clone(),
+            pending: item.pending.clone()?,
         })
-        .collect();
+    });
+    let pending = pending.chain(pending_prompts).collect();
     let (activity, failures) = engine::service::servers::calls(&state, &owner, &server).await?;
     let hour = activity.sources.into_iter().next();
     let own = detail.entry.connections.iter().find(|h| h.tenant_id.is_none());
@@ -194,11 +206,11 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
             use engine::store::items::ItemKind;
             let (kind, name) = match item.kind {
                 ItemKind::Prompt => ("prompt", engine::catalog::naming::exposed_name(prefix, &item.key)),
-                ItemKind::Resource => ("resource", item.key),
+                ItemKind::Resource => ("resource", engine::catalog::apps::exposed_uri(prefix, &item.key)),
                 ItemKind::ResourceTemplate => ("resource template", item.key),
             };
             let description = item.definition["description"].as_str().unwrap_or_default().to_string();
-            ServerItem { kind: kind.into(), name, description }
+            ServerItem { kind: kind.into(), name, description, held: item.held }
         })
         .collect();
     Ok(ServerView { summary, tools, pending, health, oauth, items })
@@ -299,6 +311,9 @@ pub enum ServerOp {
     Approve,
     /// Keep the tool held rather than serve its pending definition.
     Reject,
+    /// The same for one of its prompts (named by its name at the server).
+    ApprovePrompt,
+    RejectPrompt,
     /// Forget one of its OAuth authorizations.
     Forget,
 }
@@ -324,6 +339,7 @@ pub async fn server_command(
             .ok_or_else(|| PanelError::rejected(StatusCode::BAD_REQUEST, format!("which {what}?")))
     };
     let tool = || target("tool");
+    let prompt = || id.clone().ok_or_else(|| PanelError::rejected(StatusCode::BAD_REQUEST, "which prompt?"));
     let done = match command {
         ServerOp::Enable | ServerOp::Disable => {
             let enable = command == ServerOp::Enable;
@@ -351,6 +367,14 @@ pub async fn server_command(
         ServerOp::Reject => {
             servers::reject(&state, &owner, tool()?).await?;
             "Rejected: the tool stays held".into()
+        }
+        ServerOp::ApprovePrompt => {
+            servers::approve_prompt(&state, &owner, &server, &prompt()?).await?;
+            "Approved".into()
+        }
+        ServerOp::RejectPrompt => {
+            servers::reject_prompt(&state, &owner, &server, &prompt()?).await?;
+            "Rejected: the prompt stays held".into()
         }
         ServerOp::Forget => {
             servers::remove_authorization(&state, &owner, &server, target("authorization")?).await?;
@@ -497,7 +521,10 @@ fn items_table(items: Vec<ServerItem>) -> impl IntoView {
                                 view! {
                                     <tr>
                                         <td>{item.kind}</td>
-                                        <td><code>{item.name}</code></td>
+                                        <td>
+                                            <code>{item.name}</code>
+                                            {item.held.then(|| view! { " " <StatusBadge status="held" /> })}
+                                        </td>
                                         <td class="description">{item.description}</td>
                                     </tr>
                                 }
@@ -521,25 +548,29 @@ fn PendingChanges(
     view! {
         <h2>"Definition changes awaiting approval"</h2>
         <p class="muted">
-            "The upstream now describes these tools differently. Until you decide, the pinned definition is served or the tool is held back."
+            "The upstream now describes these tools or prompts differently. Until you decide, the pinned definition is served or the tool or prompt is held back."
         </p>
         {pending
             .into_iter()
             .map(|p| {
-                let (approve_id, reject_id) = (p.tool_id.clone(), p.tool_id.clone());
+                let (approve_id, reject_id) = (p.id.clone(), p.id.clone());
+                let (kind, approve, reject) = match p.prompt {
+                    true => ("prompt", ServerOp::ApprovePrompt, ServerOp::RejectPrompt),
+                    false => ("tool", ServerOp::Approve, ServerOp::Reject),
+                };
                 view! {
                     <section class="card diff">
-                        <h3>{p.tool.clone()}</h3>
+                        <h3>{kind} " " {p.name.clone()}</h3>
                         <div class="side-by-side">
                             <JsonBlock label="Pinned (served)" value=p.pinned />
                             <JsonBlock label="Published now" value=p.pending />
                         </div>
                         <div class="actions">
-                            <button type="button" class="primary" on:click=move |_| run(ServerOp::Approve, Some(approve_id.clone()))>
+                            <button type="button" class="primary" on:click=move |_| run(approve, Some(approve_id.clone()))>
                                 "Approve the new definition"
                             </button>
-                            <button type="button" on:click=move |_| run(ServerOp::Reject, Some(reject_id.clone()))>
-                                "Reject (hold the tool)"
+                            <button type="button" on:click=move |_| run(reject, Some(reject_id.clone()))>
+                                {format!("Reject (hold the {kind})")}
                             </button>
                         </div>
                     </section>

@@ -267,7 +267,7 @@ pub(crate) struct ServerRow {
     cwd: Option<String>,
     env: Value,
     headers: Value,
-    on_definition_change: OnDefinitionChange,
+    pub(crate) on_definition_change: OnDefinitionChange,
     new_tools_enabled: bool,
     oauth_mode: Option<OAuthMode>,
     oauth_grant: Option<OAuthGrant>,

@@ -113,7 +113,7 @@ pub struct PendingChange {
 pub async fn pending_changes(pool: &PgPool, server: &Name) -> Result<Vec<PendingChange>> {
     let rows = sqlx::query!(
         "select t.id, t.upstream_name, t.description, t.input_schema, t.output_schema, t.annotations,
-                t.tags, t.strict, t.timeout_ms, p.definition
+                t.tags, t.strict, t.timeout_ms, t.meta, p.definition
          from tool_pending_definition p join tool t on t.id = p.tool_id join source s on s.id = t.source_id
          where s.name = $1 order by t.upstream_name",
         server.as_str()
@@ -133,6 +133,7 @@ pub async fn pending_changes(pool: &PgPool, server: &Name) -> Result<Vec<Pending
                 tags: r.tags,
                 strict: r.strict,
                 timeout_ms: r.timeout_ms,
+                meta: r.meta,
             };
             Ok(PendingChange { tool_id: r.id, upstream_name: r.upstream_name, pinned, pending })
         })
@@ -152,7 +153,7 @@ pub async fn approve(pool: &PgPool, actor: &Actor, tool_id: Uuid) -> Result<()> 
             .map_err(|err| Error::Invalid(format!("stored pending definition is unreadable: {err}")))?;
         sqlx::query!(
             "update tool set description = $2, input_schema = $3, output_schema = $4, annotations = $5,
-                             definition_hash = $6
+                             definition_hash = $6, meta = $7
              where id = $1",
             tool_id,
             definition.description,
@@ -160,6 +161,7 @@ pub async fn approve(pool: &PgPool, actor: &Actor, tool_id: Uuid) -> Result<()> 
             definition.output_schema,
             definition.annotations,
             definition.definition_hash(),
+            definition.meta,
         )
         .execute(&mut *tx)
         .await?;
