@@ -126,7 +126,8 @@ export async function signIn(page, toolgate, username = 'admin', password = tool
 
 /**
  * Runs `navigate` and waits until the client has taken over the page it leads to; if it never
- * does, the error carries what the page reported (a panic while hydrating, a failed fetch).
+ * does, the error carries the answer's status and title and what the page reported (a panic while
+ * hydrating, a failed fetch).
  */
 async function hydrated(page, navigate) {
   const reported = [];
@@ -136,11 +137,13 @@ async function hydrated(page, navigate) {
   };
   page.on('pageerror', onError);
   page.on('console', onConsole);
+  let response;
   try {
-    await navigate();
+    response = await navigate();
     await page.waitForSelector('html[data-hydrated="true"]');
   } catch (err) {
-    err.message += `\n${page.url()} reported:\n${reported.join('\n') || '(nothing)'}`;
+    const answer = response ? `${response.status()} "${await page.title().catch(() => '')}"` : 'the page';
+    err.message += `\n${page.url()} (${answer}) reported:\n${reported.join('\n') || '(nothing)'}`;
     throw err;
   } finally {
     page.off('pageerror', onError);
