@@ -1,9 +1,10 @@
 //! Prompts, resources, resource templates and completions of upstream servers, served to a
 //! tenant's MCP clients and REST callers under the servers' rules: two servers (the conformance
 //! upstream, `tests/python/conformance_server.py`, twice, under the prefixes `a` and `b`) offer
-//! the same resources and template, which is a conflict neither is served for, until the
-//! tenant's tag whitelist leaves one server out. Subscriptions to a resource pass the server's
-//! updates on, in both eras, and end upstream with the last session holding one.
+//! the same resources and template, which is a conflict neither is served for (and shown with
+//! the tenant), until the tenant's tag whitelist leaves one server out. Subscriptions to a
+//! resource pass the server's updates on, in both eras, and end upstream with the last session
+//! holding one.
 
 mod common;
 
@@ -97,6 +98,21 @@ async fn prompts_and_resources_are_served_by_server_and_a_conflict_by_neither(po
     let refused =
         client.read_resource(ReadResourceRequestParams::new("test://static-text")).await.unwrap_err();
     assert!(refused.to_string().contains("resource `test://static-text` not found"), "{refused}");
+    // The conflict is shown with the tenant: in the admin API and on its page in the panel.
+    let token = common::admin_token(&pool, "items").await;
+    let admin = reqwest::Client::new().get(app.url("/api/admin/v1/tenants/acme")).bearer_auth(&token);
+    let detail = common::json_of(admin).await;
+    let static_text =
+        json!({"kind": "resource", "exposed": "test://static-text", "servers": ["alpha", "beta"]});
+    assert!(detail["item_conflicts"].as_array().unwrap().contains(&static_text), "{detail}");
+    assert!(
+        detail["items"].as_array().unwrap().iter().any(|i| i["name"] == "a_test_simple_prompt"),
+        "{detail}"
+    );
+    assert!(app.login(common::PASSWORD).await.status().is_success());
+    let page = app.get("/tenants/acme").await.text().await.unwrap();
+    let shown = "Conflict: the resource `test://static-text` is offered by alpha and beta.";
+    assert!(page.contains(shown) && page.contains("a_test_simple_prompt"), "{page}");
 
     // The tenant leaves alpha's tag out: its prompts go, and beta's resources are served.
     let no_docs =

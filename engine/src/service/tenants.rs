@@ -15,6 +15,7 @@ use uuid::Uuid;
 use super::Services;
 use super::access::{Admin, ManagedTenant, Owner};
 use crate::Result;
+use crate::catalog::items::{ItemConflict, TenantItems};
 use crate::catalog::{Conflict, TenantTools};
 use crate::error::Missing;
 use crate::exec::limits::{Kind, Scope};
@@ -23,6 +24,7 @@ use crate::model::{Name, TenantSlug};
 use crate::store;
 use crate::store::SecretInput;
 use crate::store::invocations::TestRun;
+use crate::store::items::ItemKind;
 use crate::store::keys::ApiKey;
 use crate::store::overrides::{Override, OverrideInput};
 use crate::store::sources::ToolRecord;
@@ -42,7 +44,23 @@ pub struct TenantDetail {
     pub approx_tokens: usize,
     /// Exposed names claimed by more than one tool (none of them is served).
     pub conflicts: Vec<Conflict>,
+    /// The prompts, resources and resource templates its MCP clients see.
+    pub items: Vec<EffectiveItem>,
+    /// Prompt names, URIs and templates offered by more than one server (none is served).
+    pub item_conflicts: Vec<ItemConflict>,
     pub snapshot_version: u64,
+}
+
+/// One prompt, resource or resource template the tenant's MCP clients see.
+#[derive(Debug, Clone, Serialize)]
+pub struct EffectiveItem {
+    pub kind: ItemKind,
+    /// What clients know it by: a prompt's exposed name, a URI, a URI template.
+    pub name: String,
+    pub source: String,
+    pub description: String,
+    /// Its listed definition's size in tokens, roughly (4 bytes a token).
+    pub approx_tokens: usize,
 }
 
 /// One tool the tenant's LLM applications see.
@@ -55,6 +73,18 @@ pub struct EffectiveTool {
     pub tags: Vec<String>,
     /// Its OpenAI rendering's size in tokens, roughly (4 bytes a token).
     pub approx_tokens: usize,
+}
+
+fn effective_items(items: &TenantItems) -> Vec<EffectiveItem> {
+    let all = items.prompts().iter().chain(items.resources()).chain(items.templates());
+    all.map(|item| EffectiveItem {
+        kind: item.kind,
+        name: item.exposed.clone(),
+        source: item.source_name.clone(),
+        description: item.definition["description"].as_str().unwrap_or_default().to_string(),
+        approx_tokens: item.definition.to_string().len().div_ceil(4),
+    })
+    .collect()
 }
 
 /// The tenants `admin` manages.
@@ -350,6 +380,8 @@ pub async fn detail(services: &Services, managed: &ManagedTenant<'_>) -> Result<
         approx_tokens: tools.iter().map(|tool| tool.approx_tokens).sum(),
         tools,
         conflicts: view.map(|view| view.conflicts.clone()).unwrap_or_default(),
+        items: view.map(|view| effective_items(&view.items)).unwrap_or_default(),
+        item_conflicts: view.map(|view| view.items.conflicts.clone()).unwrap_or_default(),
         snapshot_version: snapshot.version,
     })
 }

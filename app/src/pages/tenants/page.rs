@@ -12,7 +12,7 @@ use super::limits::{Limits, LimitsCard, SaveLimits};
 use super::overrides::{ClearOverride, Overrides, SaveOverride};
 use super::people::{AccessCard, PeopleCards, PeopleData, SaveAccess};
 use crate::error::PanelError;
-use crate::pages::ui::{loaded, succeeded};
+use crate::pages::ui::{grid, loaded, succeeded};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TenantView {
@@ -28,6 +28,9 @@ pub struct TenantView {
     pub tools: Vec<EffectiveTool>,
     pub approx_tokens: usize,
     pub conflicts: Vec<ConflictView>,
+    /// The prompts, resources and templates its MCP clients see, and those two servers offer.
+    pub items: Vec<ItemView>,
+    pub item_conflicts: Vec<ItemConflictView>,
     pub keys: Vec<KeyView>,
     /// Every tool the tenant may use (shared within its ceiling, or its own), for the
     /// override editor.
@@ -74,6 +77,23 @@ pub struct EffectiveTool {
     pub source: String,
     pub description: String,
     pub approx_tokens: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ItemView {
+    /// "prompt", "resource", "resource template".
+    pub kind: String,
+    pub name: String,
+    pub source: String,
+    pub description: String,
+    pub approx_tokens: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ItemConflictView {
+    pub kind: String,
+    pub name: String,
+    pub servers: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,8 +154,11 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         tools,
         approx_tokens,
         conflicts,
+        items,
+        item_conflicts,
         ..
     } = tenants::detail(&state, &managed).await?;
+    let kind = |kind: engine::store::items::ItemKind| kind.as_str().replace('_', " ");
     let TenantChoices { usable, tags: known_tags, shared_sources, default_tags, names } =
         tenants::choices(&state, &managed).await?;
     let name_of = |id: uuid::Uuid| names.get(&id).cloned().unwrap_or_else(|| id.to_string());
@@ -158,6 +181,20 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
                 name: c.exposed_name,
                 tool_ids: c.tool_ids.iter().map(|id| name_of(*id)).collect(),
             })
+            .collect(),
+        items: items
+            .into_iter()
+            .map(|item| ItemView {
+                kind: kind(item.kind),
+                name: item.name,
+                source: item.source,
+                description: item.description,
+                approx_tokens: item.approx_tokens,
+            })
+            .collect(),
+        item_conflicts: item_conflicts
+            .into_iter()
+            .map(|c| ItemConflictView { kind: kind(c.kind), name: c.exposed, servers: c.servers })
             .collect(),
         groups: groups
             .into_iter()
@@ -269,6 +306,7 @@ pub fn TenantPage() -> impl IntoView {
                     <TagToggles tenant=t.clone() action=save_tags />
                     <GroupToggles tenant=t.clone() action=save_groups />
                     <EffectiveTools tenant=t.clone() />
+                    <EffectiveItems tenant=t.clone() />
                     <Overrides tenant=t.clone() save=save_override clear=clear_override />
                     <AccessCard tenant=t.clone() action=save_access />
                     <PeopleCards slug=t.slug.clone() data=people />
@@ -332,4 +370,51 @@ fn EffectiveTools(tenant: TenantView) -> impl IntoView {
             </div>
         </section>
     }
+}
+
+/// The prompts, resources and templates the tenant's MCP clients see, and the ones two servers
+/// offer (withheld).
+#[component]
+fn EffectiveItems(tenant: TenantView) -> impl IntoView {
+    if tenant.items.is_empty() && tenant.item_conflicts.is_empty() {
+        return ().into_any();
+    }
+    let tokens: usize = tenant.items.iter().map(|item| item.approx_tokens).sum();
+    view! {
+        <section class="card">
+            <h2>"Prompts and resources its clients see"</h2>
+            <p class="muted">
+                {tenant.items.len()} " items, about " {tokens} " tokens of definitions when a client lists them all."
+            </p>
+            {tenant
+                .item_conflicts
+                .into_iter()
+                .map(|c| {
+                    view! {
+                        <p class="notice error">
+                            {format!(
+                                "Conflict: the {} `{}` is offered by {}. Neither is served until one server leaves this tenant's view (its tags, the ceiling, or a prefix for prompts).",
+                                c.kind,
+                                c.name,
+                                c.servers.join(" and "),
+                            )}
+                        </p>
+                    }
+                })
+                .collect_view()}
+            {grid(tenant.items, "None is served: each is in a conflict above.", &["Kind", "Name", "Source", "Description", "≈ tokens"], |item| {
+                view! {
+                    <tr>
+                        <td>{item.kind}</td>
+                        <td><code>{item.name}</code></td>
+                        <td>{item.source}</td>
+                        <td class="description">{item.description}</td>
+                        <td>{item.approx_tokens}</td>
+                    </tr>
+                }
+                .into_any()
+            })}
+        </section>
+    }
+    .into_any()
 }
