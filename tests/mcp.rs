@@ -118,6 +118,47 @@ async fn calls_on_a_keep_alive_connection_do_not_wait_for_delayed_acks(pool: PgP
     assert!(per_call < Duration::from_millis(40), "{per_call:?} per call: the delayed-ACK stall is back");
 }
 
+/// A request refused for its credentials before its body arrived: the server answers without
+/// reading the body and cannot keep the connection, so the answer says `Connection: close`. Main
+/// closed it without saying so, and a client that sent its next request on it saw it dropped
+/// ("Server disconnected without sending a response": the Python SDK re-authorizing after a
+/// revocation, under load in CI).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_refusal_before_the_body_arrives_says_the_connection_closes(pool: PgPool) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::spawn(pool).await;
+    let address = app.url("").trim_start_matches("http://").trim_end_matches('/').to_string();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
+    let head = format!(
+        "POST /mcp/acme HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer tg_not-a-key\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut chunk = [0; 4096];
+    while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut chunk)).await;
+        let read = read.expect("answered before the body was sent").unwrap();
+        assert!(read > 0, "closed without an answer");
+        answer.extend_from_slice(&chunk[..read]);
+    }
+    let answer = String::from_utf8_lossy(&answer).to_lowercase();
+    assert!(answer.starts_with("http/1.1 401"), "{answer}");
+    // The body comes late, and a second request after it: the connection is gone by then.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let _ = stream.write_all(format!("{body}{head}{body}").as_bytes()).await;
+    let mut rest = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest)).await;
+    let second_answered = String::from_utf8_lossy(&rest).contains("HTTP/1.1 401");
+    assert!(
+        second_answered || answer.contains("\r\nconnection: close\r\n"),
+        "the connection was closed without the answer saying so:\n{answer}"
+    );
+}
+
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_key_reaches_only_its_own_tenant(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, Version, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use engine::catalog::{Catalog, CatalogTool};
@@ -504,6 +504,18 @@ fn origin_of(origin: &str) -> String {
     }
 }
 
+/// An answer given before the request's body was read. Over HTTP/1.1 the server cannot keep
+/// the connection unless the body happens to be buffered already (hyper closes it otherwise, and
+/// silently), so a client could send its next request on a connection about to close and see it
+/// dropped: the answer says `Connection: close`.
+pub(crate) fn before_the_body(version: Version, response: impl IntoResponse) -> Response {
+    let mut response = response.into_response();
+    if version < Version::HTTP_2 {
+        response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    }
+    response
+}
+
 /// For `/mcp/{tenant}`: a request from a browser page (it carries `Origin`) must come from one
 /// of the [`BrowserOrigins`], else 403 — another site's page, or one reaching a local Toolgate
 /// through DNS rebinding, gets nowhere. A request without `Origin` (no browser) passes.
@@ -519,7 +531,7 @@ pub async fn allowed_browser_origins(
     }
     let detail = "the Origin of this request is not allowed: browser pages may call the MCP endpoint only from \
                   TOOLGATE_PUBLIC_URL or an origin in TOOLGATE_MCP_ALLOWED_ORIGINS";
-    problem(StatusCode::FORBIDDEN, "origin_not_allowed", detail).into_response()
+    before_the_body(request.version(), problem(StatusCode::FORBIDDEN, "origin_not_allowed", detail))
 }
 
 /// For `/mcp/{tenant}`: a key of the tenant in the path, or a token of its endpoint. Anything
@@ -537,7 +549,8 @@ pub async fn require_credentials_of_path_tenant(
         }
         Err(refused) => {
             let issuer = check.issuer(request.headers());
-            refused.answer(&resource_metadata_url(&issuer, &format!("/mcp/{tenant}")))
+            let metadata = resource_metadata_url(&issuer, &format!("/mcp/{tenant}"));
+            before_the_body(request.version(), refused.answer(&metadata))
         }
     }
 }
@@ -555,7 +568,8 @@ pub async fn require_credentials(
         }
         Err(refused) => {
             let issuer = check.issuer(request.headers());
-            refused.answer(&resource_metadata_url(&issuer, engine::oauth::REST_PATH))
+            let metadata = resource_metadata_url(&issuer, engine::oauth::REST_PATH);
+            before_the_body(request.version(), refused.answer(&metadata))
         }
     }
 }

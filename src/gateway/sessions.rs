@@ -318,8 +318,11 @@ pub async fn bind_sessions(
                     }
                 }
             }
-            Ok(_) => return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response(),
-            Err(err) => return session_failure(err),
+            Ok(_) => {
+                let gone = (StatusCode::NOT_FOUND, "Not Found: Session not found");
+                return super::before_the_body(request.version(), gone);
+            }
+            Err(err) => return super::before_the_body(request.version(), session_failure(err)),
         },
         None => {
             request.extensions_mut().insert(opening.clone());
