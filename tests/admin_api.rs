@@ -644,6 +644,11 @@ async fn a_prompts_changed_listing_is_approved_or_rejected(pool: PgPool) {
     assert_eq!(post(path("reject")).await.unwrap().status(), StatusCode::NOT_FOUND, "nothing left to reject");
     let (_, detail) = call(&app, &token, "GET", "/api/admin/v1/servers/remote", None).await;
     assert_eq!((item(&detail)["held"].as_bool(), item(&detail).get("pending")), (Some(true), None));
+    let page = app.get("/servers/remote").await.text().await.unwrap();
+    assert!(
+        page.contains("status-held") && page.contains(">Approve</button>"),
+        "a held prompt is offered: {page}"
+    );
     assert_eq!(post(path("approve")).await.unwrap().status(), StatusCode::NO_CONTENT);
     let (_, detail) = call(&app, &token, "GET", "/api/admin/v1/servers/remote", None).await;
     assert_eq!(item(&detail).get("held"), None, "{detail}");

@@ -30,8 +30,12 @@ pub struct ServerItem {
     /// What clients know it by: a prompt's exposed name, a URI, a URI template.
     pub name: String,
     pub description: String,
-    /// Not served until its changed listing is approved.
+    /// The server's own name for it (what approving a prompt names).
+    pub key: String,
+    /// Not served: its change awaits approval, or was rejected.
     pub held: bool,
+    /// A changed listing awaits approval (above, beside the tools' changes).
+    pub pending: bool,
 }
 
 /// Whose token an OAuth server's calls use, who authorized it, and what this owner may
@@ -207,10 +211,11 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
             let (kind, name) = match item.kind {
                 ItemKind::Prompt => ("prompt", engine::catalog::naming::exposed_name(prefix, &item.key)),
                 ItemKind::Resource => ("resource", engine::catalog::apps::exposed_uri(prefix, &item.key)),
-                ItemKind::ResourceTemplate => ("resource template", item.key),
+                ItemKind::ResourceTemplate => ("resource template", item.key.clone()),
             };
             let description = item.definition["description"].as_str().unwrap_or_default().to_string();
-            ServerItem { kind: kind.into(), name, description, held: item.held }
+            let pending = item.pending.is_some();
+            ServerItem { kind: kind.into(), name, key: item.key, description, held: item.held, pending }
         })
         .collect();
     Ok(ServerView { summary, tools, pending, health, oauth, items })
@@ -491,7 +496,7 @@ pub fn ServerPage() -> impl IntoView {
                         </tbody>
                     </table>
                     </div>
-                    {items_table(d.items)}
+                    {items_table(d.items, run)}
                 }
             },
         )}
@@ -500,7 +505,10 @@ pub fn ServerPage() -> impl IntoView {
 
 /// The server's prompts, resources and templates, served to every tenant that may use the
 /// server.
-fn items_table(items: Vec<ServerItem>) -> impl IntoView {
+fn items_table(
+    items: Vec<ServerItem>,
+    run: impl Fn(ServerOp, Option<String>) + Copy + Send + Sync + 'static,
+) -> impl IntoView {
     (!items.is_empty()).then(|| {
         view! {
             <h2>"Prompts and resources"</h2>
@@ -524,6 +532,16 @@ fn items_table(items: Vec<ServerItem>) -> impl IntoView {
                                         <td>
                                             <code>{item.name}</code>
                                             {item.held.then(|| view! { " " <StatusBadge status="held" /> })}
+                                            {(item.held && !item.pending)
+                                                .then(|| {
+                                                    let key = item.key.clone();
+                                                    view! {
+                                                        " "
+                                                        <button type="button" on:click=move |_| run(ServerOp::ApprovePrompt, Some(key.clone()))>
+                                                            "Approve"
+                                                        </button>
+                                                    }
+                                                })}
                                         </td>
                                         <td class="description">{item.description}</td>
                                     </tr>
