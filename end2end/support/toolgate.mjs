@@ -122,6 +122,9 @@ export async function signIn(page, toolgate, username = 'admin', password = tool
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(`${toolgate.url}/`);
   });
+  // The client goes to the dashboard itself (the page stays hydrated): the menu the account's
+  // role decides arrives after.
+  await page.locator('.sidebar nav a', { hasText: 'Dashboard' }).waitFor();
 }
 
 /**
@@ -171,7 +174,10 @@ export async function eventually(page, check, what, timeout = 15_000) {
     try {
       return await check();
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`${what}: ${err.message}`);
+      if (Date.now() > deadline) {
+        const shown = (await page.locator('main').innerText().catch(() => '')).slice(0, 600);
+        throw new Error(`${what}: ${err.message}\n${page.url()} showed:\n${shown}`);
+      }
       await page.waitForTimeout(300);
       await reload(page);
     }

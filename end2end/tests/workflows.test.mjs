@@ -180,8 +180,11 @@ test('a group: saved clears the form, and deleting it first says what happens', 
 
 test('a tenant: presets are checked against the schema, the override form shows what it replaces, saves say so', async () => {
   await open(page, toolgate, '/tenants/acme');
+  // The page reloads the tenant after a save; a choice made in the form before that lands is lost.
+  const reloaded = page.waitForResponse((response) => response.url().includes('/api/tenant_detail'));
   await page.getByRole('button', { name: 'Save tags' }).click();
   await page.getByText('Tags saved.').waitFor();
+  await reloaded;
 
   const tool = await page.locator('select[name="override-tool"] option', { hasText: 'everything_echo' }).getAttribute('value');
   await page.locator('select[name="override-tool"]').selectOption(tool);
