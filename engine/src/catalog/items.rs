@@ -46,11 +46,7 @@ impl CatalogItem {
         key: &str,
         mut definition: Value,
     ) -> Self {
-        let exposed = match kind {
-            ItemKind::Prompt => naming::exposed_name(prefix, key),
-            ItemKind::Resource => apps::exposed_uri(prefix, key),
-            ItemKind::ResourceTemplate => key.to_string(),
-        };
+        let exposed = exposed(kind, prefix, key);
         let field = if kind == ItemKind::Prompt { "name" } else { "uri" };
         if exposed != key {
             definition[field] = Value::String(exposed.clone());
@@ -69,6 +65,16 @@ impl CatalogItem {
     /// Whether this template's URIs include `uri`.
     pub fn matches(&self, uri: &str) -> bool {
         self.matcher.as_ref().is_some_and(|matcher| matcher.is_match(uri))
+    }
+}
+
+/// What a tenant's clients know the item `key` of `kind` of a server with `prefix` by: a
+/// prompt's `<prefix>_<name>`, an app's `ui://<prefix>/…`, else the key.
+pub fn exposed(kind: ItemKind, prefix: &str, key: &str) -> String {
+    match kind {
+        ItemKind::Prompt => naming::exposed_name(prefix, key),
+        ItemKind::Resource => apps::exposed_uri(prefix, key),
+        ItemKind::ResourceTemplate => key.to_string(),
     }
 }
 

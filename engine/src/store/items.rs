@@ -1,6 +1,8 @@
 //! What upstream servers offer besides tools — prompts, resources, resource templates — as
 //! their discovery records it.
 
+use std::collections::{HashMap, HashSet};
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::{PgExecutor, PgPool};
@@ -31,6 +33,14 @@ impl ItemKind {
             ItemKind::ResourceTemplate => "resource_template",
         }
     }
+
+    /// How people read it: "prompt", "resource", "resource template".
+    pub fn label(self) -> &'static str {
+        match self {
+            ItemKind::ResourceTemplate => "resource template",
+            kind => kind.as_str(),
+        }
+    }
 }
 
 /// One item: its key and its definition as the server listed it (for a prompt, as pinned).
@@ -51,10 +61,6 @@ impl ItemDefinition {
     /// An item as discovery finds it.
     pub fn listed(kind: ItemKind, key: String, definition: Value) -> Self {
         ItemDefinition { kind, key, definition, pending: None, held: false }
-    }
-
-    fn is(&self, other: &ItemDefinition) -> bool {
-        self.kind == other.kind && self.key == other.key
     }
 
     fn label(&self) -> String {
@@ -94,10 +100,13 @@ pub async fn record(pool: &PgPool, server: &Name, items: &[ItemDefinition]) -> R
     let source = sources::get(&mut *tx, server).await?;
     let hold = servers::row(&mut *tx, source.id).await?.on_definition_change == OnDefinitionChange::Hold;
     let stored = of_server(&mut *tx, source.id).await?;
+    let stored_by_key: HashMap<(ItemKind, &str), &ItemDefinition> =
+        stored.iter().map(|old| ((old.kind, old.key.as_str()), old)).collect();
+    let stored_as = |item: &ItemDefinition| stored_by_key.get(&(item.kind, item.key.as_str())).copied();
     let mut report = ItemsReport::default();
     let mut next = Vec::with_capacity(items.len());
     for item in items {
-        next.push(match stored.iter().find(|old| old.is(item)) {
+        next.push(match stored_as(item) {
             None => {
                 report.added.push(item.label());
                 item.clone()
@@ -122,9 +131,13 @@ pub async fn record(pool: &PgPool, server: &Name, items: &[ItemDefinition]) -> R
             }
         });
     }
-    report.removed =
-        stored.iter().filter(|old| !items.iter().any(|i| i.is(old))).map(ItemDefinition::label).collect();
-    let unchanged = report.removed.is_empty() && next.iter().all(|item| stored.iter().any(|old| old == item));
+    let listed: HashSet<(ItemKind, &str)> = items.iter().map(|item| (item.kind, item.key.as_str())).collect();
+    report.removed = stored
+        .iter()
+        .filter(|old| !listed.contains(&(old.kind, old.key.as_str())))
+        .map(ItemDefinition::label)
+        .collect();
+    let unchanged = report.removed.is_empty() && next.iter().all(|item| stored_as(item) == Some(item));
     if unchanged {
         return Ok(report);
     }
@@ -176,22 +189,18 @@ pub async fn approve_prompt(pool: &PgPool, actor: &Actor, server: &Name, name: &
 pub async fn reject_prompt(pool: &PgPool, actor: &Actor, server: &Name, name: &str) -> Result<()> {
     let mut tx = pool.begin().await?;
     let source = sources::get(&mut *tx, server).await?;
+    // The self-join reads the row as it was before the update: the rejected listing.
     let rejected = sqlx::query_scalar!(
-        r#"select pending as "pending!" from upstream_item
-           where source_id = $1 and kind = 'prompt' and key = $2 and pending is not null for update"#,
+        r#"update upstream_item item set pending = null, held = true from upstream_item before
+           where before.source_id = item.source_id and before.kind = item.kind and before.key = item.key
+             and item.source_id = $1 and item.kind = 'prompt' and item.key = $2 and item.pending is not null
+           returning before.pending as "pending!""#,
         source.id,
         name
     )
     .fetch_optional(&mut *tx)
     .await?
     .ok_or_else(|| Error::not_found(format!("pending listing of prompt `{name}` of server `{server}`")))?;
-    sqlx::query!(
-        "update upstream_item set pending = null, held = true where source_id = $1 and kind = 'prompt' and key = $2",
-        source.id,
-        name
-    )
-    .execute(&mut *tx)
-    .await?;
     commit(
         tx,
         actor,

@@ -207,15 +207,17 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
         .items
         .into_iter()
         .map(|item| {
-            use engine::store::items::ItemKind;
-            let (kind, name) = match item.kind {
-                ItemKind::Prompt => ("prompt", engine::catalog::naming::exposed_name(prefix, &item.key)),
-                ItemKind::Resource => ("resource", engine::catalog::apps::exposed_uri(prefix, &item.key)),
-                ItemKind::ResourceTemplate => ("resource template", item.key.clone()),
-            };
+            let name = engine::catalog::items::exposed(item.kind, prefix, &item.key);
             let description = item.definition["description"].as_str().unwrap_or_default().to_string();
             let pending = item.pending.is_some();
-            ServerItem { kind: kind.into(), name, key: item.key, description, held: item.held, pending }
+            ServerItem {
+                kind: item.kind.label().into(),
+                name,
+                key: item.key,
+                description,
+                held: item.held,
+                pending,
+            }
         })
         .collect();
     Ok(ServerView { summary, tools, pending, health, oauth, items })

@@ -158,7 +158,6 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         item_conflicts,
         ..
     } = tenants::detail(&state, &managed).await?;
-    let kind = |kind: engine::store::items::ItemKind| kind.as_str().replace('_', " ");
     let TenantChoices { usable, tags: known_tags, shared_sources, default_tags, names } =
         tenants::choices(&state, &managed).await?;
     let name_of = |id: uuid::Uuid| names.get(&id).cloned().unwrap_or_else(|| id.to_string());
@@ -185,7 +184,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         items: items
             .into_iter()
             .map(|item| ItemView {
-                kind: kind(item.kind),
+                kind: item.kind.label().into(),
                 name: item.name,
                 source: item.source,
                 description: item.description,
@@ -194,7 +193,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
             .collect(),
         item_conflicts: item_conflicts
             .into_iter()
-            .map(|c| ItemConflictView { kind: kind(c.kind), name: c.exposed, servers: c.servers })
+            .map(|c| ItemConflictView { kind: c.kind.label().into(), name: c.exposed, servers: c.servers })
             .collect(),
         groups: groups
             .into_iter()
