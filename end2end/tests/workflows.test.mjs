@@ -358,8 +358,16 @@ test('configuration as code: export, edit, preview the changes, apply exactly wh
   await page.getByText('The document changed since this preview').waitFor();
   assert.ok(await page.getByRole('button', { name: 'Apply these changes' }).isDisabled());
   await editor.fill(exported.replace('name: Acme', 'name: Acme Renamed'));
+  // Until the server answers, the page says it is applying, never that it applied.
+  let answer;
+  const answered = new Promise((resolve) => { answer = resolve; });
+  await page.route('**/api/plan_document*', async (route) => { await answered; await route.continue(); });
   await page.getByRole('button', { name: 'Apply these changes' }).click();
+  await page.getByRole('status').filter({ hasText: 'Applying the changes…' }).waitFor();
+  assert.equal(await page.getByText('Applied 1 change.').count(), 0, 'the page said applied before the server answered');
+  answer();
   await page.getByText('Applied 1 change.').waitFor();
+  await page.unroute('**/api/plan_document*');
   // The tenant list shows the tools the live catalog counts, which reloads within moments.
   await open(page, toolgate, '/tenants');
   await eventually(page, () => page.getByRole('cell', { name: 'Acme Renamed' }).waitFor({ timeout: 5000 }), 'the renamed tenant never showed', 30_000);

@@ -110,8 +110,14 @@ pub fn ConfigPage() -> impl IntoView {
             <ErrorNote error=action_error(plan) />
         </section>
         {move || {
-            let changes = plan.value().get().and_then(Result::ok)?;
             let (document, applied) = planned.get()?;
+            // The last outcome stays in `plan.value()` until the next arrives: while a request
+            // is in flight, say what it does, never the outcome of the one before.
+            if plan.pending().get() {
+                let doing = if applied { "Applying the changes…" } else { "Previewing the changes…" };
+                return Some(view! { <section class="card plan"><p class="notice" role="status">{doing}</p></section> }.into_any());
+            }
+            let changes = plan.value().get().and_then(Result::ok)?;
             // Apply applies exactly what was previewed: an edit since asks for a new preview.
             let edited = Memo::new(move |_| text.read().as_str() != document);
             let summary = match (applied, changes.len()) {
@@ -137,7 +143,7 @@ pub fn ConfigPage() -> impl IntoView {
                         </div>
                     })}
                 </section>
-            })
+            }.into_any())
         }}
     }
 }
