@@ -6,11 +6,17 @@
 //! era), registered with the prefix "" so that their names reach the suite unchanged. What
 //! Toolgate is expected to fail, and why: `tests/conformance/expected-failures.yml`; the suite
 //! fails on any other failure and on any expected one that passes.
+//!
+//! Its client auth scenarios (0.2.0-alpha.12) judge Toolgate as an upstream's OAuth client: each
+//! starts a protected server and its authorization server, and `oauth-upstream-client.mjs`
+//! registers the server in a running `toolgate serve`, authorizes it as its owner would in the
+//! browser, and runs its tool.
 
 mod common;
 
-use common::{TestApp, tenant_key, venv_program_of};
-use engine::model::Name;
+use common::{PASSWORD, TestApp, tenant_key, venv_program_of};
+use engine::admin::{self, Password, Role, Username};
+use engine::model::{Name, TenantSlug};
 use engine::store::servers::ServerConfig;
 use engine::store::{self, Actor};
 use sqlx::PgPool;
@@ -55,4 +61,89 @@ async fn the_conformance_suites_server_scenarios_pass(pool: PgPool) {
     ] {
         assert!(stdout.contains(scenario), "{scenario} did not run:\n{stdout}");
     }
+}
+
+/// The client auth scenarios the specification revision `revision` requires (its frozen
+/// requirements file, `client:` list).
+fn required_auth_scenarios(revision: &str) -> Vec<String> {
+    let path = format!("{SUITE}/node_modules/conformance-client/requirements/{revision}.yaml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let client = text.split("\nclient:\n").nth(1).unwrap_or_else(|| panic!("{path} has no client list"));
+    let listed = client.lines().map_while(|line| line.strip_prefix("  - "));
+    listed.filter(|scenario| scenario.starts_with("auth/")).map(str::to_string).collect()
+}
+
+/// Runs the client auth scenarios `revision` requires, at its wire version, against Toolgate
+/// as the OAuth client: each scenario is a run of the suite, all at once.
+async fn client_auth_scenarios(pool: PgPool, revision: &str) {
+    let toolgate = common::start_process("serve", &pool);
+    let acme = TenantSlug::parse("acme").unwrap();
+    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    let owner = Username::parse("olive").unwrap();
+    admin::create(&pool, &owner, Role::Owner, &Password::parse(PASSWORD.into()).unwrap()).await.unwrap();
+    let token = common::admin_token(&pool, "conformance").await;
+    let login = reqwest::Client::new()
+        .post(format!("{}/api/login", toolgate.url))
+        .header("origin", &toolgate.url)
+        .form(&[("username", "olive"), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert!(login.status().is_success(), "{:?}", login.text().await);
+    let cookie: Vec<&str> = login
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|value| value.to_str().ok()?.split(';').next())
+        .collect();
+    let cookie = cookie.join("; ");
+
+    let results = std::env::temp_dir().join(format!("toolgate-conformance-client-{}", uuid::Uuid::new_v4()));
+    let scenarios = required_auth_scenarios(revision);
+    assert!(scenarios.len() >= 14, "{scenarios:?}");
+    let runs = scenarios.iter().map(|scenario| {
+        Command::new(format!("{SUITE}/node_modules/.bin/node"))
+            .arg(format!("{SUITE}/node_modules/conformance-client/dist/index.js"))
+            .args(["client", "--scenario", scenario, "--spec-version", revision])
+            .args(["--command", &format!("{SUITE}/node_modules/.bin/node {SUITE}/oauth-upstream-client.mjs")])
+            .args(["--expected-failures", &format!("{SUITE}/expected-failures.yml")])
+            .arg("--output-dir")
+            .arg(&results)
+            .envs([
+                ("TOOLGATE_URL", toolgate.url.as_str()),
+                ("TOOLGATE_TOKEN", &token),
+                ("TOOLGATE_COOKIE", &cookie),
+                ("TOOLGATE_TENANT", "acme"),
+            ])
+            .output()
+    });
+    let outputs = futures::future::join_all(runs).await;
+    let _ = std::fs::remove_dir_all(&results);
+    let failed: Vec<String> = scenarios
+        .iter()
+        .zip(outputs)
+        .filter_map(|(scenario, output)| {
+            let output = output.unwrap();
+            let (stdout, stderr) =
+                (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+            (!output.status.success()).then(|| format!("{scenario}:\n{stdout}\n{stderr}"))
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} scenarios failed:\n{}\n{}",
+        failed.len(),
+        failed.join("\n"),
+        toolgate.log()
+    );
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_conformance_suites_client_auth_scenarios_pass_on_2025_11_25(pool: PgPool) {
+    client_auth_scenarios(pool, "2025-11-25").await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_conformance_suites_client_auth_scenarios_pass_on_2026_07_28(pool: PgPool) {
+    client_auth_scenarios(pool, "2026-07-28").await;
 }

@@ -5,8 +5,8 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use rmcp::model::ProtocolVersion;
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, Peer, RoleClient};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient};
+use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 
@@ -145,10 +145,17 @@ where
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         legacy_version: Some(ProtocolVersion::V_2025_11_25),
     };
-    handler
-        .serve_with_lifecycle(transport, lifecycle)
-        .await
-        .map_err(|e| UpstreamError::Initialise(e.to_string()))
+    handler.serve_with_lifecycle(transport, lifecycle).await.map_err(|e| match refusal(&e) {
+        Some(challenge) => UpstreamError::TokenRefused(challenge),
+        None => UpstreamError::Initialise(e.to_string()),
+    })
+}
+
+/// The server's challenge, when it refused the lifecycle's request for its token.
+fn refusal(err: &ClientInitializeError) -> Option<String> {
+    let ClientInitializeError::TransportError { error, .. } = err else { return None };
+    let http = error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>()?;
+    http.auth_challenge().map(str::to_string)
 }
 
 /// Whether the server speaks revision 2026-07-28 or later on this connection: it then sends

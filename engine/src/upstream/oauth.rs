@@ -1,7 +1,7 @@
 //! Toolgate as the OAuth client of protected upstream servers, through rmcp's `auth`: discovery
-//! (protected resource metadata, then the authorization server's), the client (one the admin
-//! registered, Toolgate's Client ID Metadata Document, or dynamic registration, kept per
-//! server), the authorization code flow with PKCE and `resource`, and the tokens of each
+//! (from the server's challenge: protected resource metadata, then the authorization
+//! server's), the client (one the admin registered, Toolgate's Client ID Metadata Document, or
+//! dynamic registration, kept per server), the authorization code flow with PKCE and `resource`, and the tokens of each
 //! stored authorization, refreshed before they expire and once when the server refuses one.
 //!
 //! An authorization is started in a browser ([`begin`]), where the provider sends the person
@@ -17,6 +17,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use oauth2::TokenResponse;
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
+use rmcp::model::ProtocolVersion;
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationMetadataSource,
     AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, CredentialRefreshGuard,
@@ -81,13 +84,44 @@ fn provider(err: AuthError) -> AuthorizeError {
     AuthorizeError::Provider(err.to_string())
 }
 
-/// An rmcp manager for the provider of the server at `url`, found by discovery, and the
-/// provider's metadata.
+/// What the server at `url` answers a client without a token: its `WWW-Authenticate`
+/// challenge to an `initialize`, the request every MCP client sends first. It may point to
+/// metadata found nowhere else and names the scope to ask for; a server that lets `initialize`
+/// through (and challenges only later requests) gives none.
+async fn challenge(url: &str) -> Result<Option<String>, AuthError> {
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": ProtocolVersion::LATEST_WITH_INITIALIZE,
+            "capabilities": {},
+            "clientInfo": {"name": "Toolgate", "version": env!("CARGO_PKG_VERSION")},
+        },
+    });
+    let response = reqwest::Client::new()
+        .post(url)
+        .header(ACCEPT, "application/json, text/event-stream")
+        .header(CONTENT_TYPE, "application/json")
+        .timeout(Duration::from_secs(10))
+        .body(initialize.to_string())
+        .send()
+        .await?;
+    if response.status() != StatusCode::UNAUTHORIZED {
+        return Ok(None);
+    }
+    let challenges: Vec<&str> =
+        response.headers().get_all(WWW_AUTHENTICATE).iter().filter_map(|value| value.to_str().ok()).collect();
+    let pointing = challenges.iter().find(|challenge| challenge.contains("resource_metadata"));
+    Ok(pointing.or(challenges.first()).map(|challenge| challenge.to_string()))
+}
+
+/// An rmcp manager for the provider of the server at `url`, found by discovery from the
+/// server's challenge, and the provider's metadata.
 async fn discover(url: &str) -> Result<(AuthorizationManager, AuthorizationMetadata), AuthError> {
     // Upstream servers, and their providers, are often on private networks; link-local and
     // other reserved addresses stay refused.
     let mut manager = AuthorizationManager::new_allowing_private_addresses(url).await?;
-    let resolution = manager.resolve_metadata().await?;
+    let challenge = challenge(url).await?;
+    let resolution = manager.resolve_metadata_from_challenge(challenge.as_deref()).await?;
     if resolution.source == AuthorizationMetadataSource::LegacyEndpointFallback {
         return Err(AuthError::AuthorizationFailed(format!(
             "`{url}` publishes no OAuth metadata (RFC 9728 protected resource metadata, or RFC 8414)"
@@ -136,7 +170,9 @@ pub async fn begin(
     }
     let callback = callback_url(base);
     let current_issuer = metadata.issuer.clone();
+    // Unless the admin named scopes: the challenge's, else all the server's metadata lists.
     let mut request = AuthorizationRequest::new(&callback)
+        .with_initial_scope_selection()
         .with_client_name("Toolgate")
         // A loopback callback is a native app's; anything else is a web server's.
         .with_application_type(if callback.starts_with("https://") { "web" } else { "native" });

@@ -286,6 +286,23 @@ impl Slot {
                     self.cancel.cancelled().await;
                     break;
                 }
+                Err(UpstreamError::TokenRefused(challenge))
+                    if let Credential::OAuth { id, .. } = endpoint.credential =>
+                {
+                    // Retrying cannot help: the configuration change that marking it brings
+                    // starts this connection again, to wait for the authorization.
+                    let reason = format!("the server refused its token, even refreshed ({challenge})");
+                    tracing::warn!(servers = %self.label(), %reason, "upstream connection refused its token");
+                    if let Err(err) = crate::store::authorizations::lost(&self.pool, id, &reason).await {
+                        tracing::warn!(servers = %self.label(), error = %err, "the authorization could not be marked");
+                    }
+                    self.set(|s| {
+                        s.fail(reason);
+                        s.status = ConnectionStatus::NeedsAuthorization;
+                    });
+                    self.cancel.cancelled().await;
+                    break;
+                }
                 Err(err @ UpstreamError::NotAllowed(_)) => {
                     // Nothing to retry: the program stays refused until the server is changed
                     // (a new connection) or Toolgate restarts with another list.
