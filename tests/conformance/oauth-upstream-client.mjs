@@ -100,18 +100,21 @@ async function call() {
   return `\`${name}_test-tool\` was never listed`;
 }
 
-/** Whether the server's page asks for the authorization to be given again. */
-async function needsAuthorization() {
+/** The authorization the server's page asks to be given again, if any. */
+async function needingAuthorization() {
   const listed = await admin('GET', `/servers/${name}/authorizations`);
-  return listed.body.every((authorization) => authorization.status !== 'active');
+  return listed.body.find((authorization) => authorization.status !== 'active');
 }
 
 if (oauth.grant !== 'client_credentials') await authorize();
 let answer = await call();
 // As a person does when the server's page says its authorization must be given again (its
-// token refused, its provider moved): authorized again, at most twice.
-for (let again = 0; again < 2 && answer?.status !== 'ok' && (await needsAuthorization()); again++) {
-  console.error(`the call answered ${JSON.stringify(answer)}: authorizing again`);
+// token refused, a scope wanted, its provider moved): authorized again, at most twice.
+for (let again = 0; again < 2 && answer?.status !== 'ok'; again++) {
+  const lost = await needingAuthorization();
+  if (!lost) break;
+  if (!lost.reason) fail(`the page says the authorization must be given again, but not why: ${JSON.stringify(lost)}`);
+  console.error(`the call answered ${JSON.stringify(answer)}; authorizing again, as ${lost.reason} (asking for ${lost.wanted_scopes.join(' ') || 'the usual scopes'})`);
   await authorize();
   answer = await call();
 }

@@ -51,6 +51,9 @@ pub struct Authorization {
     pub authorized_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339::option")]
     pub refreshed_at: Option<OffsetDateTime>,
+    /// The scopes the next authorization asks for, the server having wanted one its token
+    /// lacked (empty: the usual ones).
+    pub wanted_scopes: Vec<String>,
 }
 
 /// Whose authorization: the shared one, a tenant's, or a person's.
@@ -87,7 +90,7 @@ async fn select(
         Authorization,
         r#"select a.id, s.name as server, t.slug as "tenant?", u.username as "account?",
                   a.status as "status: Status", a.reason, a.expires_at, a.authorized_by, a.authorized_at,
-                  a.refreshed_at
+                  a.refreshed_at, a.wanted_scopes
            from mcp_authorization a
            join source s on s.id = a.source_id
            left join tenant t on t.id = a.tenant_id
@@ -153,12 +156,25 @@ pub(crate) async fn refreshed(
 
 /// Marks an authorization as needing a new one, for `reason`, and tells every gateway.
 pub(crate) async fn lost(pool: &PgPool, id: Uuid, reason: &str) -> Result<()> {
+    mark_lost(pool, id, reason, None).await
+}
+
+/// Marks an authorization as needing a new one that asks for `scopes` (the server wants a
+/// scope its token lacks), and tells every gateway.
+pub(crate) async fn wants_scopes(pool: &PgPool, id: Uuid, reason: &str, scopes: &[String]) -> Result<()> {
+    mark_lost(pool, id, reason, Some(scopes)).await
+}
+
+async fn mark_lost(pool: &PgPool, id: Uuid, reason: &str, scopes: Option<&[String]>) -> Result<()> {
     let mut tx = pool.begin().await?;
     let changed = sqlx::query!(
-        "update mcp_authorization set credentials = null, status = 'needs_authorization', reason = $2
+        "update mcp_authorization
+         set credentials = null, status = 'needs_authorization', reason = $2,
+             wanted_scopes = coalesce($3, wanted_scopes)
          where id = $1 and status = 'active'",
         id,
         reason,
+        scopes as Option<&[String]>,
     )
     .execute(&mut *tx)
     .await?
@@ -168,6 +184,22 @@ pub(crate) async fn lost(pool: &PgPool, id: Uuid, reason: &str) -> Result<()> {
     }
     tracing::warn!(authorization = %id, %reason, "an upstream authorization needs to be given again");
     notify_and_commit(tx, "authorization").await
+}
+
+/// The scopes `owner`'s authorization of the server must ask for, the server having wanted
+/// more than an earlier one was granted: none, usually.
+pub(crate) async fn wanted_scopes(pool: &PgPool, source_id: Uuid, owner: Owner) -> Result<Vec<String>> {
+    let (tenant, account) = owner.columns();
+    Ok(sqlx::query_scalar!(
+        "select wanted_scopes from mcp_authorization
+         where source_id = $1 and tenant_id is not distinct from $2 and account_id is not distinct from $3",
+        source_id,
+        tenant,
+        account,
+    )
+    .fetch_optional(pool)
+    .await?
+    .unwrap_or_default())
 }
 
 /// Stores what an authorization (or a client credentials exchange) gave: the owner's

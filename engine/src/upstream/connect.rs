@@ -7,7 +7,7 @@ use std::time::Duration;
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient};
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::{DynamicTransportError, StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 
 use super::handler::Handler;
@@ -154,6 +154,12 @@ where
 /// The server's challenge, when it refused the lifecycle's request for its token.
 fn refusal(err: &ClientInitializeError) -> Option<String> {
     let ClientInitializeError::TransportError { error, .. } = err else { return None };
+    challenge_of(error)
+}
+
+/// The server's challenge, when it refused a request for its token (401, or 403 for want of
+/// scope).
+pub(super) fn challenge_of(error: &DynamicTransportError) -> Option<String> {
     let http = error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>()?;
     http.auth_challenge().map(str::to_string)
 }

@@ -26,6 +26,7 @@ use rmcp::model::{
     RequestMetaObject, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::{Peer, RoleClient, ServiceError};
+use rmcp::transport::DynamicTransportError;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
@@ -255,6 +256,15 @@ fn http_error(err: StreamableHttpError<reqwest::Error>) -> ServiceError {
             ServiceError::TransportClosed
         }
         StreamableHttpError::ResponseBodyTooLarge { .. } => ServiceError::TransportClosed,
+        // As rmcp's client reports it: the connection then marks the authorization.
+        refused @ (StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_)) => {
+            let id = std::any::TypeId::of::<DirectCalls>();
+            ServiceError::TransportSend(DynamicTransportError::from_parts(
+                "direct call",
+                id,
+                Box::new(refused),
+            ))
+        }
         other => failed(other.to_string()),
     }
 }

@@ -521,6 +521,10 @@ impl Inner {
             updates: self.updates.clone(),
             id: Slot::next_id(),
             subscribed: tokio::sync::Mutex::default(),
+            authorization: match key.endpoint.credential {
+                Credential::OAuth { id, .. } => Some((id, key.endpoint.url.clone().unwrap_or_default())),
+                _ => None,
+            },
         });
         tokio::spawn(slot.clone().run(key.endpoint.clone()));
         slot

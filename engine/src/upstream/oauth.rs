@@ -1,8 +1,10 @@
 //! Toolgate as the OAuth client of protected upstream servers, through rmcp's `auth`: discovery
 //! (from the server's challenge: protected resource metadata, then the authorization
 //! server's), the client (one the admin registered, Toolgate's Client ID Metadata Document, or
-//! dynamic registration, kept per server), the authorization code flow with PKCE and `resource`, and the tokens of each
-//! stored authorization, refreshed before they expire and once when the server refuses one.
+//! dynamic registration, kept per server), the authorization code flow with PKCE and
+//! `resource`, and the tokens of each stored authorization, refreshed before they expire and
+//! once when the server refuses one; a server refusing one still, or wanting a scope it lacks,
+//! needs the authorization given again ([`refused`]).
 //!
 //! An authorization is started in a browser ([`begin`]), where the provider sends the person
 //! back to Toolgate's callback ([`finish`]), which must be the same browser session. The PKCE
@@ -24,7 +26,7 @@ use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationMetadataSource,
     AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, CredentialRefreshGuard,
     CredentialStore, InMemoryCredentialStore, InMemoryStateStore, OAuthClientConfig, StateStore,
-    StoredAuthorizationState, StoredCredentials,
+    StoredAuthorizationState, StoredCredentials, WWWAuthenticateParams,
 };
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -85,10 +87,15 @@ fn provider(err: AuthError) -> AuthorizeError {
 }
 
 /// What the server at `url` answers a client without a token: its `WWW-Authenticate`
-/// challenge to an `initialize`, the request every MCP client sends first. It may point to
-/// metadata found nowhere else and names the scope to ask for; a server that lets `initialize`
-/// through (and challenges only later requests) gives none.
+/// challenge to the request Toolgate opens a connection with (`server/discover`, then
+/// `initialize` for a server of the handshake era). It may point to metadata found nowhere else
+/// and names the scope to ask for; a server that lets both through gives none.
 async fn challenge(url: &str) -> Result<Option<String>, AuthError> {
+    let latest = ProtocolVersion::LATEST.to_string();
+    let discover = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "server/discover",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": latest}},
+    });
     let initialize = json!({
         "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {
@@ -97,21 +104,25 @@ async fn challenge(url: &str) -> Result<Option<String>, AuthError> {
             "clientInfo": {"name": "Toolgate", "version": env!("CARGO_PKG_VERSION")},
         },
     });
-    let response = reqwest::Client::new()
-        .post(url)
-        .header(ACCEPT, "application/json, text/event-stream")
-        .header(CONTENT_TYPE, "application/json")
-        .timeout(Duration::from_secs(10))
-        .body(initialize.to_string())
-        .send()
-        .await?;
-    if response.status() != StatusCode::UNAUTHORIZED {
-        return Ok(None);
+    let http = reqwest::Client::new();
+    for (request, version) in [(discover, Some(latest.as_str())), (initialize, None)] {
+        let mut post = http
+            .post(url)
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .timeout(Duration::from_secs(10));
+        if let Some(version) = version {
+            post = post.header("mcp-protocol-version", version);
+        }
+        let response = post.body(request.to_string()).send().await?;
+        if response.status() == StatusCode::UNAUTHORIZED {
+            let challenges: Vec<&str> =
+                response.headers().get_all(WWW_AUTHENTICATE).iter().filter_map(|v| v.to_str().ok()).collect();
+            let pointing = challenges.iter().find(|challenge| challenge.contains("resource_metadata"));
+            return Ok(pointing.or(challenges.first()).map(|challenge| challenge.to_string()));
+        }
     }
-    let challenges: Vec<&str> =
-        response.headers().get_all(WWW_AUTHENTICATE).iter().filter_map(|value| value.to_str().ok()).collect();
-    let pointing = challenges.iter().find(|challenge| challenge.contains("resource_metadata"));
-    Ok(pointing.or(challenges.first()).map(|challenge| challenge.to_string()))
+    Ok(None)
 }
 
 /// An rmcp manager for the provider of the server at `url`, found by discovery from the
@@ -170,14 +181,18 @@ pub async fn begin(
     }
     let callback = callback_url(base);
     let current_issuer = metadata.issuer.clone();
-    // Unless the admin named scopes: the challenge's, else all the server's metadata lists.
+    // Unless the admin named scopes, or the server wanted more than an earlier authorization
+    // was granted: the challenge's, else all the server's metadata lists.
     let mut request = AuthorizationRequest::new(&callback)
         .with_initial_scope_selection()
         .with_client_name("Toolgate")
         // A loopback callback is a native app's; anything else is a web server's.
         .with_application_type(if callback.starts_with("https://") { "web" } else { "native" });
+    let wanted = authorizations::wanted_scopes(pool, source_id, owner).await?;
     if !server.scopes.is_empty() {
         request = request.with_scopes(server.scopes.clone());
+    } else if !wanted.is_empty() {
+        request = request.with_scopes(wanted);
     }
     let registered = server.registered.as_ref().filter(|registered| {
         current_issuer.as_deref() == Some(registered.issuer.as_str()) && registered.redirect_uri == callback
@@ -234,6 +249,49 @@ pub async fn begin(
     };
     authorizations::start_flow(pool, secrets, &state_param, &flow).await?;
     Ok(Begun::Browser(url))
+}
+
+/// Marks authorization `id` of the server at `url` as needing to be given again, the server
+/// having refused its token with `challenge` (a 401 even after a refresh, or a 403). For want
+/// of scope, every later authorization asks for the scopes granted and the one the server
+/// wants (SEP-2350). Why, as the server's page says it.
+pub(super) async fn refused(
+    pool: &PgPool,
+    secrets: &SecretBox,
+    url: &str,
+    id: Uuid,
+    challenge: &str,
+) -> String {
+    let params =
+        url::Url::parse(url).map(|base| WWWAuthenticateParams::parse(challenge, &base)).unwrap_or_default();
+    let insufficient = params.is_insufficient_scope();
+    let (reason, marked) = match params.scope.filter(|_| insufficient) {
+        Some(scope) => {
+            let reason =
+                format!("the server wants the scope `{scope}`, which its token lacks: authorize it again");
+            let marked = async {
+                let stored = authorizations::credentials(pool, secrets, id).await?;
+                let granted = stored.and_then(|json| serde_json::from_str::<StoredCredentials>(&json).ok());
+                let mut wanted = granted.map(|credentials| credentials.granted_scopes).unwrap_or_default();
+                wanted.extend(scope.split_whitespace().map(str::to_string));
+                wanted.sort();
+                wanted.dedup();
+                authorizations::wants_scopes(pool, id, &reason, &wanted).await
+            };
+            let marked = marked.await;
+            (reason, marked)
+        }
+        None => {
+            let reason = format!("the server refused its token, even refreshed ({challenge})");
+            let marked = authorizations::lost(pool, id, &reason).await;
+            (reason, marked)
+        }
+    };
+    tracing::warn!(authorization = %id, %reason, "an upstream server refused its token");
+    if let Err(err) = marked {
+        tracing::warn!(authorization = %id, error = %err, "the authorization could not be marked");
+    }
+    reason
 }
 
 /// Whether the provider takes Client ID Metadata Documents as client ids.

@@ -23,10 +23,10 @@ use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::connect::{MAX_ANSWER, connect, is_stateless};
+use super::connect::{MAX_ANSWER, challenge_of, connect, is_stateless};
 use super::direct::DirectCalls;
 use super::handler::{Handler, token_key};
-use super::oauth::Token;
+use super::oauth::{self, Token};
 use super::{ConnectionStatus, UpstreamConfig, UpstreamError};
 use crate::catalog::CatalogTool;
 use crate::exec::ResourceUpdated;
@@ -79,6 +79,8 @@ pub(super) struct Slot {
     /// The resources subscribed to through this connection, with how many subscriptions
     /// hold each; a new connection subscribes to them again.
     pub(super) subscribed: tokio::sync::Mutex<HashMap<String, usize>>,
+    /// The OAuth authorization whose token the connection carries, and the server's URL.
+    pub(super) authorization: Option<(Uuid, String)>,
 }
 
 /// A server using a pooled connection.
@@ -286,16 +288,10 @@ impl Slot {
                     self.cancel.cancelled().await;
                     break;
                 }
-                Err(UpstreamError::TokenRefused(challenge))
-                    if let Credential::OAuth { id, .. } = endpoint.credential =>
-                {
+                Err(UpstreamError::TokenRefused(challenge)) if self.authorization.is_some() => {
                     // Retrying cannot help: the configuration change that marking it brings
                     // starts this connection again, to wait for the authorization.
-                    let reason = format!("the server refused its token, even refreshed ({challenge})");
-                    tracing::warn!(servers = %self.label(), %reason, "upstream connection refused its token");
-                    if let Err(err) = crate::store::authorizations::lost(&self.pool, id, &reason).await {
-                        tracing::warn!(servers = %self.label(), error = %err, "the authorization could not be marked");
-                    }
+                    let reason = self.refused(&challenge).await;
                     self.set(|s| {
                         s.fail(reason);
                         s.status = ConnectionStatus::NeedsAuthorization;
@@ -534,6 +530,7 @@ impl Slot {
             Err(ServiceError::McpError(error)) => {
                 Err(ToolError::tool(format!("MCP server `{server}` refused: {}", error.message)))
             }
+            Err(err) if let Some(refusal) = self.refusal(server, &err).await => Err(refusal),
             Err(err) if is_transport(&err) => {
                 self.lose(connection, format!("a request found the connection broken: {err}"));
                 Err(ToolError::tool(format!("MCP server `{server}` dropped the connection before answering")))
@@ -598,6 +595,22 @@ impl Slot {
                 tracing::warn!(servers = %self.label(), %uri, "could not subscribe again to a resource");
             }
         }
+    }
+
+    /// The server refused this connection's token with `challenge`: its authorization is
+    /// marked as needing to be given again. Why, as the server's page says it.
+    async fn refused(&self, challenge: &str) -> String {
+        match &self.authorization {
+            Some((id, url)) => oauth::refused(&self.pool, &self.secrets, url, *id, challenge).await,
+            None => format!("the server refused the connection's credentials ({challenge})"),
+        }
+    }
+
+    /// What a request the server refused for its token answers the caller.
+    async fn refusal(&self, server: &str, err: &ServiceError) -> Option<ToolError> {
+        let ServiceError::TransportSend(error) = err else { return None };
+        let challenge = challenge_of(error).filter(|_| self.authorization.is_some())?;
+        Some(ToolError::tool(format!("MCP server `{server}`: {}", self.refused(&challenge).await)))
     }
 
     /// Takes connection `connection` down for `reason` if it is still the current one (a newer
@@ -698,6 +711,9 @@ impl Slot {
             Ok(other) => Err(ToolError::internal(format!("unexpected answer to tools/call: {other:?}"))),
             Err(err) => {
                 tracing::warn!(%server, error = %err, "upstream call failed");
+                if let Some(refusal) = self.refusal(server, &err).await {
+                    return Err(refusal);
+                }
                 if is_transport(&err) {
                     self.lose(connection, format!("a call found the connection broken: {err}"));
                     return Err(ToolError::tool(format!(

@@ -56,6 +56,8 @@ pub struct AuthorizationRow {
     pub whose: String,
     pub status: String,
     pub reason: Option<String>,
+    /// The scopes the next authorization asks for, when the server wanted more.
+    pub wanted_scopes: Option<String>,
     pub expires: String,
     pub by: String,
     pub at: String,
@@ -195,6 +197,7 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
                 },
                 status: a.status.label().into(),
                 reason: a.reason.clone(),
+                wanted_scopes: (!a.wanted_scopes.is_empty()).then(|| a.wanted_scopes.join(" ")),
                 expires: a.expires_at.map_or_else(|| "not said".into(), crate::server::minute),
                 by: a.authorized_by.clone(),
                 at: crate::server::minute(a.authorized_at),
@@ -234,7 +237,11 @@ fn oauth_card(oauth: OAuthView, forget: Callback<String>) -> AnyView {
                 view! {
                     <tr>
                         <td>{a.whose.clone()}</td>
-                        <td><StatusBadge status=a.status /> {a.reason.map(|reason| view! { <span class="small muted">" " {reason}</span> })}</td>
+                        <td>
+                            <StatusBadge status=a.status />
+                            {a.reason.map(|reason| view! { <span class="small muted">" " {reason}</span> })}
+                            {a.wanted_scopes.map(|scopes| view! { <span class="small wanted-scopes">" Authorizing asks for " <code>{scopes}</code></span> })}
+                        </td>
                         <td>{a.expires}</td>
                         <td>{a.by}</td>
                         <td class="small">{a.at}</td>
