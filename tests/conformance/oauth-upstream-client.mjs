@@ -9,7 +9,7 @@
 // Environment: TOOLGATE_URL, TOOLGATE_TOKEN (an admin API token), TOOLGATE_COOKIE (the session
 // of an owner signed in to the panel: scenarios run in parallel, and parallel sign-ins of one
 // account count as guesses), TOOLGATE_TENANT; the suite's MCP_CONFORMANCE_SCENARIO and
-// MCP_CONFORMANCE_CONTEXT (a pre-registered client, or client credentials).
+// MCP_CONFORMANCE_CONTEXT (a pre-registered client).
 
 import { randomBytes } from 'node:crypto';
 
@@ -35,14 +35,15 @@ async function admin(method, path, body) {
   return { status: response.status, body: text ? JSON.parse(text) : null };
 }
 
-/** A browser: cookies kept, redirects followed by hand. */
+/** A browser's navigations: Toolgate's cookies kept for Toolgate alone, redirects followed. */
 class Browser {
   cookies = new Map();
 
-  async request(url, init = {}) {
-    const headers = { ...init.headers, origin: base, cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
-    const response = await fetch(url, { ...init, headers, redirect: 'manual' });
-    for (const line of response.headers.getSetCookie()) {
+  async get(url) {
+    const ours = new URL(url).origin === base;
+    const cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    const response = await fetch(url, { headers: ours ? { cookie } : {}, redirect: 'manual' });
+    for (const line of ours ? response.headers.getSetCookie() : []) {
       const [pair] = line.split(';');
       const at = pair.indexOf('=');
       this.cookies.set(pair.slice(0, at).trim(), pair.slice(at + 1).trim());
@@ -53,7 +54,7 @@ class Browser {
   /** Follows `url` through redirects to the page it ends on. */
   async visit(url) {
     for (let hops = 0; hops < 20; hops++) {
-      const response = await this.request(url);
+      const response = await this.get(url);
       const location = response.headers.get('location');
       if (response.status < 300 || response.status >= 400 || !location) {
         return { url, status: response.status, body: await response.text() };
@@ -73,9 +74,6 @@ for (const pair of process.env.TOOLGATE_COOKIE.split('; ')) {
 const oauth = { mode: 'shared' };
 if (context.client_id) oauth.client_id = context.client_id;
 if (context.client_secret) oauth.client_secret = context.client_secret;
-if (context.client_secret && process.env.MCP_CONFORMANCE_SCENARIO.startsWith('auth/client-credentials')) {
-  oauth.grant = 'client_credentials';
-}
 const created = await admin('POST', '/servers', {
   name, transport: 'streamable_http', url: serverUrl, oauth, new_tools_enabled: true,
 });
@@ -106,7 +104,7 @@ async function needingAuthorization() {
   return listed.body.find((authorization) => authorization.status !== 'active');
 }
 
-if (oauth.grant !== 'client_credentials') await authorize();
+await authorize();
 let answer = await call();
 // As a person does when the server's page says its authorization must be given again (its
 // token refused, a scope wanted, its provider moved): authorized again, at most twice.

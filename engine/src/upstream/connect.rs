@@ -146,19 +146,19 @@ where
         legacy_version: Some(ProtocolVersion::V_2025_11_25),
     };
     handler.serve_with_lifecycle(transport, lifecycle).await.map_err(|e| match refusal(&e) {
-        Some(challenge) => UpstreamError::TokenRefused(challenge),
+        Some(challenge) => UpstreamError::Refused(challenge),
         None => UpstreamError::Initialise(e.to_string()),
     })
 }
 
-/// The server's challenge, when it refused the lifecycle's request for its token.
+/// The server's challenge, when it refused the lifecycle's request for its credentials.
 fn refusal(err: &ClientInitializeError) -> Option<String> {
     let ClientInitializeError::TransportError { error, .. } = err else { return None };
     challenge_of(error)
 }
 
-/// The server's challenge, when it refused a request for its token (401, or 403 for want of
-/// scope).
+/// The server's challenge, when it refused a request for its credentials (401, or 403 for want
+/// of scope).
 pub(super) fn challenge_of(error: &DynamicTransportError) -> Option<String> {
     let http = error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>()?;
     http.auth_challenge().map(str::to_string)

@@ -258,10 +258,10 @@ pub enum UpstreamError {
     /// The MCP lifecycle (`server/discover`, or the `initialize` handshake) failed.
     #[error("initialisation failed: {0}")]
     Initialise(String),
-    /// An OAuth server refused the connection's token (401, or 403 for want of scope), even
-    /// refreshed: the authorization must be given again.
-    #[error("the server refused its token ({0}): authorize it again on its page in the panel")]
-    TokenRefused(String),
+    /// The server refused the connection's credentials (401, or 403 for want of scope), with
+    /// this challenge; an OAuth token had been refreshed first.
+    #[error("the server refused its credentials: {0}")]
+    Refused(String),
     /// Connecting took longer than the connect timeout.
     #[error("no answer within {0:?}")]
     ConnectTimeout(Duration),

@@ -288,10 +288,10 @@ impl Slot {
                     self.cancel.cancelled().await;
                     break;
                 }
-                Err(UpstreamError::TokenRefused(challenge)) if self.authorization.is_some() => {
+                Err(UpstreamError::Refused(challenge)) if let Some((id, url)) = &self.authorization => {
                     // Retrying cannot help: the configuration change that marking it brings
                     // starts this connection again, to wait for the authorization.
-                    let reason = self.refused(&challenge).await;
+                    let reason = oauth::refused(&self.pool, &self.secrets, url, *id, &challenge).await;
                     self.set(|s| {
                         s.fail(reason);
                         s.status = ConnectionStatus::NeedsAuthorization;
@@ -597,20 +597,14 @@ impl Slot {
         }
     }
 
-    /// The server refused this connection's token with `challenge`: its authorization is
-    /// marked as needing to be given again. Why, as the server's page says it.
-    async fn refused(&self, challenge: &str) -> String {
-        match &self.authorization {
-            Some((id, url)) => oauth::refused(&self.pool, &self.secrets, url, *id, challenge).await,
-            None => format!("the server refused the connection's credentials ({challenge})"),
-        }
-    }
-
-    /// What a request the server refused for its token answers the caller.
+    /// What a request the server refused for this connection's OAuth token answers the
+    /// caller, once the authorization is marked as needing to be given again.
     async fn refusal(&self, server: &str, err: &ServiceError) -> Option<ToolError> {
-        let ServiceError::TransportSend(error) = err else { return None };
-        let challenge = challenge_of(error).filter(|_| self.authorization.is_some())?;
-        Some(ToolError::tool(format!("MCP server `{server}`: {}", self.refused(&challenge).await)))
+        let (Some((id, url)), ServiceError::TransportSend(error)) = (&self.authorization, err) else {
+            return None;
+        };
+        let reason = oauth::refused(&self.pool, &self.secrets, url, *id, &challenge_of(error)?).await;
+        Some(ToolError::tool(format!("MCP server `{server}`: {reason}")))
     }
 
     /// Takes connection `connection` down for `reason` if it is still the current one (a newer
