@@ -241,6 +241,31 @@ async fn a_tenant_cannot_override_a_tool_it_may_not_use_nor_learn_that_it_exists
     assert_eq!(overrides.iter().map(|o| o.tool_id).collect::<Vec<_>>(), [allowed]);
 }
 
+/// An override's description is capped as an upstream's is (an LLM reads it with every tool
+/// list): one over the cap is refused, saying the cap and its size; one at the cap is kept.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn an_override_description_longer_than_the_cap_is_refused(pool: PgPool) {
+    let services = services(&pool).await;
+    create_tenants(&pool, &["acme"]).await;
+    let echo = source(&pool, "up", None, "echo").await;
+    let root = Admin::signed_in("root", Scope::Everything);
+    let acme = root.tenant("acme").unwrap();
+    let cap = store::overrides::MAX_DESCRIPTION_BYTES;
+    let described =
+        |bytes: usize| OverrideInput { description: Some("é".repeat(bytes / 2)), ..Default::default() };
+
+    let refused = tenants::set_override(&services, &acme, echo, &described(cap + 2)).await.unwrap_err();
+    assert!(matches!(refused, engine::Error::Invalid(_)), "{refused:?}");
+    let said = refused.to_string();
+    assert!(
+        said.contains(&format!("at most {cap} bytes")) && said.contains(&format!("{} bytes", cap + 2)),
+        "{said}"
+    );
+    assert!(store::overrides::list(&pool, &TenantSlug::parse("acme").unwrap()).await.unwrap().is_empty());
+
+    tenants::set_override(&services, &acme, echo, &described(cap)).await.unwrap();
+}
+
 /// A tenant administrator's view of their tenant names only what its ceiling admits: the
 /// groups within it, the shared sources and tools the tenant may use (not another tenant's).
 /// An owner's names every group, shared source and tool, to choose a ceiling from.

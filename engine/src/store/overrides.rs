@@ -112,7 +112,20 @@ pub async fn get(db: &PgPool, slug: &TenantSlug, tool_id: Uuid) -> Result<Option
     Ok(fetch(db, tenant.id, tool_id).await?.map(Row::into_override))
 }
 
+/// The longest description an override may give, in bytes: what upstream descriptions are cut
+/// to by default, as an LLM reads it with every tool list.
+pub const MAX_DESCRIPTION_BYTES: usize = 8 * 1024;
+
 fn check(input: &OverrideInput) -> Result<()> {
+    if let Some(description) = &input.description
+        && description.len() > MAX_DESCRIPTION_BYTES
+    {
+        return Err(Error::Invalid(format!(
+            "a description is at most {MAX_DESCRIPTION_BYTES} bytes, as an LLM reads it with every tool list \
+             (this one is {} bytes)",
+            description.len()
+        )));
+    }
     if let Some(name) = &input.name
         && !naming::is_valid(name)
     {

@@ -190,7 +190,7 @@ pub(super) fn Overrides(
                     <input type="text" prop:value=move || form.read().timeout_ms.clone() on:input=edit(|f, v| f.timeout_ms = v) />
                 </label>
                 <label class="wide">
-                    "Description (empty = the tool's)"
+                    "Description (empty = the tool's; at most 8 KiB, as an LLM reads it with every tool list)"
                     <textarea
                         rows="2"
                         name="override-description"
