@@ -266,6 +266,32 @@ async fn an_override_description_longer_than_the_cap_is_refused(pool: PgPool) {
     tenants::set_override(&services, &acme, echo, &described(cap)).await.unwrap();
 }
 
+/// A rename to a name another of the tenant's tools goes by would take both out of its list:
+/// refused, naming the tool that has it; a tool keeps its own name.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn an_override_may_not_rename_a_tool_to_a_name_another_tool_has(pool: PgPool) {
+    let services = services(&pool).await;
+    create_tenants(&pool, &["acme"]).await;
+    source(&pool, "up", None, "echo").await;
+    let shout = source(&pool, "other", None, "shout").await;
+    let root = Admin::signed_in("root", Scope::Everything);
+    let acme = root.tenant("acme").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while tenants::detail(&services, &acme).await.unwrap().tools.len() < 2 {
+        assert!(Instant::now() < deadline, "the tools never reached the catalog");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let clash = OverrideInput { name: Some("up_echo".into()), ..Default::default() };
+    let refused = tenants::set_override(&services, &acme, shout, &clash).await.unwrap_err();
+    assert!(matches!(refused, engine::Error::Invalid(_)), "{refused:?}");
+    assert!(refused.to_string().contains("`up_echo` is the name of `echo` of server `up`"), "{refused}");
+    assert!(store::overrides::list(&pool, &TenantSlug::parse("acme").unwrap()).await.unwrap().is_empty());
+
+    let own = OverrideInput { name: Some("other_shout".into()), ..Default::default() };
+    tenants::set_override(&services, &acme, shout, &own).await.unwrap();
+}
+
 /// A tenant administrator's view of their tenant names only what its ceiling admits: the
 /// groups within it, the shared sources and tools the tenant may use (not another tenant's).
 /// An owner's names every group, shared source and tool, to choose a ceiling from.

@@ -212,8 +212,40 @@ pub async fn set_override(
     tool_id: Uuid,
     input: &OverrideInput,
 ) -> Result<Override> {
+    if let Some(name) = &input.name {
+        refuse_taken_name(services, tenant, tool_id, name)?;
+    }
     store::overrides::set(&services.pool, &services.secrets, tenant.actor(), tenant.slug(), tool_id, input)
         .await
+}
+
+/// A rename to a name another of the tenant's tools goes by (or that several already claim)
+/// would take both out of its list: refused, naming the tool that has it.
+fn refuse_taken_name(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+    tool_id: Uuid,
+    name: &str,
+) -> Result<()> {
+    let snapshot = services.catalog.snapshot();
+    let Some(view) = snapshot.tenant(tenant.slug().as_str()) else { return Ok(()) };
+    if let Some(other) = view.resolve(name).filter(|other| other.tool_id != tool_id) {
+        return Err(crate::Error::Invalid(format!(
+            "`{name}` is the name of `{}` of server `{}` for this tenant already: two tools of one name are \
+             both left out of its list; choose another",
+            other.upstream_name, other.source_name
+        )));
+    }
+    if view
+        .conflicts
+        .iter()
+        .any(|conflict| conflict.exposed_name == name && !conflict.tool_ids.contains(&tool_id))
+    {
+        return Err(crate::Error::Invalid(format!(
+            "`{name}` is claimed by several of this tenant's tools already, none of them served; choose another"
+        )));
+    }
+    Ok(())
 }
 
 /// Enables or disables `tools` for the tenant, each keeping the rest of its override (name,
