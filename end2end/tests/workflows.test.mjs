@@ -160,6 +160,19 @@ test('a group: saved clears the form, and deleting it first says what happens', 
   await page.getByRole('cell', { name: 'everything_echo' }).waitFor();
   assert.equal(await page.locator('input[name="group-name"]').inputValue(), '', 'a saved group leaves an empty form');
 
+  // A new group of an existing name is refused, the group kept; an edit is chosen on its row.
+  await page.locator('input[name="group-name"]').fill('talk');
+  await page.getByRole('button', { name: 'Save group' }).click();
+  await page.getByRole('alert').getByText('a group named `talk` exists already').waitFor();
+  await page.getByRole('cell', { name: 'everything_echo' }).waitFor();
+  await page.getByRole('row', { name: /talk/ }).getByRole('button', { name: 'Edit' }).click();
+  await page.getByRole('heading', { name: 'Edit the group talk' }).waitFor();
+  assert.ok(await page.locator('input[name="group-name"]').isDisabled(), 'an edit keeps the group\'s name');
+  await page.locator('input[name="group-description"]').fill('Say things');
+  await page.getByRole('button', { name: 'Save group' }).click();
+  await page.getByText('Say things').waitFor();
+  await page.getByRole('heading', { name: 'New group' }).waitFor();
+
   // The tenant page saves group choices like tags: with a button, and says so.
   await open(page, toolgate, '/tenants/acme');
   await page.locator('select[data-group="talk"]').selectOption('off');

@@ -56,6 +56,7 @@ pub async fn save_group(
     description: String,
     active_by_default: bool,
     tools: String,
+    create: bool,
 ) -> Result<(), PanelError> {
     use crate::server::{comma_list, owner, state};
     use engine::service::global;
@@ -67,7 +68,12 @@ pub async fn save_group(
         .map(|id| id.parse::<uuid::Uuid>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| PanelError::invalid("a member is not a tool id"))?;
-    global::put_group(&state, &owner, &name, description.trim(), active_by_default).await?;
+    // A new group never replaces one of the same name; an edit is chosen on the group's row.
+    if create {
+        global::create_group(&state, &owner, &name, description.trim(), active_by_default).await?;
+    } else {
+        global::put_group(&state, &owner, &name, description.trim(), active_by_default).await?;
+    }
     Ok(global::set_members(&state, &owner, &name, &members).await?)
 }
 
@@ -91,16 +97,23 @@ pub fn GroupsPage() -> impl IntoView {
     let active = RwSignal::new(true);
     let members = RwSignal::new(Vec::<String>::new());
     let tool_filter = RwSignal::new(String::new());
+    // Whether the form edits the group chosen below (its name fixed) or makes a new one.
+    let editing = RwSignal::new(false);
+    let new_group = move || {
+        editing.set(false);
+        name.set(String::new());
+        description.set(String::new());
+        active.set(true);
+        members.set(Vec::new());
+    };
     // A saved group leaves an empty form for the next one.
     Effect::new(move |_| {
         if saved.get() > 0 {
-            name.set(String::new());
-            description.set(String::new());
-            active.set(true);
-            members.set(Vec::new());
+            new_group();
         }
     });
     let edit = move |g: GroupRow| {
+        editing.set(true);
         name.set(g.name);
         description.set(g.description);
         active.set(g.active_by_default);
@@ -152,9 +165,12 @@ pub fn GroupsPage() -> impl IntoView {
                         }.into_any()
                     }}
                     <section class="card form-card">
-                        <h2>"Create or edit a group"</h2>
+                        <h2>{move || if editing.get() { format!("Edit the group {}", name.get()) } else { "New group".to_string() }}</h2>
+                        <Show when=move || editing.get()>
+                            <p><button type="button" class="link" on:click=move |_| new_group()>"Make a new group instead"</button></p>
+                        </Show>
                         <div class="form-grid">
-                            <label>"Name"<input type="text" name="group-name" prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) /></label>
+                            <label>"Name"<input type="text" name="group-name" prop:disabled=move || editing.get() prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) /></label>
                             <label>"Description"<input type="text" name="group-description" prop:value=move || description.get() on:input=move |ev| description.set(event_target_value(&ev)) /></label>
                             <label class="check">
                                 <input type="checkbox" prop:checked=move || active.get() on:change=move |ev| active.set(event_target_checked(&ev)) />
@@ -195,7 +211,7 @@ pub fn GroupsPage() -> impl IntoView {
                                 class="primary"
                                 disabled=move || save.pending().get()
                                 on:click=move |_| {
-                                    save.dispatch(SaveGroup { name: name.get(), description: description.get(), active_by_default: active.get(), tools: members.get().join(",") });
+                                    save.dispatch(SaveGroup { name: name.get(), description: description.get(), active_by_default: active.get(), tools: members.get().join(","), create: !editing.get() });
                                 }
                             >
                                 "Save group"

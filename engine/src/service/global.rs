@@ -61,6 +61,17 @@ pub async fn put_group(
     store::groups::put(&services.pool, owner.actor(), name, description, active_by_default).await
 }
 
+/// Creates the group; one of that name is refused, never changed.
+pub async fn create_group(
+    services: &Services,
+    owner: &Owner,
+    name: &Name,
+    description: &str,
+    active_by_default: bool,
+) -> Result<Group> {
+    store::groups::create(&services.pool, owner.actor(), name, description, active_by_default).await
+}
+
 pub async fn delete_group(services: &Services, owner: &Owner, name: &Name) -> Result<()> {
     store::groups::delete(&services.pool, owner.actor(), name).await
 }

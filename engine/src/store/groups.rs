@@ -57,6 +57,34 @@ pub async fn put(
     Ok(group)
 }
 
+/// Creates the group; one of that name is refused, never changed.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name))]
+pub async fn create(
+    pool: &PgPool,
+    actor: &Actor,
+    name: &Name,
+    description: &str,
+    active_by_default: bool,
+) -> Result<Group> {
+    let mut tx = pool.begin().await?;
+    let group = sqlx::query_as!(
+        Group,
+        "insert into tool_group (name, description, active_by_default) values ($1, $2, $3)
+         on conflict (name) do nothing
+         returning id, name, description, active_by_default",
+        name.as_str(),
+        description,
+        active_by_default,
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or_else(|| {
+        Error::Conflict(format!("a group named `{name}` exists already: choose Edit on its row to change it"))
+    })?;
+    commit(tx, actor, Change::new("create", "group", name).after(&group)).await?;
+    Ok(group)
+}
+
 /// Creates the group or updates it, unaudited (the caller's transaction records the change).
 pub(crate) async fn upsert(
     db: impl PgExecutor<'_>,
