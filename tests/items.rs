@@ -66,7 +66,11 @@ async fn prompts_and_resources_are_served_by_server_and_a_conflict_by_neither(po
     let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.clone());
     let counter = ListChangedCounter::default();
     let client = counter.clone().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
-    let capabilities = client.peer_info().unwrap().capabilities.clone();
+    let info = client.peer_info().unwrap();
+    let server = info.server_info.as_ref().expect("Toolgate names itself");
+    let named = (server.name.as_str(), server.version.as_str());
+    assert_eq!(named, ("toolgate", env!("CARGO_PKG_VERSION")), "Toolgate names itself, not its MCP library");
+    let capabilities = info.capabilities.clone();
     assert!(
         capabilities.prompts.is_some()
             && capabilities.resources.is_some()

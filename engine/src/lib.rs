@@ -33,6 +33,12 @@ pub mod upstream;
 
 pub use error::{Error, Missing, Result};
 
+/// How Toolgate names itself to MCP peers: to its clients as their server, to upstream servers
+/// as their client.
+pub fn implementation() -> rmcp::model::Implementation {
+    rmcp::model::Implementation::new("toolgate", env!("CARGO_PKG_VERSION")).with_title("Toolgate")
+}
+
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

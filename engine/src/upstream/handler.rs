@@ -73,15 +73,13 @@ impl Handler {
 /// Who Toolgate is to upstreams, and what it can answer them: sampling and elicitation, relayed
 /// to its callers, and apps, passed on to them.
 pub(super) fn client_config() -> ClientConfig {
-    let mut info = ClientConfig::default();
     #[allow(deprecated)]
     let capabilities = ClientCapabilities::builder()
         .enable_extensions_with(crate::catalog::apps::capability())
         .enable_sampling()
         .enable_elicitation()
         .build();
-    info.capabilities = capabilities;
-    info
+    ClientConfig::new(capabilities, crate::implementation())
 }
 
 impl ClientHandler for Handler {

@@ -101,7 +101,7 @@ async fn challenge(url: &str) -> Result<Option<String>, AuthError> {
         "params": {
             "protocolVersion": ProtocolVersion::LATEST_WITH_INITIALIZE,
             "capabilities": {},
-            "clientInfo": {"name": "Toolgate", "version": env!("CARGO_PKG_VERSION")},
+            "clientInfo": crate::implementation(),
         },
     });
     let http = reqwest::Client::new();

@@ -204,7 +204,7 @@ impl ServerHandler for Gateway {
             .enable_tools()
             .enable_tool_list_changed()
             .build();
-        ServerConfig::new(capabilities)
+        ServerConfig::new(capabilities).with_server_info(engine::implementation())
     }
 
     async fn initialize(
