@@ -48,7 +48,7 @@ test('register a server after testing its connection, and see its tools, escaped
   await page.getByRole('button', { name: 'Test connection' }).click();
   const tested = page.locator('p.notice.ok');
   await tested.waitFor();
-  assert.match(await tested.innerText(), /Connected to untrusted: 1 tools/);
+  assert.match(await tested.innerText(), /Connected to untrusted: 1 tool\./);
 
   await page.getByRole('button', { name: 'Register' }).click();
   await page.getByText('Registered untrusted.').waitFor();

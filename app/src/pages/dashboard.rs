@@ -9,7 +9,7 @@ use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use super::shell::MeResource;
-use super::ui::{StatusBadge, loaded};
+use super::ui::{StatusBadge, counted, loaded};
 use crate::error::PanelError;
 
 /// Calls, errors and latency of one tenant, server or tool.
@@ -185,7 +185,8 @@ fn chart(bars: &[Bar], heading: &str) -> AnyView {
             let x = i as f64 * step;
             let (all, failed) = (scale(bar.calls), scale(bar.errors));
             let base = HEIGHT - BOTTOM;
-            let tip = format!("{}: {} calls, {} errors", bar.start, bar.calls, bar.errors);
+            let tip =
+                format!("{}: {}, {}", bar.start, counted(bar.calls, "call"), counted(bar.errors, "error"));
             view! {
                 <g class="bar">
                     <title>{tip}</title>
@@ -212,9 +213,9 @@ fn chart(bars: &[Bar], heading: &str) -> AnyView {
             class="chart"
             viewBox=format!("0 0 {WIDTH} {HEIGHT}")
             role="img"
-            aria-label=format!("{total} calls and {errors} errors in {heading}")
+            aria-label=format!("{} and {} in {heading}", counted(total, "call"), counted(errors, "error"))
         >
-            <text class="tick" x="0" y="10">{format!("{} calls at most per bar", most as i64)}</text>
+            <text class="tick" x="0" y="10">{format!("{} at most per bar", counted(most as i64, "call"))}</text>
             {columns}
             {ticks}
         </svg>

@@ -7,7 +7,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ui::{ErrorNote, JsonBlock, StatusBadge, action_error, loaded, succeeded};
+use super::ui::{ErrorNote, JsonBlock, StatusBadge, action_error, counted, loaded, succeeded};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -322,7 +322,7 @@ pub fn ToolsPage() -> impl IntoView {
                             <option value="disabled">"Source disabled"</option>
                         </select>
                     </div>
-                    <p class="muted small">{move || format!("{} tools", shown().len())}</p>
+                    <p class="muted small">{move || counted(shown().len() as i64, "tool")}</p>
                     <Show when=move || !shown().is_empty() fallback=|| view! { <p class="muted">"No tool matches these filters."</p> }>
                     <div class="scroll">
                     <table class="grid">

@@ -235,3 +235,21 @@ pub fn loaded<T: Clone + Send + Sync + 'static, V: IntoView + 'static>(
         </Transition>
     }
 }
+
+/// `n` things, the noun in the plural unless `n` is one: "1 call", "3 calls", "0 errors".
+pub fn counted(n: i64, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counted;
+
+    #[test]
+    fn one_thing_is_singular_and_any_other_count_plural() {
+        assert_eq!(
+            [counted(1, "error"), counted(0, "error"), counted(2, "tool")],
+            ["1 error", "0 errors", "2 tools"]
+        );
+    }
+}

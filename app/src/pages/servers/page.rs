@@ -8,7 +8,9 @@ use serde_json::Value;
 
 use super::ServerSummary;
 use crate::error::PanelError;
-use crate::pages::ui::{Confirm, ErrorNote, JsonBlock, StatusBadge, action_error, grid, loaded, succeeded};
+use crate::pages::ui::{
+    Confirm, ErrorNote, JsonBlock, StatusBadge, action_error, counted, grid, loaded, succeeded,
+};
 
 /// A server's page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -282,8 +284,11 @@ fn health_card(health: ServerHealth) -> AnyView {
         "No calls in the last hour.".to_string()
     } else {
         format!(
-            "Last hour: {} calls, {} errors, p50 {:.1} ms, p95 {:.1} ms.",
-            health.calls, health.errors, health.p50_ms, health.p95_ms
+            "Last hour: {}, {}, p50 {:.1} ms, p95 {:.1} ms.",
+            counted(health.calls, "call"),
+            counted(health.errors, "error"),
+            health.p50_ms,
+            health.p95_ms
         )
     };
     view! {

@@ -146,6 +146,7 @@ pub async fn register_server(form: ServerForm) -> Result<String, PanelError> {
 
 #[server]
 pub async fn test_server(form: ServerForm) -> Result<TestOutcome, PanelError> {
+    use crate::pages::ui::counted;
     use crate::server::{owner, state};
     let owner = owner().await?;
     let config = ssr::config(&form)?;
@@ -159,7 +160,10 @@ pub async fn test_server(form: ServerForm) -> Result<TestOutcome, PanelError> {
         },
         Ok(probe) => {
             let name = probe.server_name().unwrap_or("the server");
-            TestOutcome { ok: true, message: format!("Connected to {name}: {} tools.", probe.tool_count) }
+            TestOutcome {
+                ok: true,
+                message: format!("Connected to {name}: {}.", counted(probe.tool_count as i64, "tool")),
+            }
         }
         Err(err) => TestOutcome { ok: false, message: err.to_string() },
     })
