@@ -323,6 +323,8 @@ test('an owner makes a read-only token, sees it used, and revokes it after confi
   await page.getByRole('button', { name: 'Create token' }).click();
   const token = (await page.locator('figure.new-key pre').innerText()).trim();
   assert.match(token, /^tga_/);
+  assert.equal(await page.locator('input[name="token-name"]').inputValue(), '', 'a created token leaves an empty form');
+  assert.ok(!(await page.getByLabel('Read-only').isChecked()));
   const api = (method) => fetch(`${toolgate.url}/api/admin/v1/tenants`, { method, headers: { authorization: `Bearer ${token}` } });
   assert.equal((await api('GET')).status, 200);
   assert.equal((await api('POST')).status, 403, 'a read-only token cannot write');

@@ -100,6 +100,15 @@ pub fn TokensPage() -> impl IntoView {
     let days = RwSignal::new(String::new());
     let read_only = RwSignal::new(false);
     let tenant = RwSignal::new(String::new());
+    // A created token leaves an empty form for the next one.
+    Effect::new(move |_| {
+        if created.get() > 0 {
+            name.set(String::new());
+            days.set(String::new());
+            read_only.set(false);
+            tenant.set(String::new());
+        }
+    });
     view! {
         <Title text="Admin tokens" />
         <h1>"Admin tokens"</h1>
@@ -176,7 +185,7 @@ pub fn TokensPage() -> impl IntoView {
                 <NameAndExpiry what="token" label="Name" placeholder="ci" name days />
                 <label>
                     "Tenant"
-                    <select name="token-tenant" on:change=move |ev| tenant.set(event_target_value(&ev))>
+                    <select name="token-tenant" prop:value=move || tenant.get() on:change=move |ev| tenant.set(event_target_value(&ev))>
                         <option value="">"Every tenant"</option>
                         {tenants.into_iter().map(|t| { let label = t.slug.clone(); view! { <option value=t.slug>{label}</option> } }).collect_view()}
                     </select>
