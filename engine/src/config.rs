@@ -632,7 +632,9 @@ pub async fn apply(
     let index = ToolIndex(sources::with_tools(&mut *tx).await?);
     for group in desired.groups.iter().filter(|g| changed_any("group", g.name.as_str())) {
         let place = format!("groups.{}", group.name);
-        let id = groups::upsert(&mut *tx, &group.name, &group.description, group.active_by_default).await?.id;
+        let id = groups::upsert(&mut *tx, &group.name, &group.description, group.active_by_default, true)
+            .await?
+            .id;
         let members = group
             .tools
             .iter()

@@ -371,7 +371,8 @@ async fn put_group(
     Body(body): Body<GroupInput>,
 ) -> Answer {
     let group = name(&group)?;
-    ok(global::put_group(&state, &admin.owner()?, &group, &body.description, body.active_by_default).await?)
+    ok(global::put_group(&state, &admin.owner()?, &group, &body.description, body.active_by_default, true)
+        .await?)
 }
 
 async fn delete_group(

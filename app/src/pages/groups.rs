@@ -69,11 +69,7 @@ pub async fn save_group(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| PanelError::invalid("a member is not a tool id"))?;
     // A new group never replaces one of the same name; an edit is chosen on the group's row.
-    if create {
-        global::create_group(&state, &owner, &name, description.trim(), active_by_default).await?;
-    } else {
-        global::put_group(&state, &owner, &name, description.trim(), active_by_default).await?;
-    }
+    global::put_group(&state, &owner, &name, description.trim(), active_by_default, !create).await?;
     Ok(global::set_members(&state, &owner, &name, &members).await?)
 }
 

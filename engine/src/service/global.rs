@@ -50,26 +50,22 @@ pub async fn groups(services: &Services, _: &Owner) -> Result<Vec<Group>> {
     store::groups::list(&services.pool).await
 }
 
-/// Creates the group, or updates its description and default.
+/// Creates the group, or (with `replace`) updates its description and default; without it, a
+/// group of that name is refused, never changed.
 pub async fn put_group(
     services: &Services,
     owner: &Owner,
     name: &Name,
     description: &str,
     active_by_default: bool,
+    replace: bool,
 ) -> Result<Group> {
-    store::groups::put(&services.pool, owner.actor(), name, description, active_by_default).await
-}
-
-/// Creates the group; one of that name is refused, never changed.
-pub async fn create_group(
-    services: &Services,
-    owner: &Owner,
-    name: &Name,
-    description: &str,
-    active_by_default: bool,
-) -> Result<Group> {
-    store::groups::create(&services.pool, owner.actor(), name, description, active_by_default).await
+    let pool = &services.pool;
+    if replace {
+        store::groups::put(pool, owner.actor(), name, description, active_by_default).await
+    } else {
+        store::groups::create(pool, owner.actor(), name, description, active_by_default).await
+    }
 }
 
 pub async fn delete_group(services: &Services, owner: &Owner, name: &Name) -> Result<()> {

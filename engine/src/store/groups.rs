@@ -37,7 +37,6 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Group>> {
 }
 
 /// Creates the group, or updates its description and default if it exists.
-#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name))]
 pub async fn put(
     pool: &PgPool,
     actor: &Actor,
@@ -45,9 +44,32 @@ pub async fn put(
     description: &str,
     active_by_default: bool,
 ) -> Result<Group> {
+    write(pool, actor, name, description, active_by_default, true).await
+}
+
+/// Creates the group; one of that name is refused, never changed.
+pub async fn create(
+    pool: &PgPool,
+    actor: &Actor,
+    name: &Name,
+    description: &str,
+    active_by_default: bool,
+) -> Result<Group> {
+    write(pool, actor, name, description, active_by_default, false).await
+}
+
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name))]
+async fn write(
+    pool: &PgPool,
+    actor: &Actor,
+    name: &Name,
+    description: &str,
+    active_by_default: bool,
+    replace: bool,
+) -> Result<Group> {
     let mut tx = pool.begin().await?;
     let before = get(&mut *tx, name).await.ok();
-    let group = upsert(&mut *tx, name, description, active_by_default).await?;
+    let group = upsert(&mut *tx, name, description, active_by_default, replace).await?;
     let change = Change::new(if before.is_some() { "update" } else { "create" }, "group", name);
     let change = match &before {
         Some(before) => change.before(before),
@@ -57,54 +79,32 @@ pub async fn put(
     Ok(group)
 }
 
-/// Creates the group; one of that name is refused, never changed.
-#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name))]
-pub async fn create(
-    pool: &PgPool,
-    actor: &Actor,
-    name: &Name,
-    description: &str,
-    active_by_default: bool,
-) -> Result<Group> {
-    let mut tx = pool.begin().await?;
-    let group = sqlx::query_as!(
-        Group,
-        "insert into tool_group (name, description, active_by_default) values ($1, $2, $3)
-         on conflict (name) do nothing
-         returning id, name, description, active_by_default",
-        name.as_str(),
-        description,
-        active_by_default,
-    )
-    .fetch_optional(&mut *tx)
-    .await?
-    .ok_or_else(|| {
-        Error::Conflict(format!("a group named `{name}` exists already: choose Edit on its row to change it"))
-    })?;
-    commit(tx, actor, Change::new("create", "group", name).after(&group)).await?;
-    Ok(group)
-}
-
-/// Creates the group or updates it, unaudited (the caller's transaction records the change).
+/// Creates the group, or (with `replace`) updates it, unaudited (the caller's transaction
+/// records the change). Without `replace`, an existing group is refused in the same statement.
 pub(crate) async fn upsert(
     db: impl PgExecutor<'_>,
     name: &Name,
     description: &str,
     active_by_default: bool,
+    replace: bool,
 ) -> Result<Group> {
-    let group = sqlx::query_as!(
+    sqlx::query_as!(
         Group,
         "insert into tool_group (name, description, active_by_default) values ($1, $2, $3)
          on conflict (name) do update set
             description = excluded.description, active_by_default = excluded.active_by_default
+         where $4
          returning id, name, description, active_by_default",
         name.as_str(),
         description,
         active_by_default,
+        replace,
     )
-    .fetch_one(db)
-    .await?;
-    Ok(group)
+    .fetch_optional(db)
+    .await?
+    .ok_or_else(|| {
+        Error::Conflict(format!("a group named `{name}` exists already: choose Edit on its row to change it"))
+    })
 }
 
 /// Deletes the group `name` if it exists, unaudited (the caller's transaction records it).

@@ -269,16 +269,10 @@ pub(super) async fn refused(
         Some(scope) => {
             let reason =
                 format!("the server wants the scope `{scope}`, which its token lacks: authorize it again");
-            let marked = async {
-                let stored = authorizations::credentials(pool, secrets, id).await?;
-                let granted = stored.and_then(|json| serde_json::from_str::<StoredCredentials>(&json).ok());
-                let mut wanted = granted.map(|credentials| credentials.granted_scopes).unwrap_or_default();
-                wanted.extend(scope.split_whitespace().map(str::to_string));
-                wanted.sort();
-                wanted.dedup();
-                authorizations::wants_scopes(pool, id, &reason, &wanted).await
+            let marked = match granted_and(pool, secrets, id, &scope).await {
+                Ok(wanted) => authorizations::wants_scopes(pool, id, &reason, &wanted).await,
+                Err(err) => Err(err),
             };
-            let marked = marked.await;
             (reason, marked)
         }
         None => {
@@ -292,6 +286,22 @@ pub(super) async fn refused(
         tracing::warn!(authorization = %id, error = %err, "the authorization could not be marked");
     }
     reason
+}
+
+/// The scopes authorization `id` was granted, and those of `scope` (space-separated).
+async fn granted_and(
+    pool: &PgPool,
+    secrets: &SecretBox,
+    id: Uuid,
+    scope: &str,
+) -> store::Result<Vec<String>> {
+    let stored = authorizations::credentials(pool, secrets, id).await?;
+    let granted = stored.and_then(|json| serde_json::from_str::<StoredCredentials>(&json).ok());
+    let mut scopes = granted.map(|credentials| credentials.granted_scopes).unwrap_or_default();
+    scopes.extend(scope.split_whitespace().map(str::to_string));
+    scopes.sort();
+    scopes.dedup();
+    Ok(scopes)
 }
 
 /// Whether the provider takes Client ID Metadata Documents as client ids.
