@@ -39,7 +39,8 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum AdminCommand {
-    /// Create an administrator and print its password (generated unless --password-stdin).
+    /// Create an administrator with a generated one-time password, printed (its first sign-in
+    /// asks for a new one), unless --password-stdin.
     Create {
         username: String,
         #[arg(long, value_enum, default_value_t = RoleArg::Owner)]
@@ -51,7 +52,8 @@ enum AdminCommand {
         #[arg(long = "tenant")]
         tenants: Vec<String>,
     },
-    /// Give an administrator a new password and print it (generated unless --password-stdin).
+    /// Give an administrator a new password: a generated one-time password, printed (the next
+    /// sign-in asks for a new one), unless --password-stdin.
     ResetPassword {
         username: String,
         #[arg(long)]
@@ -163,23 +165,22 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
                 RoleArg::TenantAdmin => Role::TenantAdmin,
                 RoleArg::Member => Role::Member,
             };
-            admin::create(db.pool(), &username, role, &password).await?;
+            // One transaction: an unknown tenant leaves no account behind.
+            let mut tx = db.pool().begin().await?;
+            admin::create(&mut *tx, &username, role, &password).await?;
             for tenant in &tenants {
-                admin::assign_tenant(db.pool(), &username, tenant).await?;
+                admin::assign_tenant(&mut *tx, &username, tenant).await?;
             }
+            tx.commit().await?;
             eprintln!("created {role} `{}`", username.as_str());
-            if !password_stdin {
-                println!("{}", password.expose());
-            }
+            print_one_time(&password);
         }
         AdminCommand::ResetPassword { username, password_stdin } => {
             let username = Username::parse(&username)?;
             let password = password(password_stdin)?;
             admin::set_password(db.pool(), &username, &password).await?;
             eprintln!("new password set for `{}`", username.as_str());
-            if !password_stdin {
-                println!("{}", password.expose());
-            }
+            print_one_time(&password);
         }
         AdminCommand::Token { action: TokenCommand::Create { name, expires_in_days, read_only, tenant } } => {
             let new = NewToken {
@@ -227,6 +228,15 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
 
 fn rfc3339(at: time::OffsetDateTime) -> String {
     at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+/// A generated password goes to standard output (only there, once): signing in with it leads
+/// straight to choosing a new one.
+fn print_one_time(password: &Password) {
+    if password.one_time() {
+        eprintln!("the password below is for one sign-in, which asks for a new password at once");
+        println!("{}", password.expose());
+    }
 }
 
 fn password(from_stdin: bool) -> anyhow::Result<Password> {

@@ -441,10 +441,13 @@ async fn upstream_start(
     uri: axum::http::Uri,
     Query(start): Query<UpstreamStart>,
 ) -> Response {
+    let here = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let account = match app::auth::ssr::signed_in(&session, &state.pool).await {
+        Ok(Some(account)) if account.password_temporary => {
+            return onward(&headers, &app::auth::ssr::landing(&account, Some(here)));
+        }
         Ok(Some(account)) => account,
         Ok(None) => {
-            let here = uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
             let next: String = form_urlencoded::byte_serialize(here.as_bytes()).collect();
             return onward(&headers, &format!("/login?next={next}"));
         }

@@ -56,7 +56,8 @@ pub async fn serve(settings: ServeSettings, surfaces: Surfaces) -> anyhow::Resul
     {
         // Printed once, to the console only (not to the log).
         println!(
-            "Created the owner account. Sign in as `admin` with this one-time password:\n{}",
+            "Created the owner account. Sign in as `admin` with this one-time password:\n{}\n\
+             (signing in with it asks you to choose your own at once)",
             password.expose()
         );
     }

@@ -5,7 +5,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
-use app::auth::ssr::{ClientAddress, landing, signed_in};
+use app::auth::ssr::{ACCOUNT_PAGE, ClientAddress, landing, signed_in};
 use app::state::AppState;
 use axum::Router;
 use axum::extract::{ConnectInfo, Request, State};
@@ -43,6 +43,11 @@ pub async fn require_sign_in(
         PUBLIC_PAGES.iter().any(|page| path == *page || (page.ends_with('/') && path.starts_with(page)));
     match signed_in(&session, &state.pool).await {
         Ok(Some(account)) if path == LOGIN_PAGE => Redirect::to(&landing(&account, None)).into_response(),
+        // Signed in with a one-time password: choosing one's own comes before anything else.
+        Ok(Some(account)) if account.password_temporary && !public && path != ACCOUNT_PAGE => {
+            let asked = request.uri().path_and_query().map(|p| p.as_str());
+            Redirect::to(&landing(&account, asked)).into_response()
+        }
         Ok(Some(account))
             if account.role == engine::admin::Role::Member
                 && !public

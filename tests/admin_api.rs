@@ -271,33 +271,67 @@ async fn admin_tokens_are_listed_limited_and_revoked(pool: PgPool) {
     assert_eq!(past.status(), StatusCode::UNPROCESSABLE_ENTITY);
 }
 
-#[tokio::test]
-async fn token_create_prints_the_token_as_the_last_line() {
-    // A database of its own, which the command migrates like any Toolgate database.
-    let master_url = std::env::var("DATABASE_URL").expect("make test sets DATABASE_URL");
-    let master = PgPool::connect(&master_url).await.unwrap();
-    let name = format!("toolgate_cli_{}", uuid::Uuid::new_v4().simple());
-    sqlx::query(&format!("create database {name}")).execute(&master).await.unwrap();
-    let options: sqlx::postgres::PgConnectOptions = master_url.parse().unwrap();
-    let url = match master_url.split_once('?') {
-        Some((base, query)) => format!("{}/{name}?{query}", base.rsplit_once('/').unwrap().0),
-        None => format!("{}/{name}", master_url.rsplit_once('/').unwrap().0),
-    };
-    let toolgate = |args: &[&str]| {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
-            .args(["admin", "token"])
+/// A database of its own for `toolgate admin` commands, which migrate it like any Toolgate
+/// database; dropped by [`CliDatabase::drop`].
+struct CliDatabase {
+    master: PgPool,
+    name: String,
+    url: String,
+    pool: PgPool,
+}
+
+impl CliDatabase {
+    async fn new() -> Self {
+        let master_url = std::env::var("DATABASE_URL").expect("make test sets DATABASE_URL");
+        let master = PgPool::connect(&master_url).await.unwrap();
+        let name = format!("toolgate_cli_{}", uuid::Uuid::new_v4().simple());
+        sqlx::query(&format!("create database {name}")).execute(&master).await.unwrap();
+        let options: sqlx::postgres::PgConnectOptions = master_url.parse().unwrap();
+        let url = match master_url.split_once('?') {
+            Some((base, query)) => format!("{}/{name}?{query}", base.rsplit_once('/').unwrap().0),
+            None => format!("{}/{name}", master_url.rsplit_once('/').unwrap().0),
+        };
+        let pool = PgPool::connect_lazy_with(options.database(&name));
+        CliDatabase { master, name, url, pool }
+    }
+
+    /// Runs `toolgate admin <args>` with `input` on its standard input.
+    fn admin(&self, args: &[&str], input: &str) -> std::process::Output {
+        use std::io::Write;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .arg("admin")
             .args(args)
-            .env("DATABASE_URL", &url)
-            .output()
+            .env("DATABASE_URL", &self.url)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// Like [`Self::admin`], and it must succeed: its standard output.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.admin(args, "");
         assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
         String::from_utf8(output.stdout).unwrap()
-    };
+    }
+
+    async fn drop(self) {
+        self.pool.close().await;
+        sqlx::query(&format!("drop database {}", self.name)).execute(&self.master).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn token_create_prints_the_token_as_the_last_line() {
+    let cli = CliDatabase::new().await;
+    let toolgate = |args: &[&str]| cli.ok(&[&["token"], args].concat());
     let stdout = toolgate(&["create", "--name", "script"]);
     let token = stdout.lines().last().unwrap();
     assert!(token.starts_with("tga_"), "{stdout}");
-    let database = PgPool::connect_with(options.database(&name)).await.unwrap();
-    let grant = engine::store::tokens::authenticate(&database, token).await.unwrap().unwrap();
+    let grant = engine::store::tokens::authenticate(&cli.pool, token).await.unwrap().unwrap();
     assert_eq!((grant.name.as_str(), grant.read_only, grant.tenant), ("script", false, None));
 
     toolgate(&["create", "--name", "reader", "--read-only", "--expires-in-days", "5"]);
@@ -309,8 +343,34 @@ async fn token_create_prints_the_token_as_the_last_line() {
     let listed = toolgate(&["list"]);
     let reader = listed.lines().find(|line| line.contains("\treader\t")).unwrap();
     assert!(!reader.ends_with("\t-"), "the list shows when it was revoked: {reader}");
-    database.close().await;
-    sqlx::query(&format!("drop database {name}")).execute(&master).await.unwrap();
+    cli.drop().await;
+}
+
+/// `toolgate admin create` makes the whole account or none (an unknown tenant left an account
+/// without its tenant behind); a password it generates is for one sign-in, one read from
+/// standard input is the account's own.
+#[tokio::test]
+async fn admin_create_makes_the_whole_account_or_none() {
+    let cli = CliDatabase::new().await;
+    cli.ok(&["token", "list"]); // migrates the database
+    let failed = cli.admin(&["create", "jane", "--role", "tenant-admin", "--tenant", "nope"], "");
+    assert!(!failed.status.success());
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("tenant `nope`"), "{failed:?}");
+    let accounts: i64 =
+        sqlx::query_scalar("select count(*) from admin_user").fetch_one(&cli.pool).await.unwrap();
+    assert_eq!(accounts, 0, "the failed command left an account");
+
+    let printed = cli.ok(&["create", "jane"]);
+    let chosen = cli.admin(&["create", "joe", "--password-stdin"], "joe-s-own-password\n");
+    assert!(chosen.status.success(), "{chosen:?}");
+    assert!(chosen.stdout.is_empty(), "a password read from standard input is not printed back");
+    let temporary: Vec<(String, bool)> =
+        sqlx::query_as("select username, password_temporary from admin_user order by username")
+            .fetch_all(&cli.pool)
+            .await
+            .unwrap();
+    assert_eq!(temporary, [("jane".to_string(), true), ("joe".to_string(), false)], "{printed}");
+    cli.drop().await;
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{PASSWORD, TestApp, client_with_origin};
+use common::{PASSWORD, TestApp, client_with_origin, json_of};
 use engine::admin::LoginPolicy;
 use reqwest::StatusCode;
 use reqwest::header::{LOCATION, SET_COOKIE};
@@ -58,7 +58,7 @@ async fn login_sets_a_strict_http_only_cookie_and_opens_the_dashboard(pool: PgPo
     assert_eq!(me.status(), StatusCode::OK);
     assert_eq!(
         me.text().await.unwrap(),
-        r#"{"username":"admin","role":"owner","owner":true,"member":false}"#
+        r#"{"username":"admin","role":"owner","owner":true,"member":false,"has_password":true,"password_temporary":false}"#
     );
     // Signed in, the login page leads to the dashboard.
     let login_page = app.get("/login").await;
@@ -238,6 +238,64 @@ async fn a_password_reset_ends_the_accounts_sessions(pool: PgPool) {
     assert_eq!(me.status(), StatusCode::UNAUTHORIZED, "the old session still works");
     assert!(app.login(new).await.status().is_success());
     assert!(app.client.post(app.url("/api/me")).send().await.unwrap().status().is_success());
+}
+
+/// A printed password is for one sign-in (issue 35): signed in with it, the account is sent to
+/// choose its own (and then on where it was going), while every page, server function and the
+/// admin API wait for that; its own password then opens everything and the printed one nothing.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_one_time_password_leads_to_choosing_ones_own_first(pool: PgPool) {
+    use engine::admin::{Password, Username};
+    let app = TestApp::spawn(pool.clone()).await;
+    let once = Password::generate();
+    engine::admin::set_password(&pool, &Username::parse("admin").unwrap(), &once).await.unwrap();
+    let signed_in = app
+        .client
+        .post(app.url("/api/login"))
+        .form(&[("username", "admin"), ("password", once.expose()), ("next", "/servers")])
+        .send()
+        .await
+        .unwrap();
+    let location = |response: &reqwest::Response| {
+        response.headers().get(LOCATION).map(|l| l.to_str().unwrap().to_string())
+    };
+    assert_eq!(location(&signed_in).as_deref(), Some("/account?next=%2Fservers"));
+    let page = app.get("/tenants?x=1").await;
+    assert_eq!(location(&page).as_deref(), Some("/account?next=%2Ftenants%3Fx%3D1"), "{}", page.status());
+    assert!(app.get("/account").await.status().is_success());
+    let me = json_of(app.client.post(app.url("/api/me"))).await;
+    assert_eq!(me["password_temporary"], true, "{me}");
+    let consent = || app.client.post(app.url("/api/consent")).form(&[("id", "not-a-request")]).send();
+    let refused = consent().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert!(refused.text().await.unwrap().contains("one-time password"));
+    let api = app.get("/api/admin/v1/tenants").await;
+    assert_eq!(api.status(), StatusCode::FORBIDDEN);
+
+    let change = |current: &str, password: &str, again: &str| {
+        app.client
+            .post(app.url("/api/change_password"))
+            .form(&[("current", current), ("password", password), ("again", again), ("next", "/servers")])
+            .send()
+    };
+    let differ = change(once.expose(), "mine-and-long-enough", "mine-and-long-enougH").await.unwrap();
+    assert!(differ.text().await.unwrap().contains("the two new passwords differ"));
+    let wrong = change("not-the-password", "mine-and-long-enough", "mine-and-long-enough").await.unwrap();
+    assert!(wrong.text().await.unwrap().contains("the current password is not right"));
+    let changed = change(once.expose(), "mine-and-long-enough", "mine-and-long-enough").await.unwrap();
+    assert_eq!(location(&changed).as_deref(), Some("/servers"), "{}", changed.text().await.unwrap());
+    assert!(app.get("/tenants").await.status().is_success(), "still signed in, in a new session");
+    let answered = consent().await.unwrap().text().await.unwrap();
+    assert!(answered.contains("this sign-in request does not exist"), "{answered}");
+    assert_eq!(app.get("/api/admin/v1/tenants").await.status(), StatusCode::OK);
+    let old = client_with_origin(&app.url(""));
+    let again = old
+        .post(app.url("/api/login"))
+        .form(&[("username", "admin"), ("password", once.expose())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::UNAUTHORIZED, "the one-time password works no more");
 }
 
 /// An `Authorization` header used to skip the origin check even when the session cookie

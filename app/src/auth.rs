@@ -18,6 +18,10 @@ pub struct Me {
     pub owner: bool,
     /// A member sees only its connected apps.
     pub member: bool,
+    /// The account signs in with a password (not only through single sign-on).
+    pub has_password: bool,
+    /// It signed in with a one-time password: it must choose its own before anything else.
+    pub password_temporary: bool,
 }
 
 /// How the sign-in page offers to sign in.
@@ -38,25 +42,12 @@ pub async fn sign_in_choices() -> Result<SignInOffer, PanelError> {
 /// Signs in with a password, then goes to `next` (a path of this site; else the start page).
 #[server(endpoint = "login")]
 pub async fn login(username: String, password: String, next: Option<String>) -> Result<(), PanelError> {
-    use axum::http::StatusCode;
-    use engine::admin::LoginError;
-
     let state = expect_context::<crate::state::AppState>();
     let session = ssr::session().await?;
-    let address = leptos_axum::extract::<ssr::ClientAddress>()
-        .await
-        .map(|ssr::ClientAddress(ip)| ip.to_string())
-        .unwrap_or_else(|_| "unknown".to_string());
+    let address = ssr::client_address().await;
     let admin = engine::admin::login(&state.pool, &state.login_policy, username.trim(), &password, &address)
         .await
-        .map_err(|err| match err {
-            LoginError::InvalidCredentials => PanelError::rejected(StatusCode::UNAUTHORIZED, err),
-            LoginError::Locked { .. } => PanelError::rejected(StatusCode::TOO_MANY_REQUESTS, err),
-            LoginError::Disabled | LoginError::PasswordsOff => {
-                PanelError::rejected(StatusCode::FORBIDDEN, err)
-            }
-            LoginError::Failed(err) => err.into(),
-        })?;
+        .map_err(ssr::login_refused)?;
     ssr::open_session(&session, &admin).await.map_err(|e| PanelError::internal(&e))?;
     leptos_axum::redirect(&ssr::landing(&admin, next.as_deref()));
     Ok(())
@@ -72,10 +63,55 @@ pub async fn logout() -> Result<(), PanelError> {
 
 #[server(endpoint = "me")]
 pub async fn current_admin() -> Result<Me, PanelError> {
-    let admin = ssr::require_admin().await?;
-    let owner = admin.role == engine::admin::Role::Owner;
-    let member = admin.role == engine::admin::Role::Member;
-    Ok(Me { username: admin.username, role: admin.role.to_string(), owner, member })
+    // Not `require_admin`: an account with a one-time password learns it must change it.
+    let state = expect_context::<crate::state::AppState>();
+    let admin =
+        ssr::signed_in(&ssr::session().await?, &state.pool).await?.ok_or_else(PanelError::unauthorized)?;
+    Ok(Me {
+        owner: admin.role == engine::admin::Role::Owner,
+        member: admin.role == engine::admin::Role::Member,
+        role: admin.role.to_string(),
+        username: admin.username,
+        has_password: admin.has_password,
+        password_temporary: admin.password_temporary,
+    })
+}
+
+/// Replaces the signed-in account's password (typed twice), then goes to `next` (where a
+/// one-time password's sign-in was going). The account's other sessions end.
+#[server(endpoint = "change_password")]
+pub async fn change_password(
+    current: String,
+    password: String,
+    again: String,
+    next: Option<String>,
+) -> Result<(), PanelError> {
+    use engine::admin::LoginError;
+
+    let state = expect_context::<crate::state::AppState>();
+    let session = ssr::session().await?;
+    let account = ssr::signed_in(&session, &state.pool).await?.ok_or_else(PanelError::unauthorized)?;
+    if password != again {
+        return Err(PanelError::invalid("the two new passwords differ"));
+    }
+    let address = ssr::client_address().await;
+    let changed = engine::admin::change_password(
+        &state.pool,
+        &state.login_policy,
+        &account,
+        &current,
+        password,
+        &address,
+    )
+    .await
+    .map_err(|err| match err {
+        LoginError::InvalidCredentials => PanelError::invalid("the current password is not right"),
+        LoginError::Failed(err) => err.into(),
+        err => ssr::login_refused(err),
+    })?;
+    ssr::open_session(&session, &changed).await.map_err(|e| PanelError::internal(&e))?;
+    leptos_axum::redirect(&ssr::landing(&changed, next.as_deref()));
+    Ok(())
 }
 
 #[cfg(feature = "ssr")]
@@ -117,6 +153,28 @@ pub mod ssr {
     /// The session key holding the stamp of the password the session was opened with.
     pub const PASSWORD_STAMP: &str = "password_stamp";
 
+    /// The address of the request being served, as sign-in throttling counts it.
+    pub async fn client_address() -> String {
+        leptos_axum::extract::<ClientAddress>()
+            .await
+            .map(|ClientAddress(ip)| ip.to_string())
+            .unwrap_or_else(|_| "unknown".to_string())
+    }
+
+    /// How a refused sign-in (or password check) reaches the panel.
+    pub fn login_refused(err: engine::admin::LoginError) -> PanelError {
+        use axum::http::StatusCode;
+        use engine::admin::LoginError;
+        match err {
+            LoginError::InvalidCredentials => PanelError::rejected(StatusCode::UNAUTHORIZED, err),
+            LoginError::Locked { .. } => PanelError::rejected(StatusCode::TOO_MANY_REQUESTS, err),
+            LoginError::Disabled | LoginError::PasswordsOff => {
+                PanelError::rejected(StatusCode::FORBIDDEN, err)
+            }
+            LoginError::Failed(err) => err.into(),
+        }
+    }
+
     pub async fn session() -> Result<Session, PanelError> {
         leptos_axum::extract::<Session>().await.map_err(|e| PanelError::internal(&e))
     }
@@ -148,9 +206,22 @@ pub mod ssr {
         session.insert(PASSWORD_STAMP, &account.password_stamp).await
     }
 
+    /// The page where an account chooses its password.
+    pub const ACCOUNT_PAGE: &str = "/account";
+
     /// Where `account` goes after signing in: `next` when it is a path of this site and the
-    /// account may see it, else its start page (members: their connected apps).
+    /// account may see it, else its start page (members: their connected apps). An account
+    /// with a one-time password chooses its own first, then goes on there.
     pub fn landing(account: &AdminUser, next: Option<&str>) -> String {
+        let onward = onward(account, next);
+        if !account.password_temporary || onward.starts_with(ACCOUNT_PAGE) {
+            return onward;
+        }
+        let query = form_urlencoded::Serializer::new(String::new()).append_pair("next", &onward).finish();
+        format!("{ACCOUNT_PAGE}?{query}")
+    }
+
+    fn onward(account: &AdminUser, next: Option<&str>) -> String {
         // A path of this site only: printable ASCII (browsers drop tabs and newlines, which
         // would turn `/\t/evil` into `//evil`), no backslash, not `//`.
         let next = next.filter(|path| {
@@ -171,9 +242,17 @@ pub mod ssr {
     }
 
     /// The signed-in administrator, or a 401: the first line of every protected server
-    /// function.
+    /// function. An account with a one-time password is refused until it chose its own.
     pub async fn require_admin() -> Result<AdminUser, PanelError> {
         let state = expect_context::<crate::state::AppState>();
-        signed_in(&session().await?, &state.pool).await?.ok_or_else(PanelError::unauthorized)
+        let account =
+            signed_in(&session().await?, &state.pool).await?.ok_or_else(PanelError::unauthorized)?;
+        if account.password_temporary {
+            return Err(PanelError::rejected(
+                axum::http::StatusCode::FORBIDDEN,
+                "you signed in with a one-time password: choose your own on the Account page first",
+            ));
+        }
+        Ok(account)
     }
 }

@@ -19,13 +19,14 @@ use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::path;
 
 use pages::{
-    AppsPage, AuditPage, AuthorizePage, ConfigPage, ConnectionsPage, Dashboard, GroupsPage, InvitePage,
-    LoginPage, NotFound, PlaygroundPage, ServerPage, ServersPage, Shell, SignInPage, TenantPage, TenantsPage,
-    TokensPage, ToolPage, ToolsPage,
+    AccountPage, AppsPage, AuditPage, AuthorizePage, ConfigPage, ConnectionsPage, Dashboard, GroupsPage,
+    InvitePage, LoginPage, NotFound, PlaygroundPage, ServerPage, ServersPage, Shell, SignInPage, TenantPage,
+    TenantsPage, TokensPage, ToolPage, ToolsPage,
 };
 
 /// The pages a member may see (everything else is for administrators).
-pub const MEMBER_PAGES: &[&str] = &["/apps", "/connections", "/authorize/", "/oauth/upstream/start"];
+pub const MEMBER_PAGES: &[&str] =
+    &["/account", "/apps", "/connections", "/authorize/", "/oauth/upstream/start"];
 
 /// The HTML document around the app, rendered on the server. Its Content-Security-Policy
 /// admits only this response's nonce for inline scripts (the hydration bootstrap) and the
@@ -98,6 +99,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("sign-in") view=SignInPage />
                     <Route path=path!("apps") view=AppsPage />
                     <Route path=path!("connections") view=ConnectionsPage />
+                    <Route path=path!("account") view=AccountPage />
                 </ParentRoute>
             </Routes>
         </Router>

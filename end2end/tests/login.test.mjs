@@ -1,6 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchChromium, policyRefusals, screenshots, startToolgate } from '../support/toolgate.mjs';
+import { chooseOwnPassword, launchChromium, policyRefusals, screenshots, startToolgate } from '../support/toolgate.mjs';
 
 let toolgate;
 let browser;
@@ -39,10 +39,27 @@ test('an administrator signs in through the hydrated form, stays signed in, and 
   assert.equal(await username.inputValue(), 'admin');
   assert.equal(new URL(page.url()).pathname, '/login');
 
+  // The printed password is for one sign-in: it leads to choosing one's own, and only then on.
+  const oneTime = toolgate.password;
   await password.fill('');
-  await password.pressSequentially(toolgate.password);
+  await password.pressSequentially(oneTime);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL(`${toolgate.url}/`);
+  await page.waitForURL((url) => url.pathname === '/account');
+  const notice = page.getByRole('status').filter({ hasText: 'one-time password' });
+  await notice.waitFor();
+  await page.screenshot({ path: `${screenshots}/choose-password.png` });
+  await page.getByLabel('One-time password').fill(oneTime);
+  await page.getByLabel('New password (at least 12 characters)').fill('mine-and-long-enough');
+  await page.getByLabel('The same again').fill('mine-and-long-enougH');
+  await page.getByRole('button', { name: 'Save the new password' }).click();
+  await alert.waitFor();
+  assert.match(await alert.innerText(), /the two new passwords differ/);
+  const elsewhere = await page.goto(`${toolgate.url}/servers`);
+  assert.equal(new URL(page.url()).pathname, '/account', 'no other page before the password is chosen');
+  assert.ok(elsewhere.ok());
+  toolgate.password = await chooseOwnPassword(page, oneTime);
+  assert.equal(new URL(page.url()).pathname, '/servers', 'on to where the sign-in was going');
+  await page.goto(`${toolgate.url}/`);
   const signedIn = page.locator('.signed-in');
   await signedIn.waitFor();
   assert.match(await signedIn.innerText(), /Signed in as admin \(owner\)/);
@@ -56,6 +73,12 @@ test('an administrator signs in through the hydrated form, stays signed in, and 
   await page.waitForURL(`${toolgate.url}/login`);
   await page.goto(`${toolgate.url}/`);
   assert.equal(new URL(page.url()).pathname, '/login', 'signed out for good');
+  await page.waitForSelector('html[data-hydrated="true"]');
+  await username.fill('admin');
+  await password.fill(oneTime);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await alert.waitFor();
+  assert.match(await alert.innerText(), /invalid username or password/, 'the one-time password works once');
   assert.deepEqual(refusals, [], 'the Content-Security-Policy refused part of a page');
 });
 

@@ -70,23 +70,32 @@ impl Username {
 }
 
 /// A plaintext password on its way to being hashed; not `Debug`, not `Serialize`.
-pub struct Password(String);
+pub struct Password {
+    text: String,
+    /// Printed once for someone to sign in with: its account must then choose its own.
+    one_time: bool,
+}
 
 impl Password {
+    /// A password its account chose.
     pub fn parse(password: String) -> Result<Self> {
         if password.chars().count() < MIN_PASSWORD_LEN {
             return Err(Error::Invalid(format!("a password needs at least {MIN_PASSWORD_LEN} characters")));
         }
-        Ok(Password(password))
+        Ok(Password { text: password, one_time: false })
     }
 
-    /// A random 24-character password, for first start and resets.
+    /// A random 24-character one-time password, for first start and resets.
     pub fn generate() -> Self {
-        Password(Alphanumeric.sample_string(&mut rand::rng(), 24))
+        Password { text: Alphanumeric.sample_string(&mut rand::rng(), 24), one_time: true }
     }
 
     pub fn expose(&self) -> &str {
-        &self.0
+        &self.text
+    }
+
+    pub fn one_time(&self) -> bool {
+        self.one_time
     }
 }
 
@@ -109,7 +118,7 @@ impl PasswordHash {
     /// Hashes on a blocking thread: argon2id is deliberately slow.
     pub async fn new(password: &Password) -> Self {
         let _place = HASHING.acquire().await.expect("the hashing semaphore is never closed");
-        let password = password.0.clone();
+        let password = password.text.clone();
         tokio::task::spawn_blocking(move || {
             let hash = Argon2::default()
                 .hash_password(password.as_bytes())
@@ -146,6 +155,12 @@ pub struct AdminUser {
     /// Changes with the password: a session opened under another stamp is no longer valid.
     #[serde(skip)]
     pub password_stamp: String,
+    /// The account signs in with a password (not only through single sign-on).
+    #[serde(skip)]
+    pub has_password: bool,
+    /// Its password was printed once: it may do nothing but choose its own.
+    #[serde(skip)]
+    pub password_temporary: bool,
 }
 
 /// Creates an administrator.
@@ -157,14 +172,17 @@ pub async fn create(
     password: &Password,
 ) -> Result<AdminUser> {
     let hash = PasswordHash::new(password).await;
-    let id = store::admins::insert(db, username.as_str(), &hash.0, role).await?.ok_or_else(|| {
-        Error::Conflict(format!("an administrator named `{}` already exists", username.as_str()))
-    })?;
+    let id =
+        store::admins::insert(db, username.as_str(), &hash.0, password.one_time, role).await?.ok_or_else(
+            || Error::Conflict(format!("an administrator named `{}` already exists", username.as_str())),
+        )?;
     Ok(AdminUser {
         id,
         username: username.as_str().to_string(),
         role,
         password_stamp: password_stamp(Some(&hash.0)),
+        has_password: true,
+        password_temporary: password.one_time,
     })
 }
 
@@ -172,7 +190,7 @@ pub async fn create(
 #[tracing::instrument(skip_all, err, fields(username = username.as_str()))]
 pub async fn set_password(db: impl PgExecutor<'_>, username: &Username, password: &Password) -> Result<()> {
     let hash = PasswordHash::new(password).await;
-    if !store::admins::set_password_hash(db, username.as_str(), &hash.0).await? {
+    if !store::admins::set_password_hash(db, username.as_str(), &hash.0, password.one_time).await? {
         return Err(Error::not_found(format!("administrator `{}`", username.as_str())));
     }
     Ok(())
@@ -180,8 +198,14 @@ pub async fn set_password(db: impl PgExecutor<'_>, username: &Username, password
 
 impl From<store::admins::Account> for AdminUser {
     fn from(account: store::admins::Account) -> Self {
-        let password_stamp = password_stamp(account.password_hash.as_deref());
-        AdminUser { id: account.id, username: account.username, role: account.role, password_stamp }
+        AdminUser {
+            id: account.id,
+            username: account.username,
+            role: account.role,
+            password_stamp: password_stamp(account.password_hash.as_deref()),
+            has_password: account.password_hash.is_some(),
+            password_temporary: account.password_temporary,
+        }
     }
 }
 
@@ -223,8 +247,8 @@ pub async fn scope(db: impl PgExecutor<'_>, admin: &AdminUser) -> Result<Scope> 
 
 /// Lets the administrator `username` manage `tenant` (meaningful for tenant administrators).
 #[tracing::instrument(skip_all, err, fields(username = username.as_str(), tenant))]
-pub async fn assign_tenant(pool: &PgPool, username: &Username, tenant: &str) -> Result<()> {
-    store::admins::assign_tenant(pool, username.as_str(), tenant).await
+pub async fn assign_tenant(db: impl PgExecutor<'_>, username: &Username, tenant: &str) -> Result<()> {
+    store::admins::assign_tenant(db, username.as_str(), tenant).await
 }
 
 /// On first start: when no owner exists, creates `admin` as owner with a random password and
@@ -336,6 +360,40 @@ pub async fn login(
             Err(LoginError::InvalidCredentials)
         }
     }
+}
+
+/// `account` replaces its password (a one-time one, or one it wants to change): the current
+/// password is checked like a sign-in (the same limits apply to guesses), and the new one must
+/// differ from it. Returns the account as it now is; its sessions opened before end.
+#[tracing::instrument(skip_all, fields(username = account.username))]
+pub async fn change_password(
+    pool: &PgPool,
+    policy: &LoginPolicy,
+    account: &AdminUser,
+    current: &str,
+    new: String,
+    address: &str,
+) -> Result<AdminUser, LoginError> {
+    if !account.has_password {
+        return Err(Error::Invalid(
+            "you sign in through single sign-on: there is no password to change".into(),
+        )
+        .into());
+    }
+    let new = Password::parse(new)?;
+    if new.expose() == current {
+        return Err(Error::Invalid("the new password must differ from the current one".into()).into());
+    }
+    login(pool, policy, &account.username, current, address).await?;
+    let hash = PasswordHash::new(&new).await;
+    let mut tx = pool.begin().await.map_err(Error::from)?;
+    store::admins::set_password_hash_of(&mut *tx, account.id, &hash.0).await?;
+    let change = store::Change::new("change_password", "account", &account.username);
+    store::record(&mut tx, &store::Actor::admin(&account.username), &change).await?;
+    tx.commit().await.map_err(Error::from)?;
+    find(pool, account.id)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("account `{}`", account.username)).into())
 }
 
 /// A hash of a random password, computed once, to verify against for unknown usernames.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use engine::admin::{self, LoginError, LoginPolicy, Password, Role, Username};
+use engine::admin::{self, AdminUser, LoginError, LoginPolicy, Password, Role, Username};
 use sqlx::PgPool;
 
 /// The default limits with negligible delays, so lockout tests stay quick.
@@ -23,6 +23,15 @@ async fn create(pool: &PgPool, name: &str, password: &str) {
     )
     .await
     .unwrap();
+}
+
+async fn change(
+    pool: &PgPool,
+    account: &AdminUser,
+    current: &str,
+    new: &str,
+) -> Result<AdminUser, LoginError> {
+    admin::change_password(pool, &quick_policy(), account, current, new.into(), "127.0.0.1").await
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
@@ -153,6 +162,52 @@ async fn first_start_creates_one_owner_with_a_working_password(pool: PgPool) {
     assert!(admin::ensure_owner(&pool).await.unwrap().is_none(), "created only once");
     let owner = admin::login(&pool, &quick_policy(), "admin", password.expose(), "127.0.0.1").await.unwrap();
     assert_eq!(owner.role, Role::Owner);
+}
+
+/// The first owner's printed password is for one sign-in: the account must choose its own, which
+/// ends the sessions opened before; a reset to a generated password is one-time again.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_one_time_password_is_replaced_by_the_accounts_own(pool: PgPool) {
+    let policy = quick_policy();
+    let printed = admin::ensure_owner(&pool).await.unwrap().expect("a new owner");
+    let owner = admin::login(&pool, &policy, "admin", printed.expose(), "127.0.0.1").await.unwrap();
+    assert!(owner.password_temporary, "the printed password must be replaced");
+    let once = printed.expose();
+    assert!(matches!(
+        change(&pool, &owner, "not-the-password", "mine-and-long-enough").await,
+        Err(LoginError::InvalidCredentials)
+    ));
+    let refused = |result: Result<_, LoginError>, says: &str| match result {
+        Err(LoginError::Failed(engine::Error::Invalid(message))) => {
+            assert!(message.contains(says), "{message}")
+        }
+        Err(err) => panic!("{err}"),
+        Ok(_) => panic!("accepted; {says} expected"),
+    };
+    refused(change(&pool, &owner, once, once).await, "must differ");
+    refused(change(&pool, &owner, once, "short").await, "at least 12 characters");
+
+    let changed = change(&pool, &owner, once, "mine-and-long-enough").await.unwrap();
+    assert!(!changed.password_temporary);
+    assert_ne!(changed.password_stamp, owner.password_stamp, "the sessions opened before end");
+    assert!(matches!(
+        admin::login(&pool, &policy, "admin", once, "127.0.0.1").await,
+        Err(LoginError::InvalidCredentials)
+    ));
+    let again = admin::login(&pool, &policy, "admin", "mine-and-long-enough", "127.0.0.1").await.unwrap();
+    assert!(!again.password_temporary);
+    let audited: Vec<String> =
+        sqlx::query_scalar("select actor from audit_event where action = 'change_password'")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(audited, ["admin:admin"]);
+
+    let name = Username::parse("admin").unwrap();
+    let reset = Password::generate();
+    admin::set_password(&pool, &name, &reset).await.unwrap();
+    let reset_in = admin::login(&pool, &policy, "admin", reset.expose(), "127.0.0.1").await.unwrap();
+    assert!(reset_in.password_temporary, "a generated reset is for one sign-in too");
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

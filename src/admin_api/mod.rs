@@ -98,6 +98,13 @@ async fn require_admin(State(state): State<Services>, mut request: Request, next
             Err(err) => return Failure::from(err).into_response(),
         },
         None => match request.extensions().get::<SessionAdmin>().and_then(|signed_in| signed_in.0.clone()) {
+            Some(user) if user.password_temporary => {
+                return problem(
+                    StatusCode::FORBIDDEN,
+                    "password_change_required",
+                    "this session signed in with a one-time password: choose your own in the panel first",
+                );
+            }
             Some(user) if user.role == Role::Owner => Admin::signed_in(&user.username, Scope::Everything),
             Some(_) => {
                 return problem(

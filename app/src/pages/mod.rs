@@ -1,5 +1,6 @@
 //! The panel's pages, one module each.
 
+mod account;
 mod apps;
 mod audit;
 mod authorize;
@@ -18,6 +19,7 @@ mod tokens;
 mod tools;
 pub(crate) mod ui;
 
+pub use account::AccountPage;
 pub use apps::AppsPage;
 pub use audit::AuditPage;
 pub use authorize::AuthorizePage;

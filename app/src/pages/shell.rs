@@ -68,7 +68,9 @@ pub fn Shell() -> impl IntoView {
                                 .map(|me| {
                                     view! {
                                         <span class="whoami">
-                                            <span class="user">{me.username}</span>
+                                            <A href="/account" attr:class="user" attr:title="Your account">
+                                                {me.username}
+                                            </A>
                                             <span class="badge">{me.role}</span>
                                         </span>
                                     }
@@ -101,11 +103,12 @@ pub fn AdminsOnly(children: ChildrenFn) -> impl IntoView {
     view! { <OfferedTo who=|me| !me.member children /> }
 }
 
-/// `children`, shown once the signed-in account is known and `who` says it is for them.
+/// `children`, shown once the signed-in account is known and `who` says it is for them (to an
+/// account with a one-time password, nothing is: it chooses its own first).
 #[component]
 fn OfferedTo(who: fn(&Me) -> bool, children: ChildrenFn) -> impl IntoView {
     let me = expect_context::<MeResource>();
-    let offered = move || me.get().and_then(Result::ok).is_some_and(|me| who(&me));
+    let offered = move || me.get().and_then(Result::ok).is_some_and(|me| !me.password_temporary && who(&me));
     view! {
         <Transition fallback=|| ()>
             <Show when=offered>{children()}</Show>

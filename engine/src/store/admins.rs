@@ -14,6 +14,8 @@ pub(crate) struct Account {
     pub username: String,
     pub role: Role,
     pub password_hash: Option<String>,
+    /// The password was printed once: the account must choose its own.
+    pub password_temporary: bool,
     pub disabled_at: Option<time::OffsetDateTime>,
 }
 
@@ -22,14 +24,16 @@ pub(crate) async fn insert(
     db: impl PgExecutor<'_>,
     username: &str,
     password_hash: &str,
+    password_temporary: bool,
     role: Role,
 ) -> Result<Option<Uuid>> {
     let id = sqlx::query_scalar!(
-        "insert into admin_user (username, password_hash, role) values ($1, $2, $3)
+        "insert into admin_user (username, password_hash, password_temporary, role) values ($1, $2, $3, $4)
          on conflict (username) do nothing
          returning id",
         username,
         password_hash,
+        password_temporary,
         role as Role,
     )
     .fetch_optional(db)
@@ -44,19 +48,28 @@ pub(crate) async fn signed_in(db: impl PgExecutor<'_>, id: Uuid) -> Result<()> {
 }
 
 /// Replaces an account's password hash; whether the account exists.
-pub(crate) async fn set_password_hash(db: impl PgExecutor<'_>, username: &str, hash: &str) -> Result<bool> {
-    let updated =
-        sqlx::query!("update admin_user set password_hash = $2 where username = $1", username, hash)
-            .execute(db)
-            .await?
-            .rows_affected();
+pub(crate) async fn set_password_hash(
+    db: impl PgExecutor<'_>,
+    username: &str,
+    hash: &str,
+    temporary: bool,
+) -> Result<bool> {
+    let updated = sqlx::query!(
+        "update admin_user set password_hash = $2, password_temporary = $3 where username = $1",
+        username,
+        hash,
+        temporary
+    )
+    .execute(db)
+    .await?
+    .rows_affected();
     Ok(updated > 0)
 }
 
 pub(crate) async fn by_id(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Account>> {
     let account = sqlx::query_as!(
         Account,
-        r#"select id, username, role as "role: Role", password_hash, disabled_at from admin_user where id = $1"#,
+        r#"select id, username, role as "role: Role", password_hash, password_temporary, disabled_at from admin_user where id = $1"#,
         id
     )
     .fetch_optional(db)
@@ -67,7 +80,7 @@ pub(crate) async fn by_id(db: impl PgExecutor<'_>, id: Uuid) -> Result<Option<Ac
 pub(crate) async fn by_username(db: impl PgExecutor<'_>, username: &str) -> Result<Option<Account>> {
     let account = sqlx::query_as!(
         Account,
-        r#"select id, username, role as "role: Role", password_hash, disabled_at
+        r#"select id, username, role as "role: Role", password_hash, password_temporary, disabled_at
            from admin_user where username = $1"#,
         username
     )
@@ -87,23 +100,28 @@ pub(crate) async fn tenant_slugs(db: impl PgExecutor<'_>, admin_id: Uuid) -> Res
     Ok(slugs)
 }
 
-/// Lets the account `username` manage `tenant` (again: assigning twice changes nothing).
-pub(crate) async fn assign_tenant(pool: &PgPool, username: &str, tenant: &str) -> Result<()> {
-    let admin_id = sqlx::query_scalar!("select id from admin_user where username = $1", username)
-        .fetch_optional(pool)
-        .await?
-        .ok_or_else(|| Error::not_found(format!("administrator `{username}`")))?;
-    let tenant_id = sqlx::query_scalar!("select id from tenant where slug = $1", tenant)
-        .fetch_optional(pool)
-        .await?
-        .ok_or_else(|| Error::not_found(format!("tenant `{tenant}`")))?;
-    sqlx::query!(
-        "insert into admin_tenant (admin_id, tenant_id) values ($1, $2) on conflict do nothing",
-        admin_id,
-        tenant_id
+/// Lets the account `username` manage `tenant` (again: assigning twice changes nothing). One
+/// statement, so it joins the transaction that made the account.
+pub(crate) async fn assign_tenant(db: impl PgExecutor<'_>, username: &str, tenant: &str) -> Result<()> {
+    let found = sqlx::query!(
+        r#"with account as (select id from admin_user where username = $1),
+                chosen as (select id from tenant where slug = $2),
+                assigned as (
+                    insert into admin_tenant (admin_id, tenant_id)
+                    select account.id, chosen.id from account, chosen
+                    on conflict do nothing)
+           select exists (select from account) as "account!", exists (select from chosen) as "tenant!""#,
+        username,
+        tenant
     )
-    .execute(pool)
+    .fetch_one(db)
     .await?;
+    if !found.account {
+        return Err(Error::not_found(format!("administrator `{username}`")));
+    }
+    if !found.tenant {
+        return Err(Error::not_found(format!("tenant `{tenant}`")));
+    }
     Ok(())
 }
 
@@ -319,11 +337,15 @@ pub(crate) async fn forget_invites(db: impl PgExecutor<'_>, admin_id: Uuid) -> R
     Ok(())
 }
 
-/// Sets the password hash of the account `admin_id`.
+/// Sets the password hash of the account `admin_id`: a password it chose (or was given to keep).
 pub(crate) async fn set_password_hash_of(db: impl PgExecutor<'_>, admin_id: Uuid, hash: &str) -> Result<()> {
-    sqlx::query!("update admin_user set password_hash = $2 where id = $1", admin_id, hash)
-        .execute(db)
-        .await?;
+    sqlx::query!(
+        "update admin_user set password_hash = $2, password_temporary = false where id = $1",
+        admin_id,
+        hash
+    )
+    .execute(db)
+    .await?;
     Ok(())
 }
 
@@ -331,7 +353,7 @@ pub(crate) async fn set_password_hash_of(db: impl PgExecutor<'_>, admin_id: Uuid
 pub(crate) async fn by_sso(db: impl PgExecutor<'_>, issuer: &str, subject: &str) -> Result<Option<Account>> {
     Ok(sqlx::query_as!(
         Account,
-        r#"select id, username, role as "role: Role", password_hash, disabled_at
+        r#"select id, username, role as "role: Role", password_hash, password_temporary, disabled_at
            from admin_user where sso_issuer = $1 and sso_subject = $2"#,
         issuer,
         subject
