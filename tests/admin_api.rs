@@ -640,6 +640,11 @@ async fn servers_sharing_an_endpoint_each_serve_their_own_tools(pool: PgPool) {
     let (status, created) =
         call(&app, &token, "POST", "/api/admin/v1/servers", Some(server("three", "third", "green"))).await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
+    // A fourth under a prefix taken would make both servers' tools conflict, served by neither.
+    let (status, refused) =
+        call(&app, &token, "POST", "/api/admin/v1/servers", Some(server("four", "third", "green"))).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert!(refused.to_string().contains("the server `three` has the prefix `third` already"), "{refused}");
 
     let wanted = [("first_echo", "red"), ("second_echo", "blue"), ("third_echo", "green")];
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -557,7 +557,7 @@ impl ToolIndex {
 }
 
 /// Applies `desired` as the whole configuration, in one transaction (all or nothing), or with
-/// `dry_run` only computes what would change. Returns the changes; an empty list means the
+/// `dry_run` makes the same writes and rolls them back. Returns the changes; an empty list means the
 /// stored configuration already is `desired` (and nothing is written or audited).
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), dry_run))]
 pub async fn apply(
@@ -578,12 +578,11 @@ pub async fn apply(
             change.dropped = dropped;
         }
     }
-    // Checked in a dry run too: it fails exactly when the apply would.
     let slugs: Vec<&TenantSlug> = desired.tenants.iter().map(|t| &t.slug).collect();
     if let Some(sign_in) = &desired.sign_in {
         sso::write(&mut tx, secrets, sign_in, Some(&slugs), true).await.map_err(at("sign_in"))?;
     }
-    if dry_run || changes.is_empty() {
+    if changes.is_empty() {
         return Ok(changes);
     }
     let changed = |kind: &str, action: Action, name: &str| {
@@ -676,6 +675,12 @@ pub async fn apply(
         audit.before = change.before.clone();
         audit.after = change.after.clone();
         store::record(&mut tx, actor, &audit).await?;
+    }
+    if dry_run {
+        // A dry run makes every write the apply would (so it fails exactly when the apply
+        // would), and keeps none.
+        tx.rollback().await?;
+        return Ok(changes);
     }
     store::notify_and_commit(tx, "config").await?;
     Ok(changes)

@@ -497,9 +497,7 @@ async fn a_changed_prompt_waits_for_approval_and_a_rejected_one_is_held(pool: Pg
     };
     for (server, rule) in [("up", OnDefinitionChange::KeepPinned), ("held", OnDefinitionChange::Hold)] {
         let mut config = ServerConfig::http(name(server), "http://127.0.0.1:9/mcp");
-        config.prefix = Some("up".into());
         config.on_definition_change = rule;
-        config.enabled = server == "up";
         servers::create(&pool, &SecretBox::from_key(&[1; 32]).unwrap(), &actor(), &config).await.unwrap();
     }
     let catalog = catalog(&pool).await;

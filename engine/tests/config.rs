@@ -350,6 +350,33 @@ async fn a_bad_document_is_refused_with_its_place_and_nothing_is_applied(pool: P
     assert!(unknown_key.to_string().contains("unknown field `tenant`"), "{unknown_key}");
 }
 
+/// A dry run fails exactly when the apply would (the panel's Preview passed a document its
+/// Apply then refused), and keeps nothing of what it tried.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_dry_run_fails_exactly_when_the_apply_would_and_keeps_nothing(pool: PgPool) {
+    let mut shared_prefix = example();
+    let mut mirror = shared_prefix["servers"][0].clone();
+    mirror["name"] = json!("mirror");
+    mirror["url"] = json!("http://127.0.0.1:3002/mcp");
+    shared_prefix["servers"].as_array_mut().unwrap().push(mirror);
+    let mut unknown_tool = example();
+    unknown_tool["tenants"][0]["tools"]["nobody_tool"] = json!({"enabled": false});
+    for (document, says) in [
+        (shared_prefix, "servers.mirror: the server `everything` has the prefix `everything` already"),
+        (unknown_tool, "tenants.acme.tools.nobody_tool: `nobody_tool` names no tool"),
+    ] {
+        for dry_run in [true, false] {
+            let err = apply(&pool, document.clone(), dry_run).await.unwrap_err();
+            assert!(err.to_string().starts_with(says), "dry run {dry_run}: {err}");
+        }
+    }
+    let changes = apply(&pool, example(), true).await.unwrap();
+    assert_eq!(changes.len(), 4, "{changes:?}");
+    assert_eq!(audit_count(&pool).await, 0);
+    let exported = config::export(&pool).await.unwrap();
+    assert!(exported.servers.is_empty() && exported.tenants.is_empty() && exported.groups.is_empty());
+}
+
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_tenants_limits_round_trip_and_a_wrong_limit_is_refused_with_its_place(pool: PgPool) {
     let mut limited = example();

@@ -393,6 +393,35 @@ pub(crate) async fn row(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<Serv
     .ok_or_else(|| Error::not_found(format!("MCP server {source_id}")))
 }
 
+/// Refuses a prefix another source that the same tenants see has already: their tools would
+/// go by the same names, and a name several sources claim is served by none. (An empty prefix
+/// keeps the upstream's names, which may or may not meet; the tenant page shows any conflict.)
+async fn refuse_shared_prefix(
+    tx: &mut Transaction<'_, Postgres>,
+    source_id: Uuid,
+    prefix: &str,
+    tenant_id: Option<Uuid>,
+) -> Result<()> {
+    let other = sqlx::query_scalar!(
+        "select name from source
+         where id <> $1 and prefix = $2 and $2 <> ''
+           and (tenant_id is null or $3::uuid is null or tenant_id = $3)
+         order by name limit 1",
+        source_id,
+        prefix,
+        tenant_id as Option<Uuid>,
+    )
+    .fetch_optional(&mut **tx)
+    .await?;
+    match other {
+        Some(other) => Err(Error::Conflict(format!(
+            "the server `{other}` has the prefix `{prefix}` already: both servers' tools would be named \
+             `{prefix}_…` and a name two servers claim is served by neither; choose another prefix"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Writes `config` inside the caller's transaction as the server `existing` (a new one when
 /// `None`). Secrets given as `{set: true}` keep their stored values. Returns its source id and
 /// what tenants had given it that a move to a new target dropped (audited).
@@ -431,6 +460,7 @@ pub(crate) async fn write(
     )
     .execute(&mut **tx)
     .await?;
+    refuse_shared_prefix(tx, source_id, config.prefix(), tenant_id).await?;
     let stored = stored.kept_for(config)?;
     let mut dropped = Vec::new();
     if stored.moved(config) {
