@@ -72,21 +72,40 @@ test('register a server after testing its connection, and see its tools, escaped
   await page.screenshot({ path: `${screenshots}/servers.png`, fullPage: true });
 });
 
-test('a second server on the same command gets its own tools, then is deleted', async () => {
+test('a second server on the same command gets its own tools, is edited in place, then is deleted', async () => {
   await open(page, toolgate, '/servers');
-  await page.locator('input[name=name]').fill('twin');
-  await page.locator('input[name=prefix]').fill('copy');
-  await page.locator('select[name=transport]').selectOption('stdio');
-  await page.locator('input[name=command]').fill('node');
-  await page.locator('textarea[name=args]').fill(`${upstream}\n${descriptionFile}`);
-  await page.getByRole('button', { name: 'Register' }).click();
+  const register = async (name, prefix) => {
+    await page.locator('input[name=name]').fill(name);
+    await page.locator('input[name=prefix]').fill(prefix);
+    await page.locator('select[name=transport]').selectOption('stdio');
+    await page.locator('input[name=command]').fill('node');
+    await page.locator('textarea[name=args]').fill(`${upstream}\n${descriptionFile}`);
+    await page.getByRole('button', { name: 'Register' }).click();
+  };
+  await register('twin', 'copy');
   await page.getByText('Registered twin.').waitFor();
+  // A prefix taken would make both servers' tools conflict: refused, naming the server.
+  await register('triplet', 'copy');
+  await page.getByRole('alert').filter({ hasText: 'the server `twin` has the prefix `copy` already' }).waitFor();
   await page.getByRole('link', { name: 'twin' }).click();
   await page.waitForURL(/\/servers\/twin$/);
   await eventually(page, async () => {
     await page.getByRole('cell', { name: 'copy_echo' }).waitFor({ timeout: 1000 });
   }, 'the second server on a shared connection never got its tools');
   assert.match(await page.locator('.actions .status').first().innerText(), /ready/i);
+
+  // Edited in place: the form shows what is stored; a new prefix renames its tools.
+  await page.getByRole('button', { name: 'Edit…' }).click();
+  const prefix = page.locator('input[name=prefix]');
+  await prefix.waitFor();
+  assert.equal(await prefix.inputValue(), 'copy');
+  assert.equal(await page.locator('input[name=command]').inputValue(), 'node');
+  await prefix.fill('dup');
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await page.getByText('Saved twin.').waitFor();
+  await eventually(page, async () => {
+    await page.getByRole('cell', { name: 'dup_echo' }).waitFor({ timeout: 1000 });
+  }, 'the edited prefix never reached the tools');
 
   await page.getByRole('button', { name: 'Delete…' }).click();
   await page.getByRole('button', { name: 'Delete the server and its tools' }).click();

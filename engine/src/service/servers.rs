@@ -56,6 +56,11 @@ pub async fn detail(services: &Services, _: &Owner, name: &Name) -> Result<Serve
     Ok(ServerDetail { entry, tools, pending, authorizations, items })
 }
 
+/// A server's settings, secrets as the names that are set.
+pub async fn get(services: &Services, _: &Owner, name: &Name) -> Result<Server> {
+    store::servers::get(&services.pool, name).await
+}
+
 fn with_connections(server: Server, health: &[Health]) -> ServerEntry {
     let connections = health.iter().filter(|h| h.server == server.source.name).cloned().collect();
     ServerEntry { server, connections }

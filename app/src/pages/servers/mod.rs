@@ -9,7 +9,7 @@ use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 pub use page::ServerPage;
-use register::{RegisterForm, RegisterServer};
+use register::{SaveServer, ServerFormCard};
 
 use super::ui::{StatusBadge, loaded, succeeded};
 use crate::error::PanelError;
@@ -110,14 +110,14 @@ pub async fn list_servers() -> Result<Vec<ServerSummary>, PanelError> {
 }
 #[component]
 pub fn ServersPage() -> impl IntoView {
-    let register = ServerAction::<RegisterServer>::new();
+    let register = ServerAction::<SaveServer>::new();
     let registered = succeeded(register);
     let servers = Resource::new(move || registered.get(), |_| list_servers());
     view! {
         <Title text="Servers" />
         <h1>"Servers"</h1>
         {loaded(servers, |servers| view! { <ServerTable servers /> })}
-        <RegisterForm register />
+        <ServerFormCard save=register />
     }
 }
 

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ServerSummary;
+use super::register::{SaveServer, ServerFormCard, stored_server_form};
 use crate::error::PanelError;
 use crate::pages::ui::{
     Confirm, ErrorNote, JsonBlock, StatusBadge, action_error, counted, grid, loaded, succeeded,
@@ -408,7 +409,21 @@ pub fn ServerPage() -> impl IntoView {
     let name = move || params.read().get("name").unwrap_or_default();
     let command = ServerAction::<ServerCommand>::new();
     let commanded = succeeded(command);
-    let detail = Resource::new(move || (name(), commanded.get()), |(name, _)| server_detail(name));
+    let save = ServerAction::<SaveServer>::new();
+    let saved = succeeded(save);
+    let detail =
+        Resource::new(move || (name(), commanded.get(), saved.get()), |(name, _, _)| server_detail(name));
+    // The editor, read from the stored settings when opened.
+    let editing = RwSignal::new(false);
+    let editor = Resource::new(
+        move || editing.get().then(name),
+        |name| async move {
+            match name {
+                Some(name) => stored_server_form(name).await.map(Some),
+                None => Ok(None),
+            }
+        },
+    );
     let deleted = move || matches!(command.value().get(), Some(Ok(ref done)) if done.ends_with("deleted"));
     let run = move |what: ServerOp, tool: Option<String>| {
         command.dispatch(ServerCommand { name: name(), command: what, id: tool });
@@ -429,6 +444,7 @@ pub fn ServerPage() -> impl IntoView {
                 .map(|done| view! { <p class="notice ok" role="status">{done}</p> })
         }}
         <ErrorNote error=action_error(command) />
+        {loaded(editor, move |form| form.map(|form| view! { <ServerFormCard save editing=form /> }))}
         {loaded(
             detail,
             move |d| {
@@ -445,6 +461,9 @@ pub fn ServerPage() -> impl IntoView {
                             on:click=move |_| run(if enabled { ServerOp::Disable } else { ServerOp::Enable }, None)
                         >
                             {if enabled { "Disable" } else { "Enable" }}
+                        </button>
+                        <button type="button" on:click=move |_| editing.update(|open| *open = !*open)>
+                            {move || if editing.get() { "Close the editor" } else { "Edit…" }}
                         </button>
                         <Confirm
                             ask="Delete…"

@@ -1,4 +1,5 @@
-//! Registering a server: the form, its connection test, and the configuration it makes.
+//! Registering a server, or editing one in place: the form, its connection test, and the
+//! configuration it makes.
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -35,6 +36,11 @@ pub struct ServerForm {
     pub oauth_scopes: String,
 }
 
+/// What an edit form shows for a stored secret (a header's, a variable's, the OAuth client
+/// secret's value): left so, the stored value is kept, as `{set: true}` keeps it in the
+/// configuration document.
+pub const KEPT: &str = "(kept)";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestOutcome {
     pub ok: bool,
@@ -48,15 +54,66 @@ mod ssr {
     use engine::model::{Name, Tag, TenantSlug};
     use engine::store::SecretInput;
     use engine::store::servers::{
-        EnvValue, OAuthGrant, OAuthMode, OAuthSettings, OnDefinitionChange, ServerConfig, Transport,
+        EnvValue, OAuthGrant, OAuthMode, OAuthSettings, OnDefinitionChange, Server, ServerConfig, Transport,
     };
 
-    use super::ServerForm;
+    use super::{KEPT, ServerForm};
     use crate::error::PanelError;
     use crate::server::comma_list;
 
     fn invalid(message: impl ToString) -> PanelError {
         PanelError::rejected(StatusCode::UNPROCESSABLE_ENTITY, message)
+    }
+
+    /// A secret as typed: [`KEPT`] keeps the stored value.
+    fn secret(value: &str) -> SecretInput {
+        if value == KEPT { SecretInput::SET } else { SecretInput::Value(value.to_string()) }
+    }
+
+    /// The form that edits `server` (of the tenant `tenant`, if not shared): stored secrets show
+    /// as [`KEPT`].
+    pub fn form_of(server: &Server, tenant: Option<String>) -> ServerForm {
+        let oauth = server.oauth.as_ref();
+        ServerForm {
+            name: server.source.name.clone(),
+            prefix: server.source.prefix.clone(),
+            transport: server.transport.as_str().to_string(),
+            url: server.url.clone().unwrap_or_default(),
+            command: server.command.clone().unwrap_or_default(),
+            args: server.args.join("\n"),
+            cwd: server.cwd.clone().unwrap_or_default(),
+            headers: server.header_names.iter().map(|name| format!("{name}: {KEPT}\n")).collect(),
+            env: server
+                .env
+                .iter()
+                .map(|(name, value)| match value {
+                    EnvValue::Plain(plain) => format!("{name}={plain}\n"),
+                    EnvValue::Secret(_) => format!("{name}={KEPT}\n"),
+                })
+                .collect(),
+            tags: server.source.tags.join(", "),
+            tenant: tenant.unwrap_or_default(),
+            on_definition_change: match server.on_definition_change {
+                OnDefinitionChange::KeepPinned => "keep_pinned",
+                OnDefinitionChange::Hold => "hold",
+            }
+            .into(),
+            new_tools_enabled: server.new_tools_enabled,
+            oauth: match oauth.map(|o| (o.mode, o.grant)) {
+                None => "",
+                Some((_, OAuthGrant::ClientCredentials)) => "machine",
+                Some((OAuthMode::Shared, _)) => "shared",
+                Some((OAuthMode::Tenant, _)) => "tenant",
+                Some((OAuthMode::User, _)) => "user",
+            }
+            .into(),
+            oauth_client_id: oauth.and_then(|o| o.client_id.clone()).unwrap_or_default(),
+            oauth_client_secret: oauth
+                .and_then(|o| o.client_secret.as_ref())
+                .map(|_| KEPT.into())
+                .unwrap_or_default(),
+            oauth_scopes: oauth.map(|o| o.scopes.join(" ")).unwrap_or_default(),
+        }
     }
 
     /// The form as a server configuration, or what is wrong with it.
@@ -73,14 +130,14 @@ mod ssr {
             let (key, value) = line
                 .split_once(':')
                 .ok_or_else(|| invalid(format!("header line `{line}` is not `Name: value`")))?;
-            headers.insert(key.trim().to_string(), SecretInput::Value(value.trim().to_string()));
+            headers.insert(key.trim().to_string(), secret(value.trim()));
         }
         let mut env = BTreeMap::new();
         for line in form.env.lines().map(str::trim).filter(|l| !l.is_empty()) {
             let (key, value) = line
                 .split_once('=')
                 .ok_or_else(|| invalid(format!("environment line `{line}` is not `NAME=value`")))?;
-            env.insert(key.trim().to_string(), EnvValue::Secret(SecretInput::Value(value.to_string())));
+            env.insert(key.trim().to_string(), EnvValue::Secret(secret(value)));
         }
         let tags = comma_list(&form.tags)
             .iter()
@@ -104,7 +161,7 @@ mod ssr {
             mode,
             grant,
             client_id: text(&form.oauth_client_id),
-            client_secret: text(&form.oauth_client_secret).map(SecretInput::Value),
+            client_secret: text(&form.oauth_client_secret).as_deref().map(secret),
             scopes: form
                 .oauth_scopes
                 .split([' ', ','])
@@ -135,13 +192,38 @@ mod ssr {
     }
 }
 
+/// Registers the server, or with `editing` replaces the settings of the one of its name (which
+/// stays enabled or disabled as it was). Returns its name.
 #[server]
-pub async fn register_server(form: ServerForm) -> Result<String, PanelError> {
+pub async fn save_server(form: ServerForm, editing: bool) -> Result<String, PanelError> {
     use crate::server::{owner, state};
     let owner = owner().await?;
-    let config = ssr::config(&form)?;
-    engine::service::servers::create(&state(), &owner, &config).await?;
+    let mut config = ssr::config(&form)?;
+    if editing {
+        config.enabled = engine::service::servers::get(&state(), &owner, &config.name).await?.source.enabled;
+        engine::service::servers::update(&state(), &owner, &config).await?;
+    } else {
+        engine::service::servers::create(&state(), &owner, &config).await?;
+    }
     Ok(config.name.to_string())
+}
+
+/// The form that edits the server `name`, as it is stored.
+#[server]
+pub async fn stored_server_form(name: String) -> Result<ServerForm, PanelError> {
+    use crate::server::{owner, state};
+    let owner = owner().await?;
+    let name = engine::model::Name::parse(&name).map_err(engine::Error::from)?;
+    let server = engine::service::servers::get(&state(), &owner, &name).await?;
+    let tenant = match server.source.tenant_id {
+        Some(id) => engine::service::tenants::all(&state(), &owner)
+            .await?
+            .into_iter()
+            .find(|t| t.id == id)
+            .map(|t| t.slug),
+        None => None,
+    };
+    Ok(ssr::form_of(&server, tenant))
 }
 
 #[server]
@@ -231,32 +313,43 @@ fn Choice(
     }
 }
 
+/// The form that registers a server, or with `editing` (the stored server as a form) changes
+/// that one in place.
 #[component]
-pub(super) fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoView {
+pub(super) fn ServerFormCard(
+    save: ServerAction<SaveServer>,
+    #[prop(optional)] editing: Option<ServerForm>,
+) -> impl IntoView {
     let test = ServerAction::<TestServer>::new();
+    let creating = editing.is_none();
+    let start = editing.unwrap_or_else(|| ServerForm {
+        transport: "streamable_http".into(),
+        on_definition_change: "hold".into(),
+        ..ServerForm::default()
+    });
     let (name, prefix, url, command) = (
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
+        RwSignal::new(start.name),
+        RwSignal::new(start.prefix),
+        RwSignal::new(start.url),
+        RwSignal::new(start.command),
     );
     let (args, cwd, headers, tags, tenant, env) = (
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
+        RwSignal::new(start.args),
+        RwSignal::new(start.cwd),
+        RwSignal::new(start.headers),
+        RwSignal::new(start.tags),
+        RwSignal::new(start.tenant),
+        RwSignal::new(start.env),
     );
-    let transport = RwSignal::new("streamable_http".to_string());
+    let transport = RwSignal::new(start.transport);
     let (oauth, client_id, client_secret, scopes) = (
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
-        RwSignal::new(String::new()),
+        RwSignal::new(start.oauth),
+        RwSignal::new(start.oauth_client_id),
+        RwSignal::new(start.oauth_client_secret),
+        RwSignal::new(start.oauth_scopes),
     );
-    let on_change = RwSignal::new("hold".to_string());
-    let new_tools = RwSignal::new(false);
+    let on_change = RwSignal::new(start.on_definition_change);
+    let new_tools = RwSignal::new(start.new_tools_enabled);
     let form = move || ServerForm {
         name: name.get(),
         prefix: prefix.get(),
@@ -276,11 +369,11 @@ pub(super) fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoV
         oauth_client_secret: client_secret.get(),
         oauth_scopes: scopes.get(),
     };
-    let busy = move || register.pending().get() || test.pending().get();
+    let busy = move || save.pending().get() || test.pending().get();
     let stdio = move || transport.get() == "stdio";
-    // A registered server clears the form; a refused one keeps what was typed.
+    // A registered server clears the form; a refused one keeps what was typed (as does an edit).
     Effect::new(move |_| {
-        if let Some(Ok(_)) = register.value().get() {
+        if creating && let Some(Ok(_)) = save.value().get() {
             for field in [
                 name,
                 prefix,
@@ -303,9 +396,15 @@ pub(super) fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoV
     });
     view! {
         <section class="card form-card">
-            <h2>"Register a server"</h2>
+            <h2>{if creating { "Register a server" } else { "Edit the server" }}</h2>
+            {(!creating).then(|| view! {
+                <p class="muted form-note">
+                    "A stored secret shows as " <code>{KEPT}</code> " and is kept as long as it stays so. \
+                     A new URL or command drops what tenants gave the server."
+                </p>
+            })}
             <div class="form-grid">
-                <Field label="Name" value=name placeholder="everything" name="name" />
+                {creating.then(|| view! { <Field label="Name" value=name placeholder="everything" name="name" /> })}
                 <Field label="Prefix (default: the name)" value=prefix name="prefix" />
                 <Choice
                     label="Transport"
@@ -405,9 +504,14 @@ pub(super) fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoV
                     type="button"
                     class="primary"
                     disabled=busy
-                    on:click=move |_| { register.dispatch(RegisterServer { form: form() }); }
+                    on:click=move |_| { save.dispatch(SaveServer { form: form(), editing: !creating }); }
                 >
-                    {move || if register.pending().get() { "Registering…" } else { "Register" }}
+                    {move || match (creating, save.pending().get()) {
+                        (true, true) => "Registering…",
+                        (true, false) => "Register",
+                        (false, true) => "Saving…",
+                        (false, false) => "Save changes",
+                    }}
                 </button>
             </div>
             {move || {
@@ -420,12 +524,15 @@ pub(super) fn RegisterForm(register: ServerAction<RegisterServer>) -> impl IntoV
                     })
             }}
             <ErrorNote error=action_error(test) />
-            <ErrorNote error=action_error(register) />
+            <ErrorNote error=action_error(save) />
             {move || {
-                register.value()
+                save.value()
                     .get()
                     .and_then(Result::ok)
-                    .map(|name| view! { <p class="notice ok" role="status">"Registered " {name} "."</p> })
+                    .map(|name| {
+                        let done = if creating { "Registered" } else { "Saved" };
+                        view! { <p class="notice ok" role="status">{format!("{done} {name}.")}</p> }
+                    })
             }}
         </section>
     }
