@@ -68,6 +68,15 @@ test('register a server after testing its connection, and see its tools, escaped
   assert.equal(await page.locator('img[src="x"]').count(), 0);
   assert.equal(dialogs, 0);
 
+  // No tenant exists yet: the inspector shows the tool as its server declares it.
+  await open(page, toolgate, '/tools');
+  await page.getByRole('link', { name: 'untrusted_echo' }).click();
+  await page.getByRole('heading', { name: 'untrusted_echo' }).waitFor();
+  await page.getByText('served to no tenant yet').waitFor();
+  await page.getByText('Raw schema (as declared)').waitFor();
+  await page.getByRole('tab', { name: 'Gemini' }).click();
+  await page.getByText('Findings for gemini').waitFor();
+
   await open(page, toolgate, '/servers');
   await page.screenshot({ path: `${screenshots}/servers.png`, fullPage: true });
 });

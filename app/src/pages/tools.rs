@@ -162,10 +162,10 @@ pub struct InspectorView {
     pub tenants: Vec<String>,
     pub tenant: Option<String>,
     pub provider: String,
-    /// The inspection for `tenant` and `provider`: tool, raw, llm_schema, normalised,
-    /// rendering, findings.
+    /// The inspection for `tenant` (without one, the tool as its source declares it) and
+    /// `provider`: tool, raw, llm_schema, normalised, rendering, findings.
     pub inspection: Option<Value>,
-    /// The tool as `tenant` sees it.
+    /// The tool as `tenant` sees it (or as its source declares it).
     pub facts: Option<ToolFacts>,
 }
 
@@ -204,7 +204,12 @@ pub async fn inspect_tool(
         .collect();
     seen_by.sort_by(|a, b| a.slug.cmp(&b.slug));
     let chosen = seen_by.iter().find(|v| v.slug == tenant).or(seen_by.first());
-    let tool = chosen.and_then(|view| view.tools().iter().find(|t| t.tool_id == id));
+    // A tool no tenant sees yet is shown to owners as its source declares it.
+    let tool = match chosen {
+        Some(view) => view.tools().iter().find(|t| t.tool_id == id),
+        None if caller.owner().is_ok() => snapshot.untenanted(id),
+        None => None,
+    };
     let facts = tool.map(|t| ToolFacts {
         name: t.exposed_name.clone(),
         source: t.source_name.clone(),
@@ -423,19 +428,36 @@ pub fn ToolPage() -> impl IntoView {
                         .into_any();
                 };
                 let findings = inspection["findings"].as_array().cloned().unwrap_or_default();
-                let facts = view_data.facts.clone().zip(view_data.tenant.clone()).map(|(facts, tenant)| {
+                let facts = view_data.facts.clone().map(|facts| {
                     let source = if facts.from_server {
                         view! { <a href=format!("/servers/{}", facts.source)>{facts.source.clone()}</a> }.into_any()
                     } else {
                         view! { <span>{format!("{} (built in)", facts.source)}</span> }.into_any()
                     };
                     let tags = if facts.tags.is_empty() { "none".to_string() } else { facts.tags.join(", ") };
-                    let try_it = format!("/playground?tenant={tenant}&tool={}", facts.name);
+                    let served = match view_data.tenant.clone() {
+                        Some(tenant) => {
+                            let try_it = format!("/playground?tenant={tenant}&tool={}", facts.name);
+                            view! {
+                                <StatusBadge status="served" />
+                                {format!(" to {tenant} · ≈ {} tokens · ", facts.approx_tokens)}
+                                <a href=try_it>"Try it in the playground"</a>
+                            }
+                                .into_any()
+                        }
+                        None => view! {
+                            <span class="untenanted">
+                                {format!(
+                                    "served to no tenant yet: shown as its server declares it, before any tenant's override or presets · ≈ {} tokens",
+                                    facts.approx_tokens,
+                                )}
+                            </span>
+                        }
+                            .into_any(),
+                    };
                     view! {
                         <p class="tool-facts">
-                            "From " {source} " · tags: " {tags} " · " <StatusBadge status="served" />
-                            {format!(" to {tenant} · ≈ {} tokens · ", facts.approx_tokens)}
-                            <a href=try_it>"Try it in the playground"</a>
+                            "From " {source} " · tags: " {tags} " · " {served}
                         </p>
                         {facts.app.map(|uri| {
                             view! {
@@ -450,12 +472,14 @@ pub fn ToolPage() -> impl IntoView {
                     <h1>{inspection["tool"].as_str().unwrap_or_default().to_string()}</h1>
                     {facts}
                     <div class="filters">
-                        <label>
-                            "As tenant "
-                            <select prop:value=view_data.tenant.clone().unwrap_or_default() on:change=move |ev| tenant.set(event_target_value(&ev))>
-                                {view_data.tenants.iter().map(|t| view! { <option value=t.clone()>{t.clone()}</option> }).collect_view()}
-                            </select>
-                        </label>
+                        {(!view_data.tenants.is_empty()).then(|| view! {
+                            <label>
+                                "As tenant "
+                                <select prop:value=view_data.tenant.clone().unwrap_or_default() on:change=move |ev| tenant.set(event_target_value(&ev))>
+                                    {view_data.tenants.iter().map(|t| view! { <option value=t.clone()>{t.clone()}</option> }).collect_view()}
+                                </select>
+                            </label>
+                        })}
                         <div class="tabs" role="tablist">
                             {PROVIDERS
                                 .iter()

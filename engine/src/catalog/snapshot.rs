@@ -233,6 +233,8 @@ pub struct Snapshot {
     tenants: HashMap<String, Arc<TenantTools>>,
     /// Active API keys by SHA-256 of the key.
     keys: HashMap<Vec<u8>, KeyIdentity>,
+    /// Every tool before any tenant's choices (shared with the rebuilds that reuse them).
+    bases: Arc<Bases>,
 }
 
 /// Whom an API key belongs to.
@@ -259,7 +261,14 @@ impl Snapshot {
             tools_enabled: false,
             tenants: HashMap::new(),
             keys: HashMap::new(),
+            bases: Arc::default(),
         }
+    }
+
+    /// The tool `id` before any tenant's choices (no override, no presets), as its source
+    /// declares it under its server's prefix: what the inspector shows of a tool no tenant sees.
+    pub fn untenanted(&self, id: Uuid) -> Option<&Arc<CatalogTool>> {
+        self.bases.list.iter().map(|base| &base.tool).find(|tool| tool.tool_id == id)
     }
 
     /// The tenant a presented API key belongs to, if the key is known and not revoked (it may
@@ -286,6 +295,7 @@ fn timeout(ms: Option<i32>) -> Option<Duration> {
 }
 
 /// A tool with its source, before any tenant's choices.
+#[derive(Debug)]
 pub(super) struct Base {
     tool: Arc<CatalogTool>,
     owner: Option<Uuid>,
@@ -296,6 +306,7 @@ pub(super) struct Base {
 /// Every tool before any tenant's choices, and what they were built from: a rebuild whose
 /// tools, sources and group members are unchanged reuses them instead of reading and building
 /// every tool again.
+#[derive(Debug, Default)]
 pub(super) struct Bases {
     epoch: i64,
     sources: Vec<crate::store::sources::Source>,
@@ -305,6 +316,7 @@ pub(super) struct Bases {
 }
 
 /// A prompt, resource or template with its server, before any tenant's choices.
+#[derive(Debug)]
 struct ItemBase {
     item: Arc<CatalogItem>,
     owner: Option<Uuid>,
@@ -423,7 +435,7 @@ fn with_override(base: &CatalogTool, ov: &StoredOverride) -> CatalogTool {
 
 /// Builds the snapshot from `loaded` and its tools, `bases`. `force_tools_off` is the
 /// process's `TOOLGATE_TOOLS_ENABLED=false`.
-pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_off: bool) -> Snapshot {
+pub(super) fn build(loaded: &Loaded, bases: &Arc<Bases>, version: u64, force_tools_off: bool) -> Snapshot {
     let tools_enabled = loaded.settings.tools_enabled && !force_tools_off;
     let group_default: HashMap<Uuid, bool> =
         loaded.groups.iter().map(|g| (g.id, g.active_by_default)).collect();
@@ -539,6 +551,7 @@ pub(super) fn build(loaded: &Loaded, bases: &Bases, version: u64, force_tools_of
         tools_enabled,
         tenants,
         keys,
+        bases: bases.clone(),
     }
 }
 
