@@ -59,6 +59,11 @@ enum AdminCommand {
         #[arg(long)]
         password_stdin: bool,
     },
+    /// List every account: name, role, tenants, how it signs in, enabled or disabled, last
+    /// sign-in (tab-separated).
+    List,
+    /// Delete an account with the apps it authorized (never the last enabled owner).
+    Delete { username: String },
     /// Admin API tokens for scripts.
     Token {
         #[command(subcommand)]
@@ -165,15 +170,27 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
                 RoleArg::TenantAdmin => Role::TenantAdmin,
                 RoleArg::Member => Role::Member,
             };
-            // One transaction: an unknown tenant leaves no account behind.
-            let mut tx = db.pool().begin().await?;
-            admin::create(&mut *tx, &username, role, &password).await?;
-            for tenant in &tenants {
-                admin::assign_tenant(&mut *tx, &username, tenant).await?;
-            }
-            tx.commit().await?;
+            admin::create_account(db.pool(), &Actor::cli(), &username, role, &tenants, &password).await?;
             eprintln!("created {role} `{}`", username.as_str());
             print_one_time(&password);
+        }
+        AdminCommand::List => {
+            for account in admin::accounts(db.pool()).await? {
+                let tenants = if account.tenants.is_empty() { "-".into() } else { account.tenants.join(",") };
+                println!(
+                    "{}\t{}\t{tenants}\t{}\t{}\t{}",
+                    account.username,
+                    account.role,
+                    account.signs_in(),
+                    if account.disabled_at.is_some() { "disabled" } else { "enabled" },
+                    account.signed_in_at.map(rfc3339).unwrap_or_else(|| "never".into()),
+                );
+            }
+        }
+        AdminCommand::Delete { username } => {
+            let username = Username::parse(&username)?;
+            admin::delete(db.pool(), &Actor::cli(), &username).await?;
+            eprintln!("deleted `{}`", username.as_str());
         }
         AdminCommand::ResetPassword { username, password_stdin } => {
             let username = Username::parse(&username)?;

@@ -348,7 +348,7 @@ async fn token_create_prints_the_token_as_the_last_line() {
 
 /// `toolgate admin create` makes the whole account or none (an unknown tenant left an account
 /// without its tenant behind); a password it generates is for one sign-in, one read from
-/// standard input is the account's own.
+/// standard input is the account's own; `list` shows them, `delete` deletes one.
 #[tokio::test]
 async fn admin_create_makes_the_whole_account_or_none() {
     let cli = CliDatabase::new().await;
@@ -370,6 +370,19 @@ async fn admin_create_makes_the_whole_account_or_none() {
             .await
             .unwrap();
     assert_eq!(temporary, [("jane".to_string(), true), ("joe".to_string(), false)], "{printed}");
+
+    // Listed, tab-separated; deleted, never the last enabled owner.
+    let listed = cli.ok(&["list"]);
+    assert_eq!(
+        listed.lines().map(|line| line.split('\t').take(5).collect::<Vec<_>>().join(" ")).collect::<Vec<_>>(),
+        ["jane owner - one-time password enabled", "joe owner - password enabled"],
+        "{listed}"
+    );
+    cli.ok(&["delete", "joe"]);
+    let last = cli.admin(&["delete", "jane"], "");
+    assert!(!last.status.success());
+    assert!(String::from_utf8_lossy(&last.stderr).contains("the last enabled owner"), "{last:?}");
+    assert_eq!(cli.ok(&["list"]).lines().count(), 1);
     cli.drop().await;
 }
 

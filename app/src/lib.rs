@@ -19,9 +19,9 @@ use leptos_router::components::{ParentRoute, Route, Router, Routes};
 use leptos_router::path;
 
 use pages::{
-    AccountPage, AppsPage, AuditPage, AuthorizePage, ConfigPage, ConnectionsPage, Dashboard, GroupsPage,
-    InvitePage, LoginPage, NotFound, PlaygroundPage, ServerPage, ServersPage, Shell, SignInPage, TenantPage,
-    TenantsPage, TokensPage, ToolPage, ToolsPage,
+    AccountPage, AccountsPage, AppsPage, AuditPage, AuthorizePage, ConfigPage, ConnectionsPage, Dashboard,
+    GroupsPage, InvitePage, LoginPage, NotFound, PlaygroundPage, ServerPage, ServersPage, Shell, SignInPage,
+    TenantPage, TenantsPage, TokensPage, ToolPage, ToolsPage,
 };
 
 /// The pages a member may see (everything else is for administrators).
@@ -100,6 +100,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("apps") view=AppsPage />
                     <Route path=path!("connections") view=ConnectionsPage />
                     <Route path=path!("account") view=AccountPage />
+                    <Route path=path!("accounts") view=AccountsPage />
                 </ParentRoute>
             </Routes>
         </Router>

@@ -371,6 +371,40 @@ test('an owner makes a read-only token, sees it used, and revokes it after confi
   await page.screenshot({ path: `${screenshots}/tokens.png`, fullPage: true });
 });
 
+test('an owner makes an account with a one-time password its first sign-in replaces, then resets, disables and deletes it', async () => {
+  await open(page, toolgate, '/accounts');
+  await page.locator('input[name=account-name]').fill('kim');
+  await page.locator('select[name=account-role]').selectOption('tenant_admin');
+  await page.locator('input[name=account-tenants]').fill('acme');
+  await page.getByRole('button', { name: 'Create with a one-time password' }).click();
+  await page.getByText('For kim:').waitFor();
+  const once = (await page.locator('figure.new-key pre').innerText()).trim();
+  const row = page.getByRole('row').filter({ has: page.getByRole('cell', { name: 'kim', exact: true }) });
+  await row.getByRole('cell', { name: 'one-time password', exact: true }).waitFor();
+  assert.equal(await page.locator('input[name=account-name]').inputValue(), '', 'a created account leaves an empty form');
+
+  // Kim's first sign-in asks for a password of her own.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const kim = await context.newPage();
+  await signIn(kim, toolgate, 'kim', once);
+  await context.close();
+  await reload(page);
+  await row.getByRole('cell', { name: 'password', exact: true }).waitFor();
+
+  await row.getByRole('button', { name: 'Disable' }).click();
+  await row.getByRole('cell', { name: 'disabled', exact: true }).waitFor();
+  await row.getByRole('button', { name: 'Reset password…' }).click();
+  await row.getByRole('button', { name: 'Give `kim` a new one-time password' }).click();
+  await eventually(page, async () => {
+    assert.notEqual((await page.locator('figure.new-key pre').innerText()).trim(), once);
+  }, 'the reset showed no new password');
+  await row.getByRole('cell', { name: 'one-time password', exact: true }).waitFor();
+  await page.screenshot({ path: `${screenshots}/accounts.png`, fullPage: true });
+  await row.getByRole('button', { name: 'Delete…' }).click();
+  await row.getByRole('button', { name: 'Delete `kim` and the apps it authorized' }).click();
+  await eventually(page, async () => assert.equal(await row.count(), 0), 'kim was not deleted');
+});
+
 test('every page works under its Content-Security-Policy', () => {
   assert.deepEqual(refusals, [], 'the policy refused part of a page');
 });

@@ -19,7 +19,8 @@ use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 pub use crate::model::Role;
-use crate::store;
+pub use crate::store::admins::AccountRow;
+use crate::store::{self, Actor, Change};
 use crate::{Error, Result};
 
 /// The rule a username keeps.
@@ -265,6 +266,102 @@ pub async fn ensure_owner(pool: &PgPool) -> Result<Option<Password>> {
     Ok(Some(password))
 }
 
+/// Creates an account with its tenants, all or nothing (an unknown tenant leaves no account),
+/// and audits it.
+#[tracing::instrument(skip_all, err, fields(username = username.as_str(), %role))]
+pub async fn create_account(
+    pool: &PgPool,
+    actor: &Actor,
+    username: &Username,
+    role: Role,
+    tenants: &[String],
+    password: &Password,
+) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    create(&mut *tx, username, role, password).await?;
+    for tenant in tenants {
+        assign_tenant(&mut *tx, username, tenant).await?;
+    }
+    let what =
+        serde_json::json!({"username": username.as_str(), "role": role.to_string(), "tenants": tenants});
+    store::commit(tx, actor, Change::new("create_account", "account", username.as_str()).after(&what)).await
+}
+
+/// Every account, by name.
+pub async fn accounts(db: impl PgExecutor<'_>) -> Result<Vec<AccountRow>> {
+    store::admins::all(db).await
+}
+
+/// Gives `username` a new one-time password (returned, to be shown once): its sessions end,
+/// and its next sign-in asks for a password of its own.
+#[tracing::instrument(skip_all, err, fields(username = username.as_str()))]
+pub async fn reset_password(pool: &PgPool, actor: &Actor, username: &Username) -> Result<Password> {
+    let password = Password::generate();
+    let hash = PasswordHash::new(&password).await;
+    let mut tx = pool.begin().await?;
+    if !store::admins::set_password_hash(&mut *tx, username.as_str(), &hash.0, true).await? {
+        return Err(Error::not_found(format!("account `{}`", username.as_str())));
+    }
+    store::commit(tx, actor, Change::new("reset_password", "account", username.as_str())).await?;
+    Ok(password)
+}
+
+/// Disables `username` (it cannot sign in; its sessions and tokens stop working at once) or
+/// enables it again.
+#[tracing::instrument(skip_all, err, fields(username = username.as_str(), disabled))]
+pub async fn set_disabled(pool: &PgPool, actor: &Actor, username: &Username, disabled: bool) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let account = existing(&mut tx, username).await?;
+    if disabled {
+        may_lose(&mut tx, actor, &account).await?;
+    }
+    store::admins::set_disabled(&mut *tx, account.id, disabled).await?;
+    let what = serde_json::json!({"disabled": disabled});
+    store::commit(tx, actor, Change::new("set_account_disabled", "account", username.as_str()).after(&what))
+        .await
+}
+
+/// Deletes `username` with everything it authorized.
+#[tracing::instrument(skip_all, err, fields(username = username.as_str()))]
+pub async fn delete(pool: &PgPool, actor: &Actor, username: &Username) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let account = existing(&mut tx, username).await?;
+    may_lose(&mut tx, actor, &account).await?;
+    store::admins::delete(&mut *tx, account.id).await?;
+    let what = serde_json::json!({"role": account.role.to_string()});
+    store::commit(tx, actor, Change::new("delete_account", "account", username.as_str()).before(&what)).await
+}
+
+async fn existing(tx: &mut sqlx::PgConnection, username: &Username) -> Result<store::admins::Account> {
+    store::admins::by_username(&mut *tx, username.as_str())
+        .await?
+        .ok_or_else(|| Error::not_found(format!("account `{}`", username.as_str())))
+}
+
+/// Refuses what could lock everyone out: an account taking itself away, or the last enabled
+/// owner going.
+async fn may_lose(
+    tx: &mut sqlx::PgConnection,
+    actor: &Actor,
+    account: &store::admins::Account,
+) -> Result<()> {
+    if *actor == Actor::admin(&account.username) {
+        return Err(Error::Conflict(
+            "you cannot disable or delete your own account; another owner can".into(),
+        ));
+    }
+    if account.role == Role::Owner
+        && account.disabled_at.is_none()
+        && !store::admins::another_owner(&mut *tx, account.id).await?
+    {
+        return Err(Error::Conflict(format!(
+            "`{}` is the last enabled owner: make another account an owner first",
+            account.username
+        )));
+    }
+    Ok(())
+}
+
 /// Limits on failed sign-ins.
 #[derive(Debug, Clone)]
 pub struct LoginPolicy {
@@ -388,8 +485,8 @@ pub async fn change_password(
     let hash = PasswordHash::new(&new).await;
     let mut tx = pool.begin().await.map_err(Error::from)?;
     store::admins::set_password_hash_of(&mut *tx, account.id, &hash.0).await?;
-    let change = store::Change::new("change_password", "account", &account.username);
-    store::record(&mut tx, &store::Actor::admin(&account.username), &change).await?;
+    let change = Change::new("change_password", "account", &account.username);
+    store::record(&mut tx, &Actor::admin(&account.username), &change).await?;
     tx.commit().await.map_err(Error::from)?;
     find(pool, account.id)
         .await?

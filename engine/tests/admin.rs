@@ -34,6 +34,11 @@ async fn change(
     admin::change_password(pool, &quick_policy(), account, current, new.into(), "127.0.0.1").await
 }
 
+async fn store_tenant(pool: &PgPool, slug: &str) {
+    let slug = engine::model::TenantSlug::parse(slug).unwrap();
+    engine::store::tenants::create(pool, &engine::store::Actor::cli(), &slug, slug.as_str()).await.unwrap();
+}
+
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn login_succeeds_with_the_right_password(pool: PgPool) {
     create(&pool, "alice", "alice-password-1").await;
@@ -208,6 +213,55 @@ async fn a_one_time_password_is_replaced_by_the_accounts_own(pool: PgPool) {
     admin::set_password(&pool, &name, &reset).await.unwrap();
     let reset_in = admin::login(&pool, &policy, "admin", reset.expose(), "127.0.0.1").await.unwrap();
     assert!(reset_in.password_temporary, "a generated reset is for one sign-in too");
+}
+
+/// Owners manage every account: made with its tenants all or nothing, reset to a one-time
+/// password, disabled, deleted, each audited; nobody takes away their own account or the last
+/// enabled owner.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn accounts_are_managed_without_locking_everyone_out(pool: PgPool) {
+    use engine::store::Actor;
+    let policy = quick_policy();
+    create(&pool, "root", "root-password-1").await;
+    store_tenant(&pool, "acme").await;
+    let (root, kim) = (Username::parse("root").unwrap(), Username::parse("kim").unwrap());
+    let by_root = Actor::admin("root");
+    let once = Password::generate();
+    let unknown =
+        admin::create_account(&pool, &by_root, &kim, Role::TenantAdmin, &["nope".into()], &once).await;
+    assert!(matches!(unknown, Err(engine::Error::NotFound(_))), "{unknown:?}");
+    admin::create_account(&pool, &by_root, &kim, Role::TenantAdmin, &["acme".into()], &once).await.unwrap();
+    let listed = admin::accounts(&pool).await.unwrap();
+    let shown: Vec<_> =
+        listed.iter().map(|a| (a.username.as_str(), a.tenants.clone(), a.signs_in())).collect();
+    assert_eq!(shown, [("kim", vec!["acme".to_string()], "one-time password"), ("root", vec![], "password")]);
+
+    let reset = admin::reset_password(&pool, &by_root, &kim).await.unwrap();
+    assert!(admin::login(&pool, &policy, "kim", once.expose(), "10.0.0.1").await.is_err());
+    assert!(
+        admin::login(&pool, &policy, "kim", reset.expose(), "10.0.0.1").await.unwrap().password_temporary
+    );
+
+    let refused = |result: engine::Result<()>, says: &str| match result {
+        Err(engine::Error::Conflict(message)) => assert!(message.contains(says), "{message}"),
+        other => panic!("{other:?}: {says} expected"),
+    };
+    refused(admin::delete(&pool, &by_root, &root).await, "your own account");
+    refused(admin::set_disabled(&pool, &Actor::cli(), &root, true).await, "the last enabled owner");
+    refused(admin::delete(&pool, &Actor::cli(), &root).await, "the last enabled owner");
+    admin::set_disabled(&pool, &by_root, &kim, true).await.unwrap();
+    assert!(matches!(
+        admin::login(&pool, &policy, "kim", reset.expose(), "10.0.0.1").await,
+        Err(LoginError::Disabled)
+    ));
+    admin::delete(&pool, &by_root, &kim).await.unwrap();
+    assert_eq!(admin::accounts(&pool).await.unwrap().len(), 1);
+    let actions: Vec<String> =
+        sqlx::query_scalar("select action from audit_event where entity_kind = 'account' order by id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(actions, ["create_account", "reset_password", "set_account_disabled", "delete_account"]);
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

@@ -1,6 +1,7 @@
 //! The panel's pages, one module each.
 
 mod account;
+mod accounts;
 mod apps;
 mod audit;
 mod authorize;
@@ -20,6 +21,7 @@ mod tools;
 pub(crate) mod ui;
 
 pub use account::AccountPage;
+pub use accounts::AccountsPage;
 pub use apps::AppsPage;
 pub use audit::AuditPage;
 pub use authorize::AuthorizePage;

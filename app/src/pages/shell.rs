@@ -53,6 +53,7 @@ pub fn Shell() -> impl IntoView {
                         <A href="/config">"Configuration"</A>
                         <A href="/audit">"Audit"</A>
                         <A href="/tokens">"Tokens"</A>
+                        <A href="/accounts">"Accounts"</A>
                         <A href="/sign-in">"Sign-in"</A>
                     </OwnersOnly>
                     <A href="/apps">"Connected apps"</A>

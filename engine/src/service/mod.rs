@@ -4,6 +4,7 @@
 //! in its own way.
 
 mod access;
+pub mod accounts;
 pub mod apps;
 pub mod global;
 pub mod members;

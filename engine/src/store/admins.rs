@@ -232,6 +232,63 @@ pub(crate) async fn members(db: impl PgExecutor<'_>, tenant_id: Uuid) -> Result<
     .await?)
 }
 
+/// An account as the owners' list shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AccountRow {
+    pub username: String,
+    pub role: Role,
+    pub email: Option<String>,
+    /// Signs in with a password (else through the OpenID provider, or not yet: invited).
+    pub has_password: bool,
+    /// Its password was printed once and not replaced yet.
+    pub password_temporary: bool,
+    pub sso: bool,
+    /// The slugs of its tenants, in order.
+    pub tenants: Vec<String>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub disabled_at: Option<time::OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub signed_in_at: Option<time::OffsetDateTime>,
+}
+
+impl AccountRow {
+    /// How the account signs in, in words.
+    pub fn signs_in(&self) -> &'static str {
+        match (self.has_password, self.password_temporary, self.sso) {
+            (true, true, _) => "one-time password",
+            (true, false, _) => "password",
+            (false, _, true) => "single sign-on",
+            (false, _, false) => "invited",
+        }
+    }
+}
+
+/// Every account, by name.
+pub(crate) async fn all(db: impl PgExecutor<'_>) -> Result<Vec<AccountRow>> {
+    Ok(sqlx::query_as!(
+        AccountRow,
+        r#"select a.username, a.role as "role: Role", a.email, a.password_hash is not null as "has_password!",
+                  a.password_temporary, a.sso_subject is not null as "sso!",
+                  array(select t.slug from admin_tenant m join tenant t on t.id = m.tenant_id
+                        where m.admin_id = a.id order by t.slug) as "tenants!",
+                  a.disabled_at, a.signed_in_at
+           from admin_user a order by a.username"#
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// Whether another enabled owner than `admin_id` exists (the last one is never disabled or
+/// deleted: nobody could manage Toolgate then).
+pub(crate) async fn another_owner(db: impl PgExecutor<'_>, admin_id: Uuid) -> Result<bool> {
+    Ok(sqlx::query_scalar!(
+        r#"select exists (select from admin_user where role = 'owner' and disabled_at is null and id <> $1) as "exists!""#,
+        admin_id
+    )
+    .fetch_one(db)
+    .await?)
+}
+
 /// The account `username` with its role, if it exists.
 pub(crate) async fn role_of(db: impl PgExecutor<'_>, username: &str) -> Result<Option<(Uuid, Role)>> {
     Ok(sqlx::query!(r#"select id, role as "role: Role" from admin_user where username = $1"#, username)

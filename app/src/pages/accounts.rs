@@ -1,0 +1,201 @@
+//! Every account (owners only): who signs in how, to which tenants; make one with a one-time
+//! password, reset one to a one-time password, disable, enable or delete one. (A tenant's page
+//! manages its own members.)
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use serde::{Deserialize, Serialize};
+
+use super::ui::{Confirm, ErrorNote, SecretOnce, action_error, grid, loaded, succeeded};
+use crate::error::PanelError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccountView {
+    pub username: String,
+    pub role: String,
+    pub tenants: String,
+    pub signs_in: String,
+    pub disabled: bool,
+    pub last_sign_in: String,
+}
+
+#[server]
+pub async fn list_accounts() -> Result<Vec<AccountView>, PanelError> {
+    use crate::server::{minute, owner, state};
+    let owner = owner().await?;
+    let accounts = engine::service::accounts::list(&state(), &owner).await?;
+    Ok(accounts
+        .into_iter()
+        .map(|account| AccountView {
+            signs_in: account.signs_in().into(),
+            role: account.role.to_string(),
+            tenants: account.tenants.join(", "),
+            disabled: account.disabled_at.is_some(),
+            last_sign_in: account.signed_in_at.map(minute).unwrap_or_else(|| "never".into()),
+            username: account.username,
+        })
+        .collect())
+}
+
+/// Makes an account; returns its one-time password (the only time it is shown).
+#[server]
+pub async fn create_account(username: String, role: String, tenants: String) -> Result<String, PanelError> {
+    use engine::admin::{Role, Username};
+
+    use crate::server::{comma_list, owner, state};
+    let owner = owner().await?;
+    let username = Username::parse(username.trim())?;
+    let role = match role.as_str() {
+        "owner" => Role::Owner,
+        "tenant_admin" => Role::TenantAdmin,
+        "member" => Role::Member,
+        other => return Err(PanelError::invalid(format!("unknown role `{other}`"))),
+    };
+    let password =
+        engine::service::accounts::create(&state(), &owner, &username, role, &comma_list(&tenants)).await?;
+    Ok(password.expose().to_string())
+}
+
+/// What an owner does to an account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AccountOp {
+    Disable,
+    Enable,
+    ResetPassword,
+    Delete,
+}
+
+/// Applies `op` to `username`; a reset returns the new one-time password.
+#[server]
+pub async fn change_account(username: String, op: AccountOp) -> Result<Option<String>, PanelError> {
+    use engine::admin::Username;
+    use engine::service::accounts;
+
+    use crate::server::{owner, state};
+    let owner = owner().await?;
+    let username = Username::parse(&username)?;
+    let state = state();
+    Ok(match op {
+        AccountOp::Disable | AccountOp::Enable => {
+            accounts::set_disabled(&state, &owner, &username, op == AccountOp::Disable).await?;
+            None
+        }
+        AccountOp::ResetPassword => {
+            Some(accounts::reset_password(&state, &owner, &username).await?.expose().to_string())
+        }
+        AccountOp::Delete => {
+            accounts::delete(&state, &owner, &username).await?;
+            None
+        }
+    })
+}
+
+#[component]
+pub fn AccountsPage() -> impl IntoView {
+    let create = ServerAction::<CreateAccount>::new();
+    let change = ServerAction::<ChangeAccount>::new();
+    let (created, changed) = (succeeded(create), succeeded(change));
+    let accounts = Resource::new(move || (created.get(), changed.get()), |_| list_accounts());
+    let (username, role, tenants) = (
+        RwSignal::new(String::new()),
+        RwSignal::new("tenant_admin".to_string()),
+        RwSignal::new(String::new()),
+    );
+    // Whose one-time password is shown, with it.
+    let shown = RwSignal::new(None::<(String, String)>);
+    Effect::new(move |_| {
+        if let Some(Ok(password)) = create.value().get() {
+            shown.set(Some((username.get_untracked(), password)));
+            username.set(String::new());
+            tenants.set(String::new());
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(Some(password))) = change.value().get() {
+            let whose = change.input().get_untracked().map(|input| input.username).unwrap_or_default();
+            shown.set(Some((whose, password)));
+        }
+    });
+    let run = move |username: String, op: AccountOp| {
+        change.dispatch(ChangeAccount { username, op });
+    };
+    view! {
+        <Title text="Accounts" />
+        <h1>"Accounts"</h1>
+        <p class="muted">
+            "Every account of this Toolgate. A printed password is for one sign-in, which asks for a password of the \
+             account's own. A tenant's page manages its members too."
+        </p>
+        {move || shown.get().map(|(whose, password)| view! {
+            <p class="muted">{format!("For {whose}: give it to them in person or over a channel you trust.")}</p>
+            <SecretOnce what="one-time password" secret=password />
+        })}
+        <ErrorNote error=action_error(change) />
+        {loaded(accounts, move |accounts| {
+            grid(accounts, "No account yet.", &["Name", "Role", "Tenants", "Signs in with", "Last sign-in", "State", ""], move |account| {
+                let name = StoredValue::new(account.username.clone());
+                let toggle = if account.disabled { AccountOp::Enable } else { AccountOp::Disable };
+                view! {
+                    <tr class:revoked=account.disabled>
+                        <td>{account.username.clone()}</td>
+                        <td>{account.role}</td>
+                        <td>{account.tenants}</td>
+                        <td>{account.signs_in}</td>
+                        <td>{account.last_sign_in}</td>
+                        <td>{if account.disabled { "disabled" } else { "enabled" }}</td>
+                        <td class="row-actions">
+                            <button type="button" disabled=move || change.pending().get() on:click=move |_| run(name.get_value(), toggle)>
+                                {if account.disabled { "Enable" } else { "Disable" }}
+                            </button>
+                            <Confirm
+                                ask="Reset password…"
+                                confirm=format!("Give `{}` a new one-time password", account.username)
+                                keep="Keep the password"
+                                on_confirm=Callback::new(move |()| run(name.get_value(), AccountOp::ResetPassword))
+                            />
+                            <Confirm
+                                ask="Delete…"
+                                confirm=format!("Delete `{}` and the apps it authorized", account.username)
+                                keep="Keep it"
+                                on_confirm=Callback::new(move |()| run(name.get_value(), AccountOp::Delete))
+                            />
+                        </td>
+                    </tr>
+                }
+                .into_any()
+            })
+        })}
+        <section class="card">
+            <h2>"New account"</h2>
+            <div class="inline-form">
+                <label>
+                    "Name"
+                    <input type="text" name="account-name" prop:value=move || username.get() on:input=move |ev| username.set(event_target_value(&ev)) />
+                </label>
+                <label>
+                    "Role"
+                    <select name="account-role" prop:value=move || role.get() on:change=move |ev| role.set(event_target_value(&ev))>
+                        <option value="tenant_admin">"Tenant administrator"</option>
+                        <option value="member">"Member (connects apps)"</option>
+                        <option value="owner">"Owner"</option>
+                    </select>
+                </label>
+                <label>
+                    "Tenants (comma-separated)"
+                    <input type="text" name="account-tenants" prop:value=move || tenants.get() on:input=move |ev| tenants.set(event_target_value(&ev)) />
+                </label>
+                <button
+                    type="button"
+                    class="primary"
+                    disabled=move || create.pending().get()
+                    on:click=move |_| {
+                        create.dispatch(CreateAccount { username: username.get(), role: role.get(), tenants: tenants.get() });
+                    }
+                >
+                    "Create with a one-time password"
+                </button>
+            </div>
+            <ErrorNote error=action_error(create) />
+        </section>
+    }
+}
