@@ -44,14 +44,12 @@ pub async fn require_sign_in(
     match signed_in(&session, &state.pool).await {
         Ok(Some(account)) if path == LOGIN_PAGE => Redirect::to(&landing(&account, None)).into_response(),
         // Signed in with a one-time password: choosing one's own comes before anything else.
-        Ok(Some(account)) if account.password_temporary && !public && path != ACCOUNT_PAGE => {
+        Ok(Some(account)) if account.password_temporary && !public && !app::is_page(path, ACCOUNT_PAGE) => {
             let asked = request.uri().path_and_query().map(|p| p.as_str());
             Redirect::to(&landing(&account, asked)).into_response()
         }
         Ok(Some(account))
-            if account.role == engine::admin::Role::Member
-                && !public
-                && !app::MEMBER_PAGES.iter().any(|page| path.starts_with(page)) =>
+            if account.role == engine::admin::Role::Member && !public && !app::member_page(path) =>
         {
             Redirect::to(&landing(&account, None)).into_response()
         }

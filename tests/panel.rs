@@ -262,6 +262,8 @@ async fn a_one_time_password_leads_to_choosing_ones_own_first(pool: PgPool) {
     assert_eq!(location(&signed_in).as_deref(), Some("/account?next=%2Fservers"));
     let page = app.get("/tenants?x=1").await;
     assert_eq!(location(&page).as_deref(), Some("/account?next=%2Ftenants%3Fx%3D1"), "{}", page.status());
+    let owners_page = app.get("/accounts").await;
+    assert_eq!(location(&owners_page).as_deref(), Some("/account?next=%2Faccounts"), "not one's own page");
     assert!(app.get("/account").await.status().is_success());
     let me = json_of(app.client.post(app.url("/api/me"))).await;
     assert_eq!(me["password_temporary"], true, "{me}");

@@ -214,7 +214,7 @@ pub mod ssr {
     /// with a one-time password chooses its own first, then goes on there.
     pub fn landing(account: &AdminUser, next: Option<&str>) -> String {
         let onward = onward(account, next);
-        if !account.password_temporary || onward.starts_with(ACCOUNT_PAGE) {
+        if !account.password_temporary || crate::is_page(&onward, ACCOUNT_PAGE) {
             return onward;
         }
         let query = form_urlencoded::Serializer::new(String::new()).append_pair("next", &onward).finish();
@@ -230,10 +230,7 @@ pub mod ssr {
                 && path.bytes().all(|b| b.is_ascii_graphic() && b != b'\\')
         });
         match next {
-            Some(path)
-                if account.role != engine::admin::Role::Member
-                    || crate::MEMBER_PAGES.iter().any(|p| path.starts_with(p)) =>
-            {
+            Some(path) if account.role != engine::admin::Role::Member || crate::member_page(path) => {
                 path.to_string()
             }
             _ if account.role == engine::admin::Role::Member => "/apps".to_string(),

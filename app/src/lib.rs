@@ -24,9 +24,24 @@ use pages::{
     TenantPage, TenantsPage, TokensPage, ToolPage, ToolsPage,
 };
 
-/// The pages a member may see (everything else is for administrators).
-pub const MEMBER_PAGES: &[&str] =
-    &["/account", "/apps", "/connections", "/authorize/", "/oauth/upstream/start"];
+/// The pages a member may see (everything else is for administrators): a page and what is
+/// under it, or with a trailing `/` what starts so.
+const MEMBER_PAGES: &[&str] = &["/account", "/apps", "/connections", "/authorize/", "/oauth/upstream/start"];
+
+/// Whether `path` (of this site, perhaps with a query) is a page `page` names, as
+/// [`MEMBER_PAGES`] does: `/account` is not `/accounts`.
+pub fn is_page(path: &str, page: &str) -> bool {
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    match page.strip_suffix('/') {
+        Some(_) => path.starts_with(page),
+        None => path == page || path.strip_prefix(page).is_some_and(|rest| rest.starts_with('/')),
+    }
+}
+
+/// Whether a member may open `path`.
+pub fn member_page(path: &str) -> bool {
+    MEMBER_PAGES.iter().any(|page| is_page(path, page))
+}
 
 /// The HTML document around the app, rendered on the server. Its Content-Security-Policy
 /// admits only this response's nonce for inline scripts (the hydration bootstrap) and the
@@ -116,5 +131,18 @@ pub fn hydrate() {
     // Lets end-to-end tests (and curious admins) see that the client took over the page.
     if let Some(root) = document().document_element() {
         let _ = root.set_attribute("data-hydrated", "true");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_page, member_page};
+
+    #[test]
+    fn a_page_is_itself_and_what_is_under_it_never_a_longer_name() {
+        assert!(is_page("/account", "/account") && is_page("/account?next=%2F", "/account"));
+        assert!(!is_page("/accounts", "/account"), "the owners' accounts page is not one's own");
+        assert!(member_page("/apps/1") && member_page("/authorize/abc") && member_page("/account"));
+        assert!(!member_page("/accounts") && !member_page("/appsx") && !member_page("/authorize"));
     }
 }
