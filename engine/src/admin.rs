@@ -321,6 +321,23 @@ pub async fn set_disabled(pool: &PgPool, actor: &Actor, username: &Username, dis
         .await
 }
 
+/// Gives `username` another role (an owner no longer manages everything, a member then
+/// manages nothing); never one's own, nor the last enabled owner's.
+#[tracing::instrument(skip_all, err, fields(username = username.as_str(), %role))]
+pub async fn set_role(pool: &PgPool, actor: &Actor, username: &Username, role: Role) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let account = existing(&mut tx, username).await?;
+    if account.role == role {
+        return Ok(());
+    }
+    may_lose(&mut tx, actor, &account).await?;
+    store::admins::set_role(&mut *tx, account.id, role).await?;
+    let change = Change::new("set_account_role", "account", username.as_str())
+        .before(&serde_json::json!({"role": account.role.to_string()}))
+        .after(&serde_json::json!({"role": role.to_string()}));
+    store::commit(tx, actor, change).await
+}
+
 /// Deletes `username` with everything it authorized.
 #[tracing::instrument(skip_all, err, fields(username = username.as_str()))]
 pub async fn delete(pool: &PgPool, actor: &Actor, username: &Username) -> Result<()> {
@@ -338,8 +355,8 @@ async fn existing(tx: &mut sqlx::PgConnection, username: &Username) -> Result<st
         .ok_or_else(|| Error::not_found(format!("account `{}`", username.as_str())))
 }
 
-/// Refuses what could lock everyone out: an account taking itself away, or the last enabled
-/// owner going.
+/// Refuses what could lock everyone out: an account taking itself away (or its own role), or
+/// the last enabled owner going.
 async fn may_lose(
     tx: &mut sqlx::PgConnection,
     actor: &Actor,
@@ -347,7 +364,7 @@ async fn may_lose(
 ) -> Result<()> {
     if *actor == Actor::admin(&account.username) {
         return Err(Error::Conflict(
-            "you cannot disable or delete your own account; another owner can".into(),
+            "you cannot disable, delete or change the role of your own account; another owner can".into(),
         ));
     }
     if account.role == Role::Owner

@@ -216,7 +216,7 @@ async fn a_one_time_password_is_replaced_by_the_accounts_own(pool: PgPool) {
 }
 
 /// Owners manage every account: made with its tenants all or nothing, reset to a one-time
-/// password, disabled, deleted, each audited; nobody takes away their own account or the last
+/// password, given another role, disabled, deleted, each audited; nobody takes away their own account or the last
 /// enabled owner.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn accounts_are_managed_without_locking_everyone_out(pool: PgPool) {
@@ -247,6 +247,10 @@ async fn accounts_are_managed_without_locking_everyone_out(pool: PgPool) {
         other => panic!("{other:?}: {says} expected"),
     };
     refused(admin::delete(&pool, &by_root, &root).await, "your own account");
+    refused(admin::set_role(&pool, &by_root, &root, Role::Member).await, "your own account");
+    refused(admin::set_role(&pool, &Actor::cli(), &root, Role::TenantAdmin).await, "the last enabled owner");
+    admin::set_role(&pool, &by_root, &kim, Role::Member).await.unwrap();
+    assert_eq!(admin::accounts(&pool).await.unwrap()[0].role, Role::Member);
     refused(admin::set_disabled(&pool, &Actor::cli(), &root, true).await, "the last enabled owner");
     refused(admin::delete(&pool, &Actor::cli(), &root).await, "the last enabled owner");
     admin::set_disabled(&pool, &by_root, &kim, true).await.unwrap();
@@ -261,7 +265,10 @@ async fn accounts_are_managed_without_locking_everyone_out(pool: PgPool) {
             .fetch_all(&pool)
             .await
             .unwrap();
-    assert_eq!(actions, ["create_account", "reset_password", "set_account_disabled", "delete_account"]);
+    assert_eq!(
+        actions,
+        ["create_account", "reset_password", "set_account_role", "set_account_disabled", "delete_account"]
+    );
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]

@@ -12,6 +12,7 @@ use crate::error::PanelError;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccountView {
     pub username: String,
+    /// As the role choice names it: `owner`, `tenant_admin` or `member`.
     pub role: String,
     pub tenants: String,
     pub signs_in: String,
@@ -37,23 +38,39 @@ pub async fn list_accounts() -> Result<Vec<AccountView>, PanelError> {
         .collect())
 }
 
+/// The roles an owner gives, as the choice names them.
+const ROLES: [(&str, &str); 3] =
+    [("tenant_admin", "Tenant administrator"), ("member", "Member (connects apps)"), ("owner", "Owner")];
+
+#[cfg(feature = "ssr")]
+fn role(name: &str) -> Result<engine::admin::Role, PanelError> {
+    engine::admin::Role::parse(name).map_err(|err| PanelError::invalid(err.0))
+}
+
 /// Makes an account; returns its one-time password (the only time it is shown).
 #[server]
 pub async fn create_account(username: String, role: String, tenants: String) -> Result<String, PanelError> {
-    use engine::admin::{Role, Username};
-
     use crate::server::{comma_list, owner, state};
     let owner = owner().await?;
-    let username = Username::parse(username.trim())?;
-    let role = match role.as_str() {
-        "owner" => Role::Owner,
-        "tenant_admin" => Role::TenantAdmin,
-        "member" => Role::Member,
-        other => return Err(PanelError::invalid(format!("unknown role `{other}`"))),
-    };
-    let password =
-        engine::service::accounts::create(&state(), &owner, &username, role, &comma_list(&tenants)).await?;
+    let username = engine::admin::Username::parse(username.trim())?;
+    let password = engine::service::accounts::create(
+        &state(),
+        &owner,
+        &username,
+        self::role(&role)?,
+        &comma_list(&tenants),
+    )
+    .await?;
     Ok(password.expose().to_string())
+}
+
+#[server]
+pub async fn set_account_role(username: String, role: String) -> Result<(), PanelError> {
+    use crate::server::{owner, state};
+    let owner = owner().await?;
+    let username = engine::admin::Username::parse(&username)?;
+    engine::service::accounts::set_role(&state(), &owner, &username, self::role(&role)?).await?;
+    Ok(())
 }
 
 /// What an owner does to an account.
@@ -94,8 +111,9 @@ pub async fn change_account(username: String, op: AccountOp) -> Result<Option<St
 pub fn AccountsPage() -> impl IntoView {
     let create = ServerAction::<CreateAccount>::new();
     let change = ServerAction::<ChangeAccount>::new();
-    let (created, changed) = (succeeded(create), succeeded(change));
-    let accounts = Resource::new(move || (created.get(), changed.get()), |_| list_accounts());
+    let set_role = ServerAction::<SetAccountRole>::new();
+    let (created, changed, role_set) = (succeeded(create), succeeded(change), succeeded(set_role));
+    let accounts = Resource::new(move || (created.get(), changed.get(), role_set.get()), |_| list_accounts());
     let (username, role, tenants) = (
         RwSignal::new(String::new()),
         RwSignal::new("tenant_admin".to_string()),
@@ -131,6 +149,7 @@ pub fn AccountsPage() -> impl IntoView {
             <SecretOnce what="one-time password" secret=password />
         })}
         <ErrorNote error=action_error(change) />
+        <ErrorNote error=action_error(set_role) />
         {loaded(accounts, move |accounts| {
             grid(accounts, "No account yet.", &["Name", "Role", "Tenants", "Signs in with", "Last sign-in", "State", ""], move |account| {
                 let name = StoredValue::new(account.username.clone());
@@ -138,7 +157,17 @@ pub fn AccountsPage() -> impl IntoView {
                 view! {
                     <tr class:revoked=account.disabled>
                         <td>{account.username.clone()}</td>
-                        <td>{account.role}</td>
+                        <td>
+                            <select
+                                name=format!("role-{}", account.username)
+                                prop:value=account.role.clone()
+                                on:change=move |ev| {
+                                    set_role.dispatch(SetAccountRole { username: name.get_value(), role: event_target_value(&ev) });
+                                }
+                            >
+                                {ROLES.map(|(value, label)| view! { <option value=value>{label}</option> }).collect_view()}
+                            </select>
+                        </td>
                         <td>{account.tenants}</td>
                         <td>{account.signs_in}</td>
                         <td>{account.last_sign_in}</td>
@@ -175,9 +204,7 @@ pub fn AccountsPage() -> impl IntoView {
                 <label>
                     "Role"
                     <select name="account-role" prop:value=move || role.get() on:change=move |ev| role.set(event_target_value(&ev))>
-                        <option value="tenant_admin">"Tenant administrator"</option>
-                        <option value="member">"Member (connects apps)"</option>
-                        <option value="owner">"Owner"</option>
+                        {ROLES.map(|(value, label)| view! { <option value=value>{label}</option> }).collect_view()}
                     </select>
                 </label>
                 <label>

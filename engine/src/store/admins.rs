@@ -352,6 +352,11 @@ pub(crate) async fn set_disabled(db: impl PgExecutor<'_>, admin_id: Uuid, disabl
     Ok(())
 }
 
+pub(crate) async fn set_role(db: impl PgExecutor<'_>, admin_id: Uuid, role: Role) -> Result<()> {
+    sqlx::query!("update admin_user set role = $2 where id = $1", admin_id, role as Role).execute(db).await?;
+    Ok(())
+}
+
 pub(crate) async fn delete(db: impl PgExecutor<'_>, admin_id: Uuid) -> Result<()> {
     sqlx::query!("delete from admin_user where id = $1", admin_id).execute(db).await?;
     Ok(())
