@@ -117,8 +117,11 @@ test('a second server on the same command gets its own tools, is edited in place
   }, 'the edited prefix never reached the tools');
 
   await page.getByRole('button', { name: 'Delete…' }).click();
-  await page.getByRole('button', { name: 'Delete the server and its tools' }).click();
-  await page.getByText('The server was deleted.').waitFor();
+  await page.getByRole('button', { name: "Delete the server, its 1 tool and every tenant's settings for them" }).click();
+  // Deleted, the server's page leads back to the list, which says so.
+  await page.waitForURL(/\/servers\?deleted=twin$/);
+  await page.getByText('Deleted the server twin and its tools.').waitFor();
+  assert.equal(await page.getByRole('link', { name: 'twin' }).count(), 0);
   // The first server keeps its connection and its tools.
   await open(page, toolgate, '/servers/untrusted');
   await page.getByRole('cell', { name: /Says it back/ }).waitFor();
@@ -317,6 +320,8 @@ test('the other pages: tools, schema inspector, audit, dashboard', async () => {
   await open(page, toolgate, '/groups');
   await page.locator('input[name="group-name"]').fill('talk');
   await page.getByLabel('Active by default').uncheck();
+  // The picker names each tool's server.
+  assert.match(await page.locator('label.switch', { hasText: 'untrusted_echo' }).innerText(), /untrusted_echo\s+untrusted$/);
   await page.getByLabel('untrusted_echo').check();
   await page.getByRole('button', { name: 'Save group' }).click();
   await page.getByRole('cell', { name: 'untrusted_echo' }).waitFor();
@@ -371,7 +376,7 @@ test('an owner makes a read-only token, sees it used, and revokes it after confi
   await page.screenshot({ path: `${screenshots}/tokens.png`, fullPage: true });
 });
 
-test('an owner makes an account with a one-time password its first sign-in replaces, then resets, disables and deletes it', async () => {
+test('an owner makes an account with a one-time password its first sign-in replaces, then changes its role, disables, resets and deletes it', async () => {
   await open(page, toolgate, '/accounts');
   await page.locator('input[name=account-name]').fill('kim');
   await page.locator('select[name=account-role]').selectOption('tenant_admin');
@@ -391,6 +396,11 @@ test('an owner makes an account with a one-time password its first sign-in repla
   await reload(page);
   await row.getByRole('cell', { name: 'password', exact: true }).waitFor();
 
+  await row.locator('select[name=role-kim]').selectOption('member');
+  await eventually(page, async () => {
+    await reload(page);
+    assert.equal(await row.locator('select[name=role-kim]').inputValue(), 'member');
+  }, 'the new role was not kept');
   await row.getByRole('button', { name: 'Disable' }).click();
   await row.getByRole('cell', { name: 'disabled', exact: true }).waitFor();
   await row.getByRole('button', { name: 'Reset password…' }).click();

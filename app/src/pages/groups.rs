@@ -20,8 +20,8 @@ pub struct GroupRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupsView {
     pub groups: Vec<GroupRow>,
-    /// Every tool: (id, exposed name).
-    pub tools: Vec<(String, String)>,
+    /// Every tool: (id, exposed name, its source).
+    pub tools: Vec<(String, String, String)>,
 }
 
 #[server]
@@ -45,7 +45,7 @@ pub async fn load_groups() -> Result<GroupsView, PanelError> {
                 active_by_default: g.active_by_default,
             })
             .collect(),
-        tools: tools.into_iter().map(|t| (t.id.to_string(), t.exposed_name)).collect(),
+        tools: tools.into_iter().map(|t| (t.id.to_string(), t.exposed_name, t.source)).collect(),
     })
 }
 
@@ -123,7 +123,7 @@ pub fn GroupsPage() -> impl IntoView {
             groups,
             move |view_data| {
                 let tools = StoredValue::new(view_data.tools.clone());
-                let name_of = move |id: &String| tools.with_value(|t| t.iter().find(|(i, _)| i == id).map(|(_, n)| n.clone()).unwrap_or_default());
+                let name_of = move |id: &String| tools.with_value(|t| t.iter().find(|(i, ..)| i == id).map(|(_, n, _)| n.clone()).unwrap_or_default());
                 view! {
                     {if view_data.groups.is_empty() {
                         view! { <p class="muted">"No group yet."</p> }.into_any()
@@ -182,7 +182,7 @@ pub fn GroupsPage() -> impl IntoView {
                             on:input=move |ev| tool_filter.set(event_target_value(&ev))
                         />
                         <div class="switches">
-                            {view_data.tools.into_iter().map(|(id, tool)| {
+                            {view_data.tools.into_iter().map(|(id, tool, source)| {
                                 let (checked_id, toggled_id) = (id.clone(), id.clone());
                                 let lowered = tool.to_lowercase();
                                 let hidden = move || !lowered.contains(&tool_filter.read().trim().to_lowercase());
@@ -197,6 +197,7 @@ pub fn GroupsPage() -> impl IntoView {
                                             }
                                         />
                                         <span>{tool}</span>
+                                        <span class="muted small">{source}</span>
                                     </label>
                                 }
                             }).collect_view()}

@@ -113,9 +113,12 @@ pub fn ServersPage() -> impl IntoView {
     let register = ServerAction::<SaveServer>::new();
     let registered = succeeded(register);
     let servers = Resource::new(move || registered.get(), |_| list_servers());
+    let query = leptos_router::hooks::use_query_map();
+    let deleted = move || query.read().get("deleted");
     view! {
         <Title text="Servers" />
         <h1>"Servers"</h1>
+        {move || deleted().map(|name| view! { <p class="notice ok" role="status">{format!("Deleted the server {name} and its tools.")}</p> })}
         {loaded(servers, |servers| view! { <ServerTable servers /> })}
         <ServerFormCard save=register />
     }

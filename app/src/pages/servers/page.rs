@@ -424,7 +424,13 @@ pub fn ServerPage() -> impl IntoView {
             }
         },
     );
-    let deleted = move || matches!(command.value().get(), Some(Ok(ref done)) if done.ends_with("deleted"));
+    // A deleted server's page has nothing left to show: on to the list, which says so.
+    let navigate = leptos_router::hooks::use_navigate();
+    Effect::new(move |_| {
+        if matches!(command.value().get(), Some(Ok(ref done)) if done.ends_with("deleted")) {
+            navigate(&format!("/servers?deleted={}", name()), Default::default());
+        }
+    });
     let run = move |what: ServerOp, tool: Option<String>| {
         command.dispatch(ServerCommand { name: name(), command: what, id: tool });
     };
@@ -434,9 +440,6 @@ pub fn ServerPage() -> impl IntoView {
             <a href="/servers">"← Servers"</a>
         </p>
         <h1>{name}</h1>
-        <Show when=deleted fallback=move || ()>
-            <p class="notice ok">"The server was deleted."</p>
-        </Show>
         {move || {
             command.value()
                 .get()
@@ -467,7 +470,10 @@ pub fn ServerPage() -> impl IntoView {
                         </button>
                         <Confirm
                             ask="Delete…"
-                            confirm="Delete the server and its tools"
+                            confirm=format!(
+                                "Delete the server, its {} and every tenant's settings for them",
+                                counted(d.tools.len() as i64, "tool"),
+                            )
                             keep="Keep it"
                             on_confirm=Callback::new(move |()| run(ServerOp::Delete, None))
                         />

@@ -160,7 +160,8 @@ pub(super) fn LimitsCard(tenant: TenantView, action: ServerAction<SaveLimits>) -
             .collect::<Vec<_>>(),
     );
     let adding = RwSignal::new(String::new());
-    let names: Vec<String> = tenant.catalog.iter().map(|t| t.name.clone()).collect();
+    let names: Vec<(String, String)> =
+        tenant.catalog.iter().map(|t| (t.name.clone(), t.source.clone())).collect();
     let slug = StoredValue::new(tenant.slug.clone());
     view! {
         <section class="card">
@@ -189,7 +190,7 @@ pub(super) fn LimitsCard(tenant: TenantView, action: ServerAction<SaveLimits>) -
                     "Limit a tool"
                     <select name="limit-tool" prop:value=move || adding.get() on:change=move |ev| adding.set(event_target_value(&ev))>
                         <option value="">"Choose a tool…"</option>
-                        {names.into_iter().map(|n| view! { <option value=n.clone()>{n.clone()}</option> }).collect_view()}
+                        {names.into_iter().map(|(name, source)| view! { <option value=name.clone()>{format!("{name} ({source})")}</option> }).collect_view()}
                     </select>
                 </label>
                 <button
