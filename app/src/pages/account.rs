@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use super::shell::MeResource;
-use super::ui::{ErrorNote, action_error, loaded, succeeded};
+use super::ui::{ErrorNote, NewPassword, action_error, loaded, succeeded};
 use crate::auth::ChangePassword;
 
 #[component]
@@ -43,14 +43,7 @@ pub fn AccountPage() -> impl IntoView {
                                 {if me.password_temporary { "One-time password" } else { "Current password" }}
                                 <input type="password" name="current" autocomplete="current-password" required />
                             </label>
-                            <label>
-                                "New password (at least 12 characters)"
-                                <input type="password" name="password" autocomplete="new-password" minlength="12" required />
-                            </label>
-                            <label>
-                                "The same again"
-                                <input type="password" name="again" autocomplete="new-password" minlength="12" required />
-                            </label>
+                            <NewPassword label="New password (at least 12 characters)" />
                             <button type="submit" class="primary" disabled=move || change.pending().get()>
                                 "Save the new password"
                             </button>

@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::error::PanelError;
-use crate::pages::ui::{ErrorNote, action_error, loaded};
+use crate::pages::ui::{ErrorNote, NewPassword, action_error, loaded};
 
 /// The account the invitation is for.
 #[server]
@@ -46,14 +46,7 @@ pub fn InvitePage() -> impl IntoView {
                     <ActionForm action=accept>
                         <p>"Welcome, " <strong>{username}</strong> ". Choose the password you will sign in with."</p>
                         <input type="hidden" name="token" value=token() />
-                        <label>
-                            "Password (at least 12 characters)"
-                            <input type="password" name="password" autocomplete="new-password" minlength="12" required />
-                        </label>
-                        <label>
-                            "The same again"
-                            <input type="password" name="again" autocomplete="new-password" minlength="12" required />
-                        </label>
+                        <NewPassword label="Password (at least 12 characters)" />
                         <button type="submit" class="primary" disabled=move || accept.pending().get()>"Set password and sign in"</button>
                     </ActionForm>
                 })}

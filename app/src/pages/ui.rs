@@ -205,6 +205,22 @@ where
     }
 }
 
+/// A new password typed twice, as the form fields `password` and `again` (the server checks
+/// that they match and the length).
+#[component]
+pub fn NewPassword(label: &'static str) -> impl IntoView {
+    view! {
+        <label>
+            {label}
+            <input type="password" name="password" autocomplete="new-password" minlength="12" required />
+        </label>
+        <label>
+            "The same again"
+            <input type="password" name="again" autocomplete="new-password" minlength="12" required />
+        </label>
+    }
+}
+
 /// Shows `error()` as an alert when there is one.
 #[component]
 pub fn ErrorNote(error: impl Fn() -> Option<String> + Send + Sync + Copy + 'static) -> impl IntoView {

@@ -60,12 +60,7 @@ pub async fn put_group(
     active_by_default: bool,
     replace: bool,
 ) -> Result<Group> {
-    let pool = &services.pool;
-    if replace {
-        store::groups::put(pool, owner.actor(), name, description, active_by_default).await
-    } else {
-        store::groups::create(pool, owner.actor(), name, description, active_by_default).await
-    }
+    store::groups::write(&services.pool, owner.actor(), name, description, active_by_default, replace).await
 }
 
 pub async fn delete_group(services: &Services, owner: &Owner, name: &Name) -> Result<()> {

@@ -47,19 +47,10 @@ pub async fn put(
     write(pool, actor, name, description, active_by_default, true).await
 }
 
-/// Creates the group; one of that name is refused, never changed.
-pub async fn create(
-    pool: &PgPool,
-    actor: &Actor,
-    name: &Name,
-    description: &str,
-    active_by_default: bool,
-) -> Result<Group> {
-    write(pool, actor, name, description, active_by_default, false).await
-}
-
+/// Creates the group, or with `replace` updates its description and default if it exists;
+/// without it, a group of that name is refused, never changed. Audited.
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name))]
-async fn write(
+pub async fn write(
     pool: &PgPool,
     actor: &Actor,
     name: &Name,
