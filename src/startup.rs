@@ -127,7 +127,12 @@ impl Application {
             loopback: listener.local_addr()?.ip().is_loopback(),
         });
         let public_url = settings.public_url.as_deref().map(Into::into);
-        let state = AppState { leptos_options, services: services.clone(), public_url };
+        let state = AppState {
+            leptos_options,
+            services: services.clone(),
+            public_url,
+            questions: Default::default(),
+        };
         let mut router = gateway_router(&state, settings).merge(operations);
         if surfaces == Surfaces::All {
             let sessions = session_layer(settings, &state.pool).await?;

@@ -15,6 +15,8 @@ pub struct AppState {
     pub services: Services,
     /// `TOOLGATE_PUBLIC_URL`: the base of the OAuth issuer and of every link the panel shows.
     pub public_url: Option<Arc<str>>,
+    /// What tools ask the people running them in the playground, waiting for their answers.
+    pub questions: crate::pages::playground::Questions,
 }
 
 impl Deref for AppState {

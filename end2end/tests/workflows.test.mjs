@@ -142,6 +142,50 @@ test('content comes in the order the tool returned it, and an image at a size on
   await page.screenshot({ path: `${screenshots}/playground-image.png`, fullPage: true });
 });
 
+test('the playground answers what a tool\'s server asks: a form for elicitation, a reply for sampling; its log messages show', async () => {
+  // Elicitation: a form made from the schema the server sent, titled choices as a select.
+  await choose('everything_trigger-elicitation-request');
+  await page.getByRole('button', { name: 'Run' }).click();
+  const question = page.locator('section.question');
+  await question.getByText('Please provide inputs for the following fields').waitFor();
+  await question.locator('label', { hasText: 'Your full, legal name' }).locator('input').fill('Ada Lovelace');
+  await question.locator('label', { hasText: 'favorite type of pet' }).locator('select').selectOption({ label: 'Birds' });
+  await page.screenshot({ path: `${screenshots}/playground-elicitation.png`, fullPage: true });
+  await question.getByRole('button', { name: 'Accept' }).click();
+  await page.locator('section.result pre.output', { hasText: '- Name: Ada Lovelace' }).waitFor();
+  // What the server received, typed as its schema says.
+  const received = (await output()).join('\n');
+  assert.match(received, /"legacyTitledEnum": "pet-3"/);
+  assert.match(received, /"integer": 42,/);
+  assert.equal(await question.count(), 0, 'an answered question goes');
+
+  await page.getByRole('button', { name: 'Run' }).click();
+  await question.getByRole('button', { name: 'Decline' }).click();
+  await page.locator('section.result pre.output', { hasText: 'User declined' }).waitFor();
+
+  // Sampling: the person replies in the model's place.
+  await choose('everything_trigger-sampling-request');
+  await rawArguments('{"prompt": "Say hi"}');
+  await page.getByRole('button', { name: 'Run' }).click();
+  await question.getByText('context: Say hi').waitFor();
+  await question.locator('textarea').fill('Hello from a person');
+  await question.getByRole('button', { name: 'Send reply' }).click();
+  await page.locator('section.result pre.output', { hasText: 'Hello from a person' }).waitFor();
+
+  // Log messages the server sends while a call runs (every 5 s once switched on).
+  await choose('everything_toggle-simulated-logging');
+  await page.getByRole('button', { name: 'Run' }).click();
+  await page.locator('section.result pre.output', { hasText: 'Started' }).waitFor();
+  await choose('everything_trigger-long-running-operation');
+  await rawArguments('{"duration": 12, "steps": 4}');
+  await page.getByRole('button', { name: 'Run' }).click();
+  await page.locator('section.messages li', { hasText: /level-? ?message/i }).first().waitFor({ timeout: 15_000 });
+  await page.locator('section.result pre.output', { hasText: 'Long running operation completed' }).waitFor({ timeout: 15_000 });
+  await choose('everything_toggle-simulated-logging');
+  await page.getByRole('button', { name: 'Run' }).click();
+  await page.locator('section.result pre.output', { hasText: 'Stopped' }).waitFor();
+});
+
 test('a stdio server gets the environment typed into its form, and nothing of Toolgate\'s', async () => {
   await choose('everything_get-env');
   await page.getByRole('button', { name: 'Run' }).click();
@@ -444,7 +488,7 @@ test('every page fits a phone: wide tables scroll inside their box, columns stay
   await page.setViewportSize({ width: 390, height: 844 });
   await open(page, toolgate, '/tools');
   const toolPage = await page.getByRole('link', { name: 'everything_echo' }).getAttribute('href');
-  const pages = ['/', '/servers', '/servers/everything', '/tools', toolPage, '/tenants', '/tenants/acme', '/groups', '/playground', '/config', '/audit', '/tokens', '/sign-in', '/apps'];
+  const pages = ['/', '/servers', '/servers/everything', '/tools', toolPage, '/tenants', '/tenants/acme', '/groups', '/playground', '/config', '/audit', '/tokens', '/sign-in', '/apps', '/account', '/accounts'];
   for (const path of pages) {
     await open(page, toolgate, path);
     await page.getByRole('heading', { level: 1 }).first().waitFor();

@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Extension, Json, Router};
 use engine::admin::{AdminUser, Role, Scope};
-use engine::exec::{CallLimits, CallRequest};
+use engine::exec::{CallHooks, CallLimits, CallRequest};
 use engine::model::{Name, TenantSlug};
 use engine::schema::Provider;
 use engine::service::{Admin, Services, global, tenants};
@@ -247,7 +247,7 @@ async fn invoke(
     Body(body): Body<Invoke>,
 ) -> Answer {
     let request = CallRequest { name: body.tool, arguments: body.arguments };
-    let result = tenants::invoke(&state, &admin.tenant(&tenant)?, request, None).await?;
+    let result = tenants::invoke(&state, &admin.tenant(&tenant)?, request, CallHooks::default()).await?;
     Ok(Json(result).into_response())
 }
 

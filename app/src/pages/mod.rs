@@ -11,7 +11,7 @@ mod dashboard;
 mod groups;
 mod invite;
 mod login;
-mod playground;
+pub(crate) mod playground;
 mod servers;
 mod shell;
 mod sign_in;

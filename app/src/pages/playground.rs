@@ -1,6 +1,7 @@
 //! The playground: pick a tenant and one of its tools, fill in a form generated from the
 //! schema its LLM sees (or raw JSON), and run it through the same execution path as real
-//! calls. Recent runs can be replayed. Below, the tenant's prompts and resources ([`items`]).
+//! calls, answering what the tool's server asks meanwhile ([`asked`]). Recent runs can be
+//! replayed or edited. Below, the tenant's prompts and resources ([`items`]).
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::{StreamingText, TextStream};
@@ -11,7 +12,11 @@ use serde_json::{Map, Value, json};
 use super::ui::{ErrorNote, JsonBlock, StatusBadge};
 use crate::error::PanelError;
 
+mod asked;
 mod items;
+#[cfg(feature = "ssr")]
+pub use asked::Questions;
+use asked::{Asked, Messages, OpenQuestions};
 use items::PromptsAndResources;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,11 +75,15 @@ pub struct Report {
     pub message: Option<String>,
 }
 
-/// What a run streams to the page, one JSON line each: progress reports while the tool
-/// works, then how it ended.
+/// What a run streams to the page, one JSON line each: progress reports, questions and log
+/// messages while the tool works, then how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum RunEvent {
     Progress(Report),
+    /// The tool's server asks the person running it something.
+    Asks(Asked),
+    /// A notification the tool's server sent (`{"method", "params"}`): a log message.
+    Notice(Value),
     Done(RunOutcome),
     Refused(PanelError),
 }
@@ -87,7 +96,9 @@ pub async fn run_tool(
     tool: String,
     arguments: String,
 ) -> Result<TextStream<PanelError>, PanelError> {
-    use engine::exec::CallRequest;
+    use std::sync::Arc;
+
+    use engine::exec::{CallHooks, CallRequest};
     use engine::tool::Progress;
     use futures::StreamExt;
 
@@ -99,10 +110,17 @@ pub async fn run_tool(
     // The stream is read after this function returns, outside its reactive context.
     let state = state();
     let (sink, reports) = engine::tool::progress_channel();
+    let (events, asked) = tokio::sync::mpsc::channel(16);
+    let relay = asked::PageRelay {
+        questions: state.questions.clone(),
+        by: caller.actor().as_str().to_string(),
+        events,
+    };
+    let hooks = CallHooks { progress: Some(sink), client: Some(Arc::new(relay)) };
     let call = async move {
         let request = CallRequest { name: tool, arguments };
         let result =
-            engine::service::tenants::invoke(&state, &caller.tenant(&tenant)?, request, Some(sink)).await?;
+            engine::service::tenants::invoke(&state, &caller.tenant(&tenant)?, request, hooks).await?;
         Ok::<_, PanelError>(RunOutcome {
             at: crate::server::minute(time::OffsetDateTime::now_utc()),
             status: serde_json::to_value(result.status)
@@ -114,28 +132,28 @@ pub async fn run_tool(
             correlation_id: result.correlation_id,
         })
     };
-    // Reports until the call ends (those still queued then are of no use), and an empty line
-    // whenever nothing else was sent for a while: writing is how the server learns that the
-    // page went away, which ends the call.
-    let running = Some((Box::pin(call), reports));
+    // Reports, questions and messages until the call ends (those still queued then are of
+    // no use), and an empty line whenever nothing else was sent for a while: writing is how
+    // the server learns that the page went away, which ends the call.
+    let running = Some((Box::pin(call), reports, asked));
     let lines = futures::stream::unfold(running, |running| async move {
-        let (mut call, mut reports) = running?;
-        tokio::select! {
+        let (mut call, mut reports, mut asked) = running?;
+        let event = tokio::select! {
             ended = &mut call => {
                 let event = match ended {
                     Ok(outcome) => RunEvent::Done(outcome),
                     Err(refused) => RunEvent::Refused(refused),
                 };
-                Some((event_line(&event), None))
+                return Some((event_line(&event), None));
             }
             Some(report) = reports.recv() => {
                 let Progress { progress: done, total, message } = report;
-                Some((event_line(&RunEvent::Progress(Report { done, total, message })), Some((call, reports))))
+                event_line(&RunEvent::Progress(Report { done, total, message }))
             }
-            () = tokio::time::sleep(std::time::Duration::from_secs(2)) => {
-                Some(("\n".to_string(), Some((call, reports))))
-            }
-        }
+            Some(event) = asked.recv() => event_line(&event),
+            () = tokio::time::sleep(std::time::Duration::from_secs(2)) => "\n".to_string(),
+        };
+        Some((event, Some((call, reports, asked))))
     });
     Ok(TextStream::new(lines.map(Ok)))
 }
@@ -282,7 +300,10 @@ fn field(path: Vec<Step>, label: String, schema: Value, required: bool, root: Rw
         </span>
     };
     let hint = description.map(|d| view! { <span class="muted small">{d}</span> });
-    if let Some(variants) = schema.get("anyOf").and_then(Value::as_array).cloned() {
+    let options = choices(&schema);
+    if let Some(variants) =
+        schema.get("anyOf").and_then(Value::as_array).cloned().filter(|_| options.is_none())
+    {
         let chosen = RwSignal::new(0usize);
         let names: Vec<String> = variants
             .iter()
@@ -392,7 +413,6 @@ fn field(path: Vec<Step>, label: String, schema: Value, required: bool, root: Rw
         }
         .into_any(),
         _ => {
-            let options: Option<Vec<Value>> = schema.get("enum").and_then(Value::as_array).cloned();
             let numeric = matches!(kind.as_str(), "integer" | "number");
             let text = move || match current() {
                 Some(Value::String(s)) => s,
@@ -416,10 +436,7 @@ fn field(path: Vec<Step>, label: String, schema: Value, required: bool, root: Rw
                         <option value="">"—"</option>
                         {options
                             .into_iter()
-                            .map(|o| {
-                                let label = o.as_str().map(str::to_string).unwrap_or_else(|| o.to_string());
-                                view! { <option value=label.clone()>{label.clone()}</option> }
-                            })
+                            .map(|(value, title)| view! { <option value=value>{title}</option> })
                             .collect_view()}
                     </select>
                 }
@@ -438,6 +455,25 @@ fn field(path: Vec<Step>, label: String, schema: Value, required: bool, root: Rw
             view! { <label>{title}{hint}{input}</label> }.into_any()
         }
     }
+}
+
+/// The values a scalar may take, each with its title: an `enum` (titled by `enumNames` if
+/// given), or a `oneOf`/`anyOf` of `const`s (as elicitation's titled choices are written).
+fn choices(schema: &Value) -> Option<Vec<(String, String)>> {
+    let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        let names = schema.get("enumNames").and_then(Value::as_array);
+        let title = |i: usize, v: &Value| names.and_then(|n| n.get(i)).map_or_else(|| text(v), text);
+        return Some(values.iter().enumerate().map(|(i, v)| (text(v), title(i, v))).collect());
+    }
+    let variants = schema.get("oneOf").or(schema.get("anyOf"))?.as_array()?;
+    variants
+        .iter()
+        .map(|v| {
+            let value = text(v.get("const")?);
+            Some((value.clone(), v.get("title").map_or(value, text)))
+        })
+        .collect()
 }
 
 /// One block of a tool's result, where it comes in the result: text (JSON pretty-printed),
@@ -497,14 +533,20 @@ pub fn PlaygroundPage() -> impl IntoView {
     let arguments = RwSignal::new(json!({}));
     let raw_tab = RwSignal::new(false);
     let raw_error = RwSignal::new(None::<String>);
-    // The newest progress report of the run under way.
-    let progress = RwSignal::new(None::<Report>);
+    let live = Live {
+        progress: RwSignal::new(None),
+        asked: RwSignal::new(Vec::new()),
+        notices: RwSignal::new(Vec::new()),
+    };
     let run = Action::new_local(move |entry: &Run| {
         let entry = entry.clone();
         async move {
-            progress.set(None);
+            live.progress.set(None);
+            live.notices.set(Vec::new());
             let events = run_tool(entry.tenant, entry.tool, entry.arguments.to_string()).await?;
-            outcome(events, progress).await
+            let ended = outcome(events, live).await;
+            live.asked.set(Vec::new());
+            ended
         }
     });
     // The tenant's recorded runs as the tenant was chosen, and the runs made here since.
@@ -522,6 +564,7 @@ pub fn PlaygroundPage() -> impl IntoView {
     let cancel = move || {
         if let Some(handle) = under_way.try_update_value(Option::take).flatten() {
             handle.abort();
+            live.asked.set(Vec::new());
             cancelled.set(true);
         }
         if let Some(entry) = pending_run.try_update_value(Option::take).flatten() {
@@ -582,9 +625,9 @@ pub fn PlaygroundPage() -> impl IntoView {
         })
     };
     // A replay puts back the tool and the arguments together (the history is the chosen
-    // tenant's), then runs them.
+    // tenant's), then runs them, or leaves them to edit first.
     let replay_error = RwSignal::new(None::<String>);
-    let replay = move |past: PastRun| {
+    let replay = move |past: PastRun, now: bool| {
         let offered =
             tools.get().and_then(Result::ok).and_then(|list| list.into_iter().find(|t| t.name == past.tool));
         let Some(found) = offered else {
@@ -595,7 +638,9 @@ pub fn PlaygroundPage() -> impl IntoView {
         raw_error.set(None);
         tool.set(Some(found));
         arguments.set(past.arguments);
-        start();
+        if now {
+            start();
+        }
     };
     // Raw JSON replaces the arguments once it parses; until then the form keeps its values.
     let parse_raw = move |text: String| match serde_json::from_str::<Value>(&text) {
@@ -682,7 +727,7 @@ pub fn PlaygroundPage() -> impl IntoView {
                                 </button>
                                 <Show when=move || run.pending().get()>
                                     <button type="button" class="cancel-run" on:click=move |_| cancel()>"Cancel"</button>
-                                    <RunProgress progress />
+                                    <RunProgress progress=live.progress />
                                 </Show>
                             </div>
                         </section>
@@ -690,6 +735,7 @@ pub fn PlaygroundPage() -> impl IntoView {
                     .into_any()
                 })
         }}
+        <OpenQuestions asked=live.asked />
         <ErrorNote error=move || run.value().get().and_then(Result::err).map(|err| err.to_string()) />
         <Show when=move || cancelled.get() && !run.pending().get()>
             <p class="notice" role="status">"Cancelled: the call was stopped, at its server too, and is recorded as cancelled."</p>
@@ -714,6 +760,7 @@ pub fn PlaygroundPage() -> impl IntoView {
                 .into_any()
             })
         }}
+        <Messages notices=live.notices />
         <ErrorNote error=move || replay_error.get() />
         <History recorded made_here replay />
         <PromptsAndResources tenant />
@@ -739,11 +786,21 @@ fn RunProgress(progress: RwSignal<Option<Report>>) -> impl IntoView {
     }
 }
 
-/// Reads a run's events, keeping `progress` at the newest report, up to how it ended.
-async fn outcome(
-    events: TextStream<PanelError>,
+/// What the page shows of the run under way.
+#[derive(Clone, Copy)]
+struct Live {
+    /// The newest progress report.
     progress: RwSignal<Option<Report>>,
-) -> Result<RunOutcome, PanelError> {
+    /// The server's questions not answered yet.
+    asked: RwSignal<Vec<Asked>>,
+    /// The server's messages, the newest [`MESSAGES_SHOWN`].
+    notices: RwSignal<Vec<Value>>,
+}
+
+const MESSAGES_SHOWN: usize = 200;
+
+/// Reads a run's events into `live`, up to how it ended.
+async fn outcome(events: TextStream<PanelError>, live: Live) -> Result<RunOutcome, PanelError> {
     use futures::StreamExt;
     let mut events = events.into_inner();
     // Chunks of the response need not end where lines do.
@@ -756,7 +813,14 @@ async fn outcome(
                 continue;
             }
             match serde_json::from_str::<RunEvent>(&line) {
-                Ok(RunEvent::Progress(report)) => progress.set(Some(report)),
+                Ok(RunEvent::Progress(report)) => live.progress.set(Some(report)),
+                Ok(RunEvent::Asks(asked)) => live.asked.update(|all| all.push(asked)),
+                Ok(RunEvent::Notice(notice)) => live.notices.update(|all| {
+                    if all.len() == MESSAGES_SHOWN {
+                        all.remove(0);
+                    }
+                    all.push(notice);
+                }),
                 Ok(RunEvent::Done(outcome)) => return Ok(outcome),
                 Ok(RunEvent::Refused(refused)) => return Err(refused),
                 Err(err) => {
@@ -773,7 +837,7 @@ async fn outcome(
 fn History(
     recorded: Resource<Result<Vec<PastRun>, PanelError>>,
     made_here: RwSignal<Vec<PastRun>>,
-    replay: impl Fn(PastRun) + Copy + Send + Sync + 'static,
+    replay: impl Fn(PastRun, bool) + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
     let runs = move || {
         let mut runs = made_here.get();
@@ -793,7 +857,7 @@ fn History(
                                     runs()
                                         .into_iter()
                                         .map(|past| {
-                                            let again = past.clone();
+                                            let (again, edit) = (past.clone(), past.clone());
                                             view! {
                                                 <tr>
                                                     <td class="small">{past.at}</td>
@@ -803,7 +867,9 @@ fn History(
                                                     <td>{format!("{:.1} ms", past.latency_ms)}</td>
                                                     <td class="small muted">{past.by}</td>
                                                     <td>
-                                                        <button type="button" class="link" on:click=move |_| replay(again.clone())>"Replay"</button>
+                                                        <button type="button" class="link" on:click=move |_| replay(again.clone(), true)>"Replay"</button>
+                                                        " "
+                                                        <button type="button" class="link" on:click=move |_| replay(edit.clone(), false)>"Edit"</button>
                                                     </td>
                                                 </tr>
                                             }

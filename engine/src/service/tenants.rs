@@ -19,7 +19,7 @@ use crate::catalog::items::{ItemConflict, TenantItems};
 use crate::catalog::{Conflict, TenantTools};
 use crate::error::Missing;
 use crate::exec::limits::{Kind, Scope};
-use crate::exec::{CallLimits, CallRequest, CallResult};
+use crate::exec::{CallHooks, CallLimits, CallRequest, CallResult};
 use crate::model::{Name, TenantSlug};
 use crate::store;
 use crate::store::SecretInput;
@@ -29,7 +29,6 @@ use crate::store::keys::ApiKey;
 use crate::store::overrides::{Override, OverrideInput};
 use crate::store::sources::ToolRecord;
 use crate::store::tenants::{GroupActivation, Tenant, TenantUpdate};
-use crate::tool::ProgressSink;
 
 /// A tenant with its groups, overrides and keys, and exactly what its LLM applications see
 /// now (from the live catalog, at `snapshot_version`).
@@ -313,15 +312,16 @@ pub async fn revoke_key(services: &Services, tenant: &ManagedTenant<'_>, id: Uui
     store::keys::revoke(&services.pool, tenant.actor(), tenant.slug(), id).await
 }
 
-/// A test invocation of one of the tenant's tools, recorded as the administrator's; its
-/// progress reports go to `progress` when given. Dropping the future cancels the call.
+/// A test invocation of one of the tenant's tools, recorded as the administrator's; what the
+/// call sends its caller (progress, questions, log messages) goes to `hooks`. Dropping the
+/// future cancels the call.
 pub async fn invoke(
     services: &Services,
     tenant: &ManagedTenant<'_>,
     request: CallRequest,
-    progress: Option<ProgressSink>,
+    hooks: CallHooks,
 ) -> Result<CallResult> {
-    services.executor.call(tenant.slug().as_str(), &tenant.caller(), request, progress).await
+    services.executor.call_in(&*view(services, tenant)?, &tenant.caller(), request, hooks).await
 }
 
 /// The tenant's view of the catalog, for its prompts and resources.
