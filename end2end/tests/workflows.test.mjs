@@ -359,6 +359,25 @@ test('a server\'s page lists the prompts, resources and templates it offers, pro
   await page.screenshot({ path: `${screenshots}/server-items.png`, fullPage: true });
 });
 
+test('a stdio server\'s page shows what it wrote on its standard error; one that cannot start says why in its words', async () => {
+  await open(page, toolgate, '/servers/everything');
+  const stderr = page.locator('details.stderr');
+  await stderr.locator('summary').click();
+  await stderr.getByText('Starting default (STDIO) server...').waitFor();
+
+  await open(page, toolgate, '/servers');
+  await page.locator('input[name=name]').fill('broken');
+  await page.locator('select[name=transport]').selectOption('stdio');
+  await page.locator('input[name=command]').fill('node');
+  await page.locator('textarea[name=args]').fill('index.js\nbogus');
+  await page.locator('input[name=cwd]').fill(dirname(everything));
+  await page.getByRole('button', { name: 'Test connection' }).click();
+  const said = page.locator('p.notice.error', { hasText: 'Unknown transport: bogus' });
+  await said.waitFor();
+  assert.match(await said.innerText(), /`node`/);
+  assert.doesNotMatch(await said.innerText(), /rmcp::/);
+});
+
 test('the playground gets a prompt with the server\'s suggestions as you type, and reads text and binary resources', async () => {
   await open(page, toolgate, '/playground');
   await eventually(page, async () => {

@@ -335,7 +335,30 @@ async fn test_connection_reports_the_tools_or_the_problem() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let err = test_connection(&endpoint(format!("http://{closed}/mcp")), &config).await.unwrap_err();
     assert!(matches!(err, UpstreamError::Initialise(_)), "{err:?}");
-    assert!(err.to_string().starts_with("initialisation failed: "), "{err}");
+    // Said as it happened, not in rmcp's type names.
+    let said = err.to_string();
+    assert!(said.starts_with("initialisation failed: "), "{said}");
+    assert!(said.contains("Connection refused") && said.contains(&closed.to_string()), "{said}");
+    assert!(!said.contains("rmcp::") && !said.contains("Transport ["), "{said}");
+}
+
+/// A stdio server that fails to start is named, with what it wrote on its standard error.
+#[tokio::test]
+async fn a_stdio_server_that_fails_to_start_says_why_in_its_own_words() {
+    let endpoint = Endpoint {
+        transport: Transport::Stdio,
+        url: None,
+        command: Some("node".into()),
+        args: vec!["-e".into(), "console.error('the API_TOKEN variable is missing'); process.exit(3)".into()],
+        cwd: None,
+        env: vec![],
+        headers: vec![],
+        credential: Credential::None,
+    };
+    let config = UpstreamConfig { connect_timeout: Duration::from_secs(10), ..Default::default() };
+    let said = test_connection(&endpoint, &config).await.unwrap_err().to_string();
+    assert!(said.contains("`node`") && said.contains("the API_TOKEN variable is missing"), "{said}");
+    assert!(!said.contains("rmcp::"), "{said}");
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
@@ -658,6 +681,15 @@ async fn server_everything_over_stdio_and_streamable_http(pool: PgPool) {
         assert_eq!(sum.status, Status::Ok, "{prefix}: {:?}", sum.output);
         assert!(text(&sum.output).contains('5'), "{}", text(&sum.output));
     }
+    // What the stdio server wrote on its standard error is kept for its page.
+    let health = gw.upstreams.health();
+    let stdio = health.iter().find(|h| h.server == "evs").unwrap();
+    assert!(
+        stdio.stderr.iter().any(|line| line == "Starting default (STDIO) server..."),
+        "{:?}",
+        stdio.stderr
+    );
+    assert!(health.iter().find(|h| h.server == "evh").unwrap().stderr.is_empty());
     child.kill().await.unwrap();
 }
 

@@ -14,6 +14,7 @@ use super::handler::Handler;
 use super::oauth::Token;
 use super::slot::list_tools;
 use super::sse;
+use super::stderr::StderrTail;
 use super::{ServerProbe, UpstreamConfig, UpstreamError, stdio_refusal};
 use crate::store::servers::{Endpoint, Transport};
 
@@ -25,7 +26,7 @@ pub async fn test_connection(
     let handler = Handler { slot: Weak::new(), connection: 0 };
     let service = tokio::time::timeout(
         config.connect_timeout,
-        connect(endpoint, handler, None, &config.stdio_commands),
+        connect(endpoint, handler, None, &config.stdio_commands, &StderrTail::default()),
     )
     .await
     .map_err(|_| UpstreamError::ConnectTimeout(config.connect_timeout))??;
@@ -44,12 +45,14 @@ pub async fn test_connection(
 const INHERITED_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
 
 /// Connects to `endpoint`, with `token` on every request to an OAuth server; a stdio server
-/// only when `stdio_commands` (`TOOLGATE_STDIO_COMMANDS`) allows its program.
+/// only when `stdio_commands` (`TOOLGATE_STDIO_COMMANDS`) allows its program, its standard
+/// error kept in `stderr`.
 pub(super) async fn connect(
     endpoint: &Endpoint,
     handler: Handler,
     token: Option<&Token>,
     stdio_commands: &[String],
+    stderr: &StderrTail,
 ) -> Result<rmcp::service::RunningService<RoleClient, Handler>, UpstreamError> {
     match endpoint.transport {
         Transport::Stdio => {
@@ -76,9 +79,23 @@ pub(super) async fn connect(
                 .envs(inherited)
                 .envs(endpoint.env.iter().cloned())
                 .kill_on_drop(true);
-            let transport =
-                TokioChildProcess::new(command).map_err(|e| UpstreamError::Spawn(e.to_string()))?;
-            start(handler, transport).await
+            let (transport, output) = TokioChildProcess::builder(command)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| UpstreamError::Spawn(format!("`{program}`: {e}")))?;
+            let reading = output.map(|output| stderr.follow(output, program));
+            match start(handler, transport).await {
+                Ok(service) => Ok(service),
+                Err(failure) => {
+                    // The program is gone (or killed with its transport): what it said last is
+                    // read to its end, briefly.
+                    if let Some(reading) = reading {
+                        let _ = tokio::time::timeout(STDERR_DRAIN, reading).await;
+                    }
+                    let command = program.to_string();
+                    Err(UpstreamError::Stdio { command, failure: Box::new(failure), stderr: stderr.quote() })
+                }
+            }
         }
         Transport::StreamableHttp => {
             let url = endpoint.url.clone().unwrap_or_default();
@@ -103,6 +120,9 @@ pub(super) async fn connect(
         }
     }
 }
+
+/// How long a stdio server that failed to start has to finish writing its standard error.
+const STDERR_DRAIN: Duration = Duration::from_secs(1);
 
 /// The largest answer (one JSON body or SSE event) read from an HTTP upstream; a larger one
 /// ends the connection rather than Toolgate's memory.
@@ -147,8 +167,40 @@ where
     };
     handler.serve_with_lifecycle(transport, lifecycle).await.map_err(|e| match refusal(&e) {
         Some(challenge) => UpstreamError::Refused(challenge),
-        None => UpstreamError::Initialise(e.to_string()),
+        None => UpstreamError::Initialise(lifecycle_failure(&e)),
     })
+}
+
+/// What went wrong in the lifecycle as it happened — the transport's error and its causes
+/// (refused, timed out, a certificate…) — not in rmcp's type names.
+fn lifecycle_failure(err: &ClientInitializeError) -> String {
+    match err {
+        ClientInitializeError::TransportError { error, .. } => {
+            // rmcp's HTTP error does not give its client's error as its source: go in by hand.
+            match error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+                Some(StreamableHttpError::Client(http)) => causes(http),
+                _ => causes(&*error.error),
+            }
+        }
+        ClientInitializeError::ConnectionClosed(awaited) => {
+            format!("the connection closed before the server's {awaited}")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// An error and its causes, each said once: `sending failed: tcp connect error: refused`.
+fn causes(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut said: Vec<String> = Vec::new();
+    let mut next = Some(err);
+    while let Some(err) = next {
+        let text = err.to_string();
+        if !said.iter().any(|earlier| earlier.contains(&text)) {
+            said.push(text);
+        }
+        next = err.source();
+    }
+    said.join(": ")
 }
 
 /// The server's challenge, when it refused the lifecycle's request for its credentials.

@@ -36,6 +36,7 @@ mod handler;
 pub mod oauth;
 mod slot;
 mod sse;
+mod stderr;
 
 pub use connect::test_connection;
 use slot::{Member, PoolKey, Slot, SlotState};
@@ -216,6 +217,9 @@ pub struct Health {
     pub last_seen_secs: Option<f64>,
     /// The MCP revision the connection speaks (`2026-07-28`, or a handshake-era one).
     pub protocol: Option<String>,
+    /// A stdio server's standard error, its newest lines (oldest first).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stderr: Vec<String>,
 }
 
 /// What `test_connection` reports before a server is saved.
@@ -242,6 +246,10 @@ pub enum UpstreamError {
     /// A stdio server's program could not be started.
     #[error("cannot start the server: {0}")]
     Spawn(String),
+    /// A stdio server's program started but the connection failed; what it wrote on its
+    /// standard error last, if anything, says why.
+    #[error("`{command}`: {failure}{}", stderr.as_ref().map(|s| format!("; it wrote on its standard error: {s}")).unwrap_or_default())]
+    Stdio { command: String, failure: Box<UpstreamError>, stderr: Option<String> },
     /// A stdio server's program is not one this Toolgate starts (`TOOLGATE_STDIO_COMMANDS`);
     /// it is not retried.
     #[error("not started: {0}")]
@@ -415,6 +423,7 @@ impl Upstreams {
                         .as_ref()
                         .and_then(|peer| peer.peer_info())
                         .map(|info| info.protocol_version.to_string()),
+                    stderr: slot.stderr.lines(),
                 });
             }
         }
@@ -525,6 +534,7 @@ impl Inner {
                 Credential::OAuth { id, .. } => Some((id, key.endpoint.url.clone().unwrap_or_default())),
                 _ => None,
             },
+            stderr: Default::default(),
         });
         tokio::spawn(slot.clone().run(key.endpoint.clone()));
         slot

@@ -27,6 +27,7 @@ use super::connect::{MAX_ANSWER, challenge_of, connect, is_stateless};
 use super::direct::DirectCalls;
 use super::handler::{Handler, token_key};
 use super::oauth::{self, Token};
+use super::stderr::StderrTail;
 use super::{ConnectionStatus, UpstreamConfig, UpstreamError};
 use crate::catalog::CatalogTool;
 use crate::exec::ResourceUpdated;
@@ -81,6 +82,8 @@ pub(super) struct Slot {
     pub(super) subscribed: tokio::sync::Mutex<HashMap<String, usize>>,
     /// The OAuth authorization whose token the connection carries, and the server's URL.
     pub(super) authorization: Option<(Uuid, String)>,
+    /// A stdio server's standard error, its newest lines.
+    pub(super) stderr: StderrTail,
 }
 
 /// A server using a pooled connection.
@@ -208,7 +211,7 @@ impl Slot {
                 if token.is_none() {
                     token = self.token(&endpoint).await?;
                 }
-                connect(&endpoint, handler, token.as_deref(), &self.config.stdio_commands).await
+                connect(&endpoint, handler, token.as_deref(), &self.config.stdio_commands, &self.stderr).await
             };
             let connected = tokio::select! {
                 () = self.cancel.cancelled() => break,

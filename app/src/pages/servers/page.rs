@@ -79,6 +79,8 @@ pub struct ServerHealth {
     pub p95_ms: f64,
     /// The newest calls that failed or timed out.
     pub failures: Vec<Failure>,
+    /// A stdio server's standard error, its newest lines.
+    pub stderr: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -154,6 +156,7 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
     let health = ServerHealth {
         last_seen_secs: own.and_then(|h| h.last_seen_secs),
         last_error: own.and_then(|h| Some((h.last_error.clone()?, h.last_error_secs?))),
+        stderr: own.map(|h| h.stderr.clone()).unwrap_or_default(),
         calls: hour.as_ref().map_or(0, |h| h.calls),
         errors: hour.as_ref().map_or(0, |h| h.errors),
         p50_ms: hour.as_ref().map_or(0.0, |h| h.p50_ms),
@@ -299,6 +302,14 @@ fn health_card(health: ServerHealth) -> AnyView {
             <p class="calls-summary">{calls}</p>
             {health.last_error.map(|(error, secs)| {
                 view! { <p class="error last-error">"Last connection error (" {ago(secs)} "): " {error}</p> }
+            })}
+            {(!health.stderr.is_empty()).then(|| {
+                view! {
+                    <details class="stderr">
+                        <summary>{format!("What it wrote on its standard error (newest {})", counted(health.stderr.len() as i64, "line"))}</summary>
+                        <pre>{health.stderr.join("\n")}</pre>
+                    </details>
+                }
             })}
             <h3>"Recent failures"</h3>
             {grid(health.failures, "No call to this server failed or timed out.", &["When", "Tenant", "Tool", "Status", "Correlation id"], |f| {
