@@ -2,6 +2,7 @@
 // upstream MCP server (stdio) whose tool description is hostile HTML and later changes.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -169,6 +170,16 @@ test('a tenant: tag toggles change the effective tool list; keys are shown once 
   const key = page.locator('figure.new-key pre');
   await key.waitFor();
   assert.match(await key.innerText(), /^tg_[A-Za-z0-9]{40}$/);
+  // Beside it, each client's configuration with the key; curl's runs as shown.
+  await page.getByRole('tab', { name: 'curl' }).click();
+  const curl = await page.locator('figure.snippet pre').innerText();
+  assert.ok(curl.includes(await key.innerText()), curl);
+  assert.match(execSync(curl, { encoding: 'utf8' }), /untrusted_echo/);
+  await page.getByRole('tab', { name: 'Cursor' }).click();
+  const cursor = JSON.parse(await page.locator('figure.snippet pre').innerText());
+  assert.deepEqual(cursor.mcpServers['toolgate-acme'], {
+    url: `${toolgate.url}/mcp/acme`, headers: { Authorization: `Bearer ${await key.innerText()}` },
+  });
   const in30days = new Date(Date.now() + 30 * 86400e3).toISOString().slice(0, 10);
   await page.locator('td', { hasText: in30days }).waitFor();
   await page.screenshot({ path: `${screenshots}/tenant.png`, fullPage: true });

@@ -4,6 +4,7 @@ use leptos::prelude::*;
 
 use super::limits::{LimitInputs, Limits};
 use super::page::TenantView;
+use super::snippets::Snippets;
 use crate::error::PanelError;
 use crate::pages::ui::{Confirm, ErrorNote, ExpiryCell, NameAndExpiry, SecretOnce, action_error};
 
@@ -45,16 +46,28 @@ pub(super) fn Keys(
     let name = RwSignal::new(String::new());
     let days = RwSignal::new(String::new());
     let limits = RwSignal::new(Limits::default());
+    let (endpoint, api) = (StoredValue::new(tenant.endpoint.clone()), StoredValue::new(tenant.api.clone()));
     view! {
         <section class="card">
             <h2>"API keys"</h2>
             <p class="muted">"LLM applications send " <code>"Authorization: Bearer <key>"</code> " to " <code>{format!("/mcp/{}", tenant.slug)}</code> " and " <code>"/api/v1"</code> "."</p>
             {move || {
-                create
-                    .value()
-                    .get()
-                    .and_then(Result::ok)
-                    .map(|key| view! { <SecretOnce what="key" secret=key /> })
+                let (endpoint, api) = (endpoint.get_value(), api.get_value());
+                match create.value().get().and_then(Result::ok) {
+                    Some(key) => view! {
+                        <SecretOnce what="key" secret=key.clone() />
+                        <p>"Connect a client with it:"</p>
+                        <Snippets endpoint api key />
+                    }
+                    .into_any(),
+                    None => view! {
+                        <details class="connect-snippets">
+                            <summary>"How Claude, Cursor, VS Code and curl connect with a key"</summary>
+                            <Snippets endpoint api />
+                        </details>
+                    }
+                    .into_any(),
+                }
             }}
             <table class="grid">
                 <thead>

@@ -8,6 +8,7 @@ mod limits;
 mod overrides;
 mod page;
 mod people;
+mod snippets;
 
 use leptos::prelude::*;
 use leptos_meta::Title;

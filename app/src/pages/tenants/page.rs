@@ -48,6 +48,8 @@ pub struct TenantView {
     pub oauth: bool,
     /// The tenant's MCP endpoint, as clients reach it.
     pub endpoint: String,
+    /// The REST API's base (`…/api/v1`), as clients reach it.
+    pub api: String,
     /// The viewer is an owner, who sets the ceiling and the limits.
     pub owner_view: bool,
     /// Shared sources by name, which a ceiling may list.
@@ -144,7 +146,8 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
     use crate::server::{caller, issuer, minute, state};
     let caller = caller().await?;
     let managed = caller.tenant(&slug)?;
-    let endpoint = format!("{}/mcp/{slug}", issuer().await);
+    let base = issuer().await;
+    let (endpoint, api) = (format!("{base}/mcp/{slug}"), format!("{base}/api/v1"));
     let state = state();
     let engine::service::tenants::TenantDetail {
         tenant,
@@ -255,6 +258,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         api_keys: tenant.api_keys,
         oauth: tenant.oauth,
         endpoint,
+        api,
         default_tags,
         enabled_tags: tenant.enabled_tags,
         meta_tool: tenant.meta_tool,
