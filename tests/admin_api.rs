@@ -14,9 +14,7 @@ use toolgate_bench::upstream::Upstream;
 
 async fn setup(pool: &PgPool) -> (TestApp, String) {
     let app = TestApp::spawn(pool.clone()).await;
-    store::tenants::create(pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), "Acme")
-        .await
-        .unwrap();
+    common::create_tenant(pool, &TenantSlug::parse("acme").unwrap(), "Acme").await;
     let token = common::admin_token(pool, "tests").await;
     // The gateway knows the tenant once its catalog has reloaded.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -533,7 +531,11 @@ async fn the_resources_the_panel_manages(pool: PgPool) {
         call("POST", "/api/admin/v1/tenants", Some(json!({"slug": "Not A Slug", "name": "x"}))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
 
-    // Tags: only the shell tool is left; the detail shows what the LLM sees and its size.
+    // A new tenant starts without the built-in shell; its ceiling lets it in. Then tags: only
+    // the shell tool is left; the detail shows what the LLM sees and its size.
+    assert_eq!(created["ceiling"], json!({"shell": false}));
+    let (status, _) = call("PATCH", "/api/admin/v1/tenants/globex", Some(json!({"ceiling": {}}))).await;
+    assert_eq!(status, StatusCode::OK);
     let (status, _) =
         call("PATCH", "/api/admin/v1/tenants/globex", Some(json!({"enabled_tags": ["shell"]}))).await;
     assert_eq!(status, StatusCode::OK);
@@ -602,7 +604,7 @@ async fn the_resources_the_panel_manages(pool: PgPool) {
     let (_, audit) = call("GET", "/api/admin/v1/audit?entity_kind=tenant&entity_id=globex", None).await;
     let actions: Vec<&str> =
         audit.as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
-    assert_eq!(actions, ["set_override", "set_group", "update", "create"]);
+    assert_eq!(actions, ["set_override", "set_group", "update", "update", "create"]);
     assert!(audit.as_array().unwrap().iter().all(|e| e["actor"] == "token:tests"));
 
     let (status, _) = call("DELETE", "/api/admin/v1/tenants/globex", None).await;

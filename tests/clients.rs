@@ -34,7 +34,7 @@ fn server_everything() -> String {
 async fn row_passes(pool: PgPool, mut client: Command) {
     let toolgate = start_process("serve", &pool);
     let acme = TenantSlug::parse("acme").unwrap();
-    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    common::create_tenant(&pool, &acme, "Acme").await;
     let key = store::keys::create(&pool, &Actor::system(), &acme, "test", None, Default::default())
         .await
         .unwrap()

@@ -22,7 +22,7 @@ use toolgate_bench::raw::RawMcp;
 
 async fn tenant_with_key(pool: &PgPool, slug: &str) -> String {
     let slug = TenantSlug::parse(slug).unwrap();
-    store::tenants::create(pool, &Actor::system(), &slug, "Tenant").await.unwrap();
+    common::create_tenant(pool, &slug, "Tenant").await;
     store::keys::create(pool, &Actor::system(), &slug, "test", None, Default::default()).await.unwrap().1
 }
 
@@ -294,7 +294,7 @@ async fn the_meta_tool_equips_groups_for_one_session_only(pool: PgPool) {
 async fn the_meta_tool_counts_against_the_keys_limits(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let acme = TenantSlug::parse("acme").unwrap();
-    engine::store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    common::create_tenant(&pool, &acme, "Acme").await;
     let limits = serde_json::from_value(json!({"per_minute": 2})).unwrap();
     let (_, key) =
         engine::store::keys::create(&pool, &Actor::system(), &acme, "ci", None, limits).await.unwrap();
@@ -1038,7 +1038,7 @@ async fn a_spent_limit_is_a_tool_error_naming_it_in_both_eras(pool: PgPool) {
     common::within_one_minute().await;
     let app = TestApp::spawn(pool.clone()).await;
     let acme = TenantSlug::parse("acme").unwrap();
-    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    common::create_tenant(&pool, &acme, "Acme").await;
     let two_a_minute: engine::exec::CallLimits = serde_json::from_value(json!({"per_minute": 2})).unwrap();
     for (era, lifecycle) in [("legacy", legacy_client()), ("2026-07-28", current_client())] {
         let key =

@@ -20,7 +20,7 @@ use sqlx::PgPool;
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_change_through_serve_reaches_the_clients_of_a_gateway_replica(pool: PgPool) {
     let acme = TenantSlug::parse("acme").unwrap();
-    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    common::create_tenant(&pool, &acme, "Acme").await;
     let key = store::keys::create(&pool, &Actor::system(), &acme, "replica", None, Default::default())
         .await
         .unwrap()
@@ -114,7 +114,7 @@ async fn lists(url: &str, key: &str, session: &str, tool: &str) {
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn an_mcp_session_moves_to_another_replica_with_its_key_and_its_equipped_groups(pool: PgPool) {
     let acme = TenantSlug::parse("acme").unwrap();
-    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    common::create_tenant(&pool, &acme, "Acme").await;
     let key = store::keys::create(&pool, &Actor::system(), &acme, "moving", None, Default::default())
         .await
         .unwrap()
@@ -230,7 +230,7 @@ async fn until_gone(url: &str, key: &str, session: &str) {
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_session_ended_on_one_replica_ends_on_every_other_and_the_cap_holds_across_them(pool: PgPool) {
     let acme = TenantSlug::parse("acme").unwrap();
-    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    common::create_tenant(&pool, &acme, "Acme").await;
     let key = store::keys::create(&pool, &Actor::system(), &acme, "capped", None, Default::default())
         .await
         .unwrap()
@@ -285,7 +285,7 @@ async fn a_session_ended_on_one_replica_ends_on_every_other_and_the_cap_holds_ac
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_limit_holds_across_two_gateway_replicas(pool: PgPool) {
     let acme = TenantSlug::parse("acme").unwrap();
-    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    common::create_tenant(&pool, &acme, "Acme").await;
     let limits = serde_json::from_value(json!({"per_day": 10})).unwrap();
     let update = store::tenants::TenantUpdate { limits: Some(limits), ..Default::default() };
     store::tenants::update(&pool, &Actor::system(), &acme, update).await.unwrap();

@@ -303,7 +303,7 @@ async fn a_stopping_server_does_not_wait_for_streams_that_never_end(pool: sqlx::
 async fn a_server_stopped_under_load_finishes_its_calls_and_writes_their_records(pool: sqlx::PgPool) {
     let mut toolgate = common::start_process_with_env("serve", &pool, &[("TOOLGATE_SHELL_ALLOW", "sleep")]);
     let acme = TenantSlug::parse("acme").unwrap();
-    store::tenants::create(&pool, &Actor::system(), &acme, "Acme").await.unwrap();
+    common::create_tenant(&pool, &acme, "Acme").await;
     let key =
         store::keys::create(&pool, &Actor::system(), &acme, "k", None, Default::default()).await.unwrap().1;
     let (http, base) = (reqwest::Client::new(), toolgate.url.clone());

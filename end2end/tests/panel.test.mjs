@@ -159,6 +159,7 @@ test('a tenant: tag toggles change the effective tool list; keys are shown once 
     await effective.getByRole('link', { name: 'untrusted_echo' }).waitFor({ timeout: 1000 });
   }, 'the tool never came back');
   assert.match(await page.locator('.token-total').innerText(), /^\d+$/);
+  assert.equal(await effective.getByRole('link', { name: 'run_command' }).count(), 0, 'a new tenant starts without the built-in shell');
 
   await page.locator('input[name="key-name"]').fill('ci');
   await page.locator('input[name="key-expiry"]').fill('0');
@@ -444,13 +445,16 @@ test('a tenant administrator sees and edits only its tenants', async () => {
   await jane.getByRole('alert').filter({ hasText: 'only owners may do this' }).waitFor();
   await jane.screenshot({ path: `${screenshots}/tenant-admin-servers.png` });
 
-  // The owner's ceiling: only the `files` tag and no group. Jane chooses within it.
+  // The owner's ceiling: the built-in shell (a new tenant starts without it), but only the
+  // `files` tag and no group. Jane chooses within it.
   await open(page, toolgate, '/tenants/acme');
+  await page.getByText('Built-in shell tools: not allowed.').waitFor();
+  await page.locator('input[name="ceiling-shell"]').check();
   await page.locator('input[name="limit-tags"]').check();
   await page.locator('input[name="ceiling-tags"]').fill('files');
   await page.locator('input[name="limit-groups"]').check();
   await page.getByRole('button', { name: 'Save ceiling' }).click();
-  await page.getByText('Tags: files. Sources: every shared source. Groups: none.').waitFor();
+  await page.getByText('Tags: files. Sources: every shared source. Groups: none. Built-in shell tools: allowed.').waitFor();
 
   await open(jane, toolgate, '/tenants/acme');
   await jane.getByRole('heading', { name: 'What the owner allows' }).waitFor();

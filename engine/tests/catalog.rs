@@ -189,6 +189,7 @@ async fn the_owners_ceiling_bounds_every_choice_of_the_tenant(pool: PgPool) {
         tags: Some(vec!["demo".into()]),
         sources: Some(vec!["demo".into(), "sh".into()]),
         groups: Some(vec![]),
+        ..Ceiling::default()
     };
     let owner_sets = TenantUpdate { ceiling: Some(ceiling), ..Default::default() };
     store::tenants::update(&pool, &actor(), &slug("globex"), owner_sets).await.unwrap();

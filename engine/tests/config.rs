@@ -284,7 +284,7 @@ async fn a_kept_secret_does_not_follow_its_server_to_a_new_url(pool: PgPool) {
 async fn a_tenants_ceiling_round_trips_and_bounds_its_choices(pool: PgPool) {
     let mut limited = example();
     limited["tenants"][0]["ceiling"] =
-        json!({"tags": ["demo", "files"], "sources": ["everything"], "groups": ["math"]});
+        json!({"tags": ["demo", "files"], "sources": ["everything"], "groups": ["math"], "shell": false});
     apply(&pool, limited.clone(), false).await.unwrap();
     let exported = serde_json::to_value(config::export(&pool).await.unwrap()).unwrap();
     assert_eq!(exported["tenants"][0]["ceiling"], limited["tenants"][0]["ceiling"]);
@@ -301,6 +301,12 @@ async fn a_tenants_ceiling_round_trips_and_bounds_its_choices(pool: PgPool) {
     group["tenants"][0]["ceiling"]["groups"] = json!([]);
     let refused = apply(&pool, group, true).await.unwrap_err();
     assert_eq!(refused.to_string(), "tenants.acme: group `math` is beyond what the owner allows this tenant");
+    // Left out, the built-in shell is allowed, as before the key existed.
+    let mut open = limited.clone();
+    open["tenants"][0]["ceiling"] = json!({"tags": ["demo", "files"]});
+    apply(&pool, open, false).await.unwrap();
+    let exported = serde_json::to_value(config::export(&pool).await.unwrap()).unwrap();
+    assert_eq!(exported["tenants"][0]["ceiling"], json!({"tags": ["demo", "files"]}));
     let mut typo = limited;
     typo["tenants"][0]["ceiling"] = json!({"tag": ["demo"]});
     assert!(serde_json::from_value::<Document>(typo).is_err(), "an unknown ceiling key is refused");

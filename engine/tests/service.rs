@@ -508,3 +508,46 @@ async fn activity_is_counted_per_bar_tenant_source_and_tool_within_the_callers_s
     assert_eq!((failures[0].status.as_str(), failures[0].correlation_id.as_deref()), ("failed", Some("c-1")));
     assert!(invocations::failures(&pool, "files", 5).await.unwrap().is_empty());
 }
+
+/// A tenant made by an administrator starts without the built-in shell tools (programs on
+/// Toolgate's host); an owner's ceiling lets them in, and takes them out again.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_new_tenant_gets_the_built_in_shell_only_once_an_owner_allows_it(pool: PgPool) {
+    let builtins = engine::builtin::BuiltinConfig {
+        files_root: std::env::temp_dir().join(format!("toolgate-shell-default-{}", Uuid::new_v4())),
+        files_quota: 1 << 20,
+        shell_allow: vec!["echo".parse().unwrap()],
+        shell_timeout: Duration::from_secs(1),
+        shell_output_cap: 1000,
+    };
+    let secrets = SecretBox::from_key(&[0; 32]).unwrap();
+    let providers = engine::builtin::providers(&builtins);
+    engine::builtin::register(&pool, &providers).await.unwrap();
+    let services = Services::start(pool.clone(), secrets, &providers, Options::default()).await.unwrap();
+    tenants::create(&services, &owner(), &TenantSlug::parse("acme").unwrap(), "Acme").await.unwrap();
+    let admin = Admin::signed_in("root", Scope::Everything);
+    let acme = admin.tenant("acme").unwrap();
+    let offered = |shell: bool| {
+        let (services, acme) = (&services, &acme);
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                let detail = tenants::detail(services, acme).await.unwrap();
+                let names: Vec<&str> = detail.tools.iter().map(|t| t.name.as_str()).collect();
+                if names.contains(&"write_text_file") && names.contains(&"run_command") == shell {
+                    assert!(!detail.tenant.ceiling.shell || shell);
+                    return;
+                }
+                assert!(Instant::now() < deadline, "shell {shell}: the tenant sees {names:?}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    offered(false).await;
+    let allow =
+        |shell| TenantUpdate { ceiling: Some(Ceiling { shell, ..Ceiling::default() }), ..Default::default() };
+    tenants::update(&services, &acme, allow(true)).await.unwrap();
+    offered(true).await;
+    tenants::update(&services, &acme, allow(false)).await.unwrap();
+    offered(false).await;
+}

@@ -170,12 +170,23 @@ pub async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Value {
     request.send().await.unwrap().json().await.unwrap()
 }
 
+/// Creates a tenant as the tests use it: with the built-in shell tools, which a new tenant
+/// starts without, allowed.
+pub async fn create_tenant(pool: &PgPool, slug: &engine::model::TenantSlug, name: &str) {
+    use engine::catalog::visibility::Ceiling;
+    use engine::store::Actor;
+    use engine::store::tenants::{self, TenantUpdate};
+    tenants::create(pool, &Actor::system(), slug, name).await.unwrap();
+    let shell = TenantUpdate { ceiling: Some(Ceiling::default()), ..Default::default() };
+    tenants::update(pool, &Actor::system(), slug, shell).await.unwrap();
+}
+
 /// Creates tenant `acme` and a key of it; returns the key once the gateway accepts it.
 pub async fn tenant_key(app: &TestApp, pool: &PgPool) -> String {
     use engine::model::TenantSlug;
     use engine::store::{self, Actor};
     let slug = TenantSlug::parse("acme").unwrap();
-    store::tenants::create(pool, &Actor::system(), &slug, "Acme").await.unwrap();
+    create_tenant(pool, &slug, "Acme").await;
     let key =
         store::keys::create(pool, &Actor::system(), &slug, "test", None, Default::default()).await.unwrap().1;
     let deadline = std::time::Instant::now() + Duration::from_secs(5);

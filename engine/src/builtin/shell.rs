@@ -28,13 +28,16 @@ impl Shell {
     }
 }
 
+/// The provider's source name (and tag).
+pub const SOURCE: &str = "shell";
+
 impl ToolProvider for Shell {
     fn name(&self) -> &str {
-        "shell"
+        SOURCE
     }
 
     fn tags(&self) -> Vec<String> {
-        vec!["shell".into()]
+        vec![SOURCE.into()]
     }
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {

@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The owner's limit on what a tenant may use; each `None` is no limit.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Ceiling {
     /// Tags the tenant may enable: a tagged tool needs one of them (an untagged tool always
@@ -28,6 +28,25 @@ pub struct Ceiling {
     /// Groups that may be active for the tenant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub groups: Option<Vec<String>>,
+    /// Whether the built-in `shell` tools are within, whatever `sources` says; left out = yes.
+    /// A tenant made in the panel or the admin API starts without them.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub shell: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
+}
+
+/// No limit.
+impl Default for Ceiling {
+    fn default() -> Self {
+        Ceiling { tags: None, sources: None, groups: None, shell: true }
+    }
 }
 
 fn listed(list: &Option<Vec<String>>, name: &str) -> bool {
@@ -36,12 +55,13 @@ fn listed(list: &Option<Vec<String>>, name: &str) -> bool {
 
 impl Ceiling {
     pub fn is_open(&self) -> bool {
-        self.tags.is_none() && self.sources.is_none() && self.groups.is_none()
+        self.tags.is_none() && self.sources.is_none() && self.groups.is_none() && self.shell
     }
 
     /// Whether a tool of `source` (not the tenant's own) with `tags` is within.
     pub fn admits_tool(&self, source: &str, tags: &[String]) -> bool {
         listed(&self.sources, source)
+            && (self.shell || source != crate::builtin::shell::SOURCE)
             && self
                 .tags
                 .as_ref()

@@ -56,6 +56,7 @@ struct Row {
     ceiling_tags: Option<Vec<String>>,
     ceiling_sources: Option<Vec<String>>,
     ceiling_groups: Option<Vec<String>>,
+    ceiling_shell: bool,
     limits: Json<CallLimits>,
     tool_limits: Json<BTreeMap<String, CallLimits>>,
     user_limits: Json<CallLimits>,
@@ -65,8 +66,12 @@ struct Row {
 
 impl From<Row> for Tenant {
     fn from(row: Row) -> Self {
-        let ceiling =
-            Ceiling { tags: row.ceiling_tags, sources: row.ceiling_sources, groups: row.ceiling_groups };
+        let ceiling = Ceiling {
+            tags: row.ceiling_tags,
+            sources: row.ceiling_sources,
+            groups: row.ceiling_groups,
+            shell: row.ceiling_shell,
+        };
         Tenant {
             id: row.id,
             slug: row.slug,
@@ -119,7 +124,7 @@ fn check_name(name: &str) -> Result<()> {
 pub async fn get(db: impl PgExecutor<'_>, slug: &TenantSlug) -> Result<Tenant> {
     sqlx::query_as!(
         Row,
-        r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups,
+        r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
                 limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
                 user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled
            from tenant where slug = $1"#,
@@ -134,7 +139,7 @@ pub async fn get(db: impl PgExecutor<'_>, slug: &TenantSlug) -> Result<Tenant> {
 pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Tenant>> {
     let rows = sqlx::query_as!(
         Row,
-        r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups,
+        r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
                 limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
                 user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled
            from tenant order by slug"#
@@ -151,7 +156,7 @@ pub async fn create(pool: &PgPool, actor: &Actor, slug: &TenantSlug, name: &str)
     let tenant = sqlx::query_as!(
         Row,
         r#"insert into tenant (slug, name) values ($1, $2) on conflict (slug) do nothing
-           returning id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups,
+           returning id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
                 limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
                 user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled"#,
         slug.as_str(),
@@ -206,13 +211,13 @@ pub async fn update(pool: &PgPool, actor: &Actor, slug: &TenantSlug, update: Ten
 pub(crate) async fn put(db: impl PgExecutor<'_>, tenant: &Tenant) -> Result<Uuid> {
     let ceiling = &tenant.ceiling;
     let id = sqlx::query_scalar!(
-        "insert into tenant (slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups,
+        "insert into tenant (slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
                              limits, tool_limits, user_limits, api_keys_enabled, oauth_enabled)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
          on conflict (slug) do update set
             name = excluded.name, enabled_tags = excluded.enabled_tags, meta_tool = excluded.meta_tool,
             ceiling_tags = excluded.ceiling_tags, ceiling_sources = excluded.ceiling_sources,
-            ceiling_groups = excluded.ceiling_groups, limits = excluded.limits, tool_limits = excluded.tool_limits,
+            ceiling_groups = excluded.ceiling_groups, ceiling_shell = excluded.ceiling_shell, limits = excluded.limits, tool_limits = excluded.tool_limits,
             user_limits = excluded.user_limits, api_keys_enabled = excluded.api_keys_enabled,
             oauth_enabled = excluded.oauth_enabled
          returning id",
@@ -223,6 +228,7 @@ pub(crate) async fn put(db: impl PgExecutor<'_>, tenant: &Tenant) -> Result<Uuid
         ceiling.tags.as_deref(),
         ceiling.sources.as_deref(),
         ceiling.groups.as_deref(),
+        ceiling.shell,
         Json(&tenant.limits) as _,
         Json(&tenant.tool_limits) as _,
         Json(&tenant.user_limits) as _,

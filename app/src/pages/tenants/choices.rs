@@ -61,6 +61,7 @@ pub async fn save_ceiling(slug: String, form: CeilingForm) -> Result<(), PanelEr
         tags: limit(form.limit_tags, &form.tags),
         sources: limit(form.limit_sources, &form.sources),
         groups: limit(form.limit_groups, &form.groups),
+        shell: form.shell,
     };
     let update = TenantUpdate { ceiling: Some(ceiling), ..Default::default() };
     engine::service::tenants::update(&state(), &tenant, update).await?;
@@ -75,6 +76,8 @@ pub struct CeilingForm {
     pub sources: String,
     pub limit_groups: bool,
     pub groups: String,
+    /// The built-in `shell` tools are allowed.
+    pub shell: bool,
 }
 
 /// Whether a group is active for a tenant.
@@ -153,10 +156,11 @@ pub(super) fn CeilingCard(tenant: TenantView, action: ServerAction<SaveCeiling>)
         Some(list) => list.join(", "),
     };
     let summary = format!(
-        "Tags: {}. Sources: {}. Groups: {}.",
+        "Tags: {}. Sources: {}. Groups: {}. Built-in shell tools: {}.",
         shown(&ceiling.tags, "every tag"),
         shown(&ceiling.sources, "every shared source"),
-        shown(&ceiling.groups, "every group")
+        shown(&ceiling.groups, "every group"),
+        if ceiling.shell { "allowed" } else { "not allowed" }
     );
     if !tenant.owner_view {
         return view! {
@@ -174,6 +178,7 @@ pub(super) fn CeilingCard(tenant: TenantView, action: ServerAction<SaveCeiling>)
     let (limit_tags, tags) = field(&ceiling.tags);
     let (limit_sources, sources) = field(&ceiling.sources);
     let (limit_groups, groups) = field(&ceiling.groups);
+    let shell = RwSignal::new(ceiling.shell);
     let row = move |label: &'static str,
                     name: &'static str,
                     hint: String,
@@ -200,6 +205,13 @@ pub(super) fn CeilingCard(tenant: TenantView, action: ServerAction<SaveCeiling>)
             {row("Only the tags", "tags", "demo, files".into(), limit_tags, tags)}
             {row("Only the shared sources", "sources", tenant.shared_sources.join(", "), limit_sources, sources)}
             {row("Only the groups", "groups", "math".into(), limit_groups, groups)}
+            <label class="check">
+                <input type="checkbox" name="ceiling-shell" prop:checked=move || shell.get() on:change=move |ev| shell.set(event_target_checked(&ev)) />
+                <span>
+                    "Allow the built-in shell tools (" <code>"run_command"</code>
+                    ": the programs the operator allows, run on Toolgate's host). A new tenant starts without them."
+                </span>
+            </label>
             <SaveButton
                 label="Save ceiling"
                 pending=action.pending()
@@ -211,6 +223,7 @@ pub(super) fn CeilingCard(tenant: TenantView, action: ServerAction<SaveCeiling>)
                         sources: sources.get(),
                         limit_groups: limit_groups.get(),
                         groups: groups.get(),
+                        shell: shell.get(),
                     };
                     action.dispatch(SaveCeiling { slug: slug.clone(), form });
                 })

@@ -69,7 +69,7 @@ pub(super) fn Keys(
                     .into_any(),
                 }
             }}
-            <table class="grid">
+            <div class="scroll"><table class="grid">
                 <thead>
                     <tr>
                         <th>"Name"</th>
@@ -122,7 +122,7 @@ pub(super) fn Keys(
                         })
                         .collect_view()}
                 </tbody>
-            </table>
+            </table></div>
             <div class="inline-form">
                 <NameAndExpiry what="key" label="Key name" placeholder="production" name days />
                 <LimitInputs name="key-limit".into() limits />

@@ -62,6 +62,8 @@ pub struct CeilingView {
     pub tags: Option<Vec<String>>,
     pub sources: Option<Vec<String>>,
     pub groups: Option<Vec<String>>,
+    /// Whether the built-in `shell` tools are within.
+    pub shell: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -251,6 +253,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
             tags: tenant.ceiling.tags.clone(),
             sources: tenant.ceiling.sources.clone(),
             groups: tenant.ceiling.groups.clone(),
+            shell: tenant.ceiling.shell,
         },
         limits: tenant.limits.into(),
         tool_limits: tenant.tool_limits.into_iter().map(|(tool, limits)| (tool, limits.into())).collect(),
