@@ -324,7 +324,15 @@ test('bulk actions in the catalog: disable and enable for a tenant, add to a gro
     assert.ok(!(await page.locator('table.effective-tools').innerText()).includes('everything_echo'));
   }, 'echo stayed visible to acme');
   await page.locator('li', { hasText: 'everything_get-env' }).filter({ hasText: 'hidden' }).waitFor();
+  // The catalog says which tenants see each tool: not acme for echo now, nobody for the shell.
+  await open(page, toolgate, '/tools');
+  const seenBy = (tool) => page.getByRole('row', { name: new RegExp(`\\b${tool}\\b`) }).locator('td.seen-by');
+  assert.equal(await seenBy('everything_echo').innerText(), 'no tenant');
+  assert.equal(await seenBy('everything_get-sum').innerText(), 'acme');
+  assert.equal(await seenBy('run_command').innerText(), 'no tenant', 'a new tenant starts without the built-in shell');
   await apply('Enable', 'acme', '2 tools enabled for acme.');
+  await open(page, toolgate, '/tools');
+  await eventually(page, async () => assert.equal(await seenBy('everything_echo').innerText(), 'acme'), 'echo came back to acme unseen');
   await apply('Add to group', 'chat', '2 of 2 tools added to chat');
   await page.getByRole('row', { name: /everything_echo/ }).getByRole('cell', { name: 'chat', exact: true }).waitFor();
   await open(page, toolgate, '/groups');

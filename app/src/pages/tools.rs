@@ -20,16 +20,21 @@ pub struct ToolRow {
     pub description: String,
     /// served, held, pending or disabled (its source is).
     pub state: String,
+    /// The tenants whose LLMs see it now.
+    pub tenants: Vec<String>,
 }
 
 #[server]
 pub async fn list_tools() -> Result<Vec<ToolRow>, PanelError> {
     use crate::server::{owner, state};
     let owner = owner().await?;
-    let tools = engine::service::servers::tools(&state(), &owner).await?;
+    let state = state();
+    let tools = engine::service::servers::tools(&state, &owner).await?;
+    let mut seen_by = engine::service::servers::seen_by(&state, &owner);
     Ok(tools
         .into_iter()
         .map(|t| ToolRow {
+            tenants: seen_by.remove(&t.id).unwrap_or_default(),
             state: if !t.source_enabled {
                 "disabled"
             } else if t.pending {
@@ -348,6 +353,7 @@ pub fn ToolsPage() -> impl IntoView {
                                 <th>"Tags"</th>
                                 <th>"Groups"</th>
                                 <th>"Status"</th>
+                                <th>"Seen by"</th>
                                 <th>"Description"</th>
                             </tr>
                         </thead>
@@ -384,6 +390,17 @@ pub fn ToolsPage() -> impl IntoView {
                                     <td>{t.groups.join(", ")}</td>
                                     <td>
                                         <StatusBadge status=t.state.clone() />
+                                    </td>
+                                    <td class="seen-by small">
+                                        {if t.tenants.is_empty() {
+                                            view! { <span class="muted">"no tenant"</span> }.into_any()
+                                        } else {
+                                            t.tenants
+                                                .iter()
+                                                .map(|slug| view! { <a href=format!("/tenants/{slug}")>{slug.clone()}</a> " " })
+                                                .collect_view()
+                                                .into_any()
+                                        }}
                                     </td>
                                     <td class="description">{t.description.clone()}</td>
                                 </tr>

@@ -1,7 +1,7 @@
 //! Upstream MCP servers, the owners': what is stored, how their connections are doing, and
 //! what an owner does with them (register, change, test, refresh, approve definitions).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 use uuid::Uuid;
@@ -157,6 +157,19 @@ pub async fn reject_prompt(services: &Services, owner: &Owner, server: &Name, pr
 /// Every tool of every source.
 pub async fn tools(services: &Services, _: &Owner) -> Result<Vec<ToolRecord>> {
     store::sources::tools(&services.pool).await
+}
+
+/// The tenants whose LLMs see each tool now (by tool id), from the live catalog.
+pub fn seen_by(services: &Services, _: &Owner) -> HashMap<Uuid, Vec<String>> {
+    let snapshot = services.catalog.snapshot();
+    let mut seen: HashMap<Uuid, Vec<String>> = HashMap::new();
+    for view in snapshot.tenants() {
+        for tool in view.tools() {
+            seen.entry(tool.tool_id).or_default().push(view.slug.to_string());
+        }
+    }
+    seen.values_mut().for_each(|slugs| slugs.sort());
+    seen
 }
 
 /// Who authorized an OAuth server, and how each token is doing.
