@@ -15,6 +15,8 @@ use crate::error::PanelError;
 pub struct TokenRow {
     pub id: String,
     pub name: String,
+    /// Its first characters, if kept.
+    pub prefix: Option<String>,
     pub limits: String,
     pub created: String,
     pub last_used: Option<String>,
@@ -35,6 +37,7 @@ pub async fn list_admin_tokens() -> Result<Vec<TokenRow>, PanelError> {
             id: token.id.to_string(),
             limits: token.limits(),
             name: token.name,
+            prefix: token.prefix,
             created: minute(token.created_at),
             last_used: token.last_used_at.map(minute),
             expires: token.expires_at.map(minute),
@@ -120,12 +123,13 @@ pub fn TokensPage() -> impl IntoView {
         {loaded(
             tokens,
             move |tokens| {
-                grid(tokens, "No admin token yet.", &["Name", "May", "Created", "Last used", "Expires", ""], move |token| {
+                grid(tokens, "No admin token yet.", &["Name", "Token", "May", "Created", "Last used", "Expires", ""], move |token| {
                     let id = StoredValue::new(token.id.clone());
                     let revoked = token.revoked.is_some();
                     view! {
                         <tr class:revoked=revoked>
                             <td>{token.name.clone()}</td>
+                            <td>{token.prefix.map(|p| view! { <code>{p} "…"</code> })}</td>
                             <td>{token.limits}</td>
                             <td>{token.created}</td>
                             <td>{token.last_used.unwrap_or_else(|| "never".into())}</td>

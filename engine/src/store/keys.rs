@@ -12,7 +12,7 @@ use crate::exec::CallLimits;
 use crate::model::TenantSlug;
 
 /// Characters of the key kept visible, to tell keys apart.
-const PREFIX_LEN: usize = 10;
+pub(super) const PREFIX_LEN: usize = 10;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ApiKey {

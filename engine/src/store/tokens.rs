@@ -6,7 +6,7 @@ use sqlx::PgPool;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::keys::hash;
+use super::keys::{PREFIX_LEN, hash};
 use super::{Actor, Change, Error, Result, commit};
 use crate::model::TenantSlug;
 
@@ -26,6 +26,8 @@ pub struct NewToken {
 pub struct AdminToken {
     pub id: Uuid,
     pub name: String,
+    /// Its first characters (none for a token made before they were kept).
+    pub prefix: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339::option")]
@@ -75,9 +77,10 @@ pub async fn create(pool: &PgPool, actor: &Actor, new: &NewToken) -> Result<(Adm
         None => None,
     };
     let made = sqlx::query!(
-        "insert into admin_token (name, token_hash, expires_at, read_only, tenant_id)
-         values ($1, $2, $3, $4, $5) returning id, created_at",
+        "insert into admin_token (name, prefix, token_hash, expires_at, read_only, tenant_id)
+         values ($1, $2, $3, $4, $5, $6) returning id, created_at",
         new.name,
+        &secret[..PREFIX_LEN],
         hash(&secret),
         new.expires_at,
         new.read_only,
@@ -88,6 +91,7 @@ pub async fn create(pool: &PgPool, actor: &Actor, new: &NewToken) -> Result<(Adm
     let token = AdminToken {
         id: made.id,
         name: new.name.clone(),
+        prefix: Some(secret[..PREFIX_LEN].to_string()),
         created_at: made.created_at,
         expires_at: new.expires_at,
         last_used_at: None,
@@ -103,7 +107,7 @@ pub async fn create(pool: &PgPool, actor: &Actor, new: &NewToken) -> Result<(Adm
 pub async fn list(pool: &PgPool) -> Result<Vec<AdminToken>> {
     Ok(sqlx::query_as!(
         AdminToken,
-        r#"select k.id, k.name, k.created_at, k.expires_at, k.last_used_at, k.revoked_at, k.read_only,
+        r#"select k.id, k.name, k.prefix, k.created_at, k.expires_at, k.last_used_at, k.revoked_at, k.read_only,
                   t.slug as "tenant?"
            from admin_token k left join tenant t on t.id = k.tenant_id
            order by k.created_at desc"#
@@ -115,7 +119,7 @@ pub async fn list(pool: &PgPool) -> Result<Vec<AdminToken>> {
 async fn get(db: impl sqlx::PgExecutor<'_>, id: Uuid) -> Result<AdminToken> {
     sqlx::query_as!(
         AdminToken,
-        r#"select k.id, k.name, k.created_at, k.expires_at, k.last_used_at, k.revoked_at, k.read_only,
+        r#"select k.id, k.name, k.prefix, k.created_at, k.expires_at, k.last_used_at, k.revoked_at, k.read_only,
                   t.slug as "tenant?"
            from admin_token k left join tenant t on t.id = k.tenant_id where k.id = $1"#,
         id
