@@ -24,7 +24,9 @@ use crate::store::overrides::{self, OverrideInput};
 use crate::store::servers::{self, ServerConfig, StoredSecrets};
 use crate::store::settings::Settings;
 use crate::store::sources::SourceTool;
-use crate::store::{self, Actor, Error, Result, SecretInput, groups, settings, sources, tenants, yes};
+use crate::store::{
+    self, Actor, Error, Result, SecretInput, groups, is_true, settings, sources, tenants, yes,
+};
 
 /// The configuration document. Keys left out take their defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,10 +126,6 @@ pub struct TenantConfig {
     /// Whether the gateway accepts access tokens people authorized (OAuth); left out = yes.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub oauth: bool,
-}
-
-fn is_true(value: &bool) -> bool {
-    *value
 }
 
 impl TenantConfig {

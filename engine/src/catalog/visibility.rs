@@ -30,16 +30,8 @@ pub struct Ceiling {
     pub groups: Option<Vec<String>>,
     /// Whether the built-in `shell` tools are within, whatever `sources` says; left out = yes.
     /// A tenant made in the panel or the admin API starts without them.
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    #[serde(default = "crate::store::yes", skip_serializing_if = "crate::store::is_true")]
     pub shell: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-fn is_true(value: &bool) -> bool {
-    *value
 }
 
 /// No limit.

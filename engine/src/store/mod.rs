@@ -145,6 +145,11 @@ pub(crate) fn yes() -> bool {
     true
 }
 
+/// Such a switch is left out of what is written while it is on.
+pub(crate) fn is_true(value: &bool) -> bool {
+    *value
+}
+
 /// A secret as an admin writes it: a new value (`"v"` or `{secret: "v"}`), or `{set: true}`
 /// to keep the stored one (how secrets are shown once saved).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

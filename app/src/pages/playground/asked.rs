@@ -106,8 +106,8 @@ mod ssr {
                 "stopReason": "endTurn",
             })),
             (SAMPLE, Answer::Cancel) => Err("the person running the tool in the playground refused".into()),
-            (method, answer) => {
-                return Err(PanelError::invalid(format!("{answer:?} does not answer a {method} request")));
+            (method, _) => {
+                return Err(PanelError::invalid(format!("this answer does not fit a {method} request")));
             }
         })
     }
