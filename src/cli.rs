@@ -220,7 +220,7 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
         }
         AdminCommand::Token { action: TokenCommand::List } => {
             let when = |at: Option<time::OffsetDateTime>| at.map_or_else(|| "-".to_string(), rfc3339);
-            println!("id\tname\tlimits\tcreated\tlast used\texpires\trevoked");
+            println!("id\tname\tlimits\tcreated\tlast used\texpires\trevoked\tprefix");
             for token in tokens::list(db.pool()).await? {
                 let limits = token.limits();
                 let fields = [
@@ -231,6 +231,7 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
                     when(token.last_used_at),
                     when(token.expires_at),
                     when(token.revoked_at),
+                    token.prefix.unwrap_or_else(|| "-".into()),
                 ];
                 println!("{}", fields.join("\t"));
             }

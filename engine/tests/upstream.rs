@@ -342,22 +342,27 @@ async fn test_connection_reports_the_tools_or_the_problem() {
     assert!(!said.contains("rmcp::") && !said.contains("Transport ["), "{said}");
 }
 
-/// A stdio server that fails to start is named, with what it wrote on its standard error.
+/// A stdio server that fails to start is named, with what it wrote on its standard error, and
+/// never the values of its environment.
 #[tokio::test]
 async fn a_stdio_server_that_fails_to_start_says_why_in_its_own_words() {
     let endpoint = Endpoint {
         transport: Transport::Stdio,
         url: None,
         command: Some("node".into()),
-        args: vec!["-e".into(), "console.error('the API_TOKEN variable is missing'); process.exit(3)".into()],
+        args: vec![
+            "-e".into(),
+            "console.error(`the API_TOKEN ${process.env.API_TOKEN} is refused`); process.exit(3)".into(),
+        ],
         cwd: None,
-        env: vec![],
+        env: vec![("API_TOKEN".into(), "sk-live-0123456789".into())],
         headers: vec![],
         credential: Credential::None,
     };
     let config = UpstreamConfig { connect_timeout: Duration::from_secs(10), ..Default::default() };
     let said = test_connection(&endpoint, &config).await.unwrap_err().to_string();
-    assert!(said.contains("`node`") && said.contains("the API_TOKEN variable is missing"), "{said}");
+    assert!(said.contains("`node`") && said.contains("the API_TOKEN *** is refused"), "{said}");
+    assert!(!said.contains("sk-live"), "{said}");
     assert!(!said.contains("rmcp::"), "{said}");
 }
 

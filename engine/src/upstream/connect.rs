@@ -83,7 +83,9 @@ pub(super) async fn connect(
                 .stderr(std::process::Stdio::piped())
                 .spawn()
                 .map_err(|e| UpstreamError::Spawn(format!("`{program}`: {e}")))?;
-            let reading = output.map(|output| stderr.follow(output, program));
+            let mark = stderr.mark();
+            let secrets = endpoint.env.iter().map(|(_, value)| value.clone()).collect();
+            let reading = output.map(|output| stderr.follow(output, program, secrets));
             match start(handler, transport).await {
                 Ok(service) => Ok(service),
                 Err(failure) => {
@@ -93,7 +95,11 @@ pub(super) async fn connect(
                         let _ = tokio::time::timeout(STDERR_DRAIN, reading).await;
                     }
                     let command = program.to_string();
-                    Err(UpstreamError::Stdio { command, failure: Box::new(failure), stderr: stderr.quote() })
+                    Err(UpstreamError::Stdio {
+                        command,
+                        failure: Box::new(failure),
+                        stderr: stderr.quote_since(mark),
+                    })
                 }
             }
         }

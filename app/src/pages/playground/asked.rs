@@ -35,6 +35,12 @@ pub enum Answer {
 
 const SAMPLE: &str = "sampling/createMessage";
 
+/// Whether `url` is one the playground links to: http(s) only, never a script.
+fn is_web_link(url: &str) -> bool {
+    let lower = url.trim_start().to_ascii_lowercase();
+    lower.starts_with("https://") || lower.starts_with("http://")
+}
+
 #[cfg(feature = "ssr")]
 pub use self::ssr::{PageRelay, Questions};
 
@@ -77,7 +83,9 @@ mod ssr {
         pub fn answer(&self, question: &str, by: &str, answer: Answer) -> Result<(), PanelError> {
             let mut waiting = self.0.lock().expect("questions");
             let gone = || {
-                PanelError::invalid("this question is no longer waiting: it was answered, or its run ended")
+                PanelError::invalid(
+                    "this question is not waiting here: it was answered, its run ended, or the run is on another replica",
+                )
             };
             let asked = waiting.get(question).filter(|w| w.by == by).ok_or_else(gone)?;
             let result = result(&asked.method, answer)?;
@@ -85,10 +93,6 @@ mod ssr {
             // The run may have ended meanwhile; the answer then has nobody to go to.
             let _ = asked.answer.send(result);
             Ok(())
-        }
-
-        fn waiting_for(&self, by: &str) -> usize {
-            self.0.lock().expect("questions").values().filter(|w| w.by == by).count()
         }
     }
 
@@ -139,22 +143,32 @@ mod ssr {
                 if ![ELICIT, SAMPLE].contains(&method.as_str()) {
                     return Err(format!("the playground does not answer {method} requests"));
                 }
-                if questions.waiting_for(&by) >= PER_ACCOUNT {
-                    return Err(format!("{PER_ACCOUNT} questions wait for this account's answers already"));
+                if let Some(url) = params.get("url").and_then(Value::as_str)
+                    && !super::is_web_link(url)
+                {
+                    return Err(format!("the playground opens only http(s) links, not `{url}`"));
                 }
                 let question = uuid::Uuid::new_v4().simple().to_string();
                 let (answer, answered) = oneshot::channel();
-                let waiting = Waiting { by, method: method.clone(), answer };
-                questions.0.lock().expect("questions").insert(question.clone(), waiting);
+                {
+                    let mut all = questions.0.lock().expect("questions");
+                    if all.values().filter(|w| w.by == by).count() >= PER_ACCOUNT {
+                        return Err(format!(
+                            "{PER_ACCOUNT} questions wait for this account's answers already"
+                        ));
+                    }
+                    all.insert(question.clone(), Waiting { by, method: method.clone(), answer });
+                }
                 let _forget = Forget(questions, question.clone());
                 let gone = || "the playground page went away".to_string();
                 events.send(RunEvent::Asks(Asked { question, method, params })).await.map_err(|_| gone())?;
-                match tokio::time::timeout(WAIT, answered).await {
-                    Ok(answer) => answer.map_err(|_| gone())?,
-                    Err(_) => Err(format!(
-                        "nobody answered in the playground within {} minutes",
-                        WAIT.as_secs() / 60
-                    )),
+                // Answered, or the run is over (its page stopped reading), or too late.
+                tokio::select! {
+                    answer = answered => answer.map_err(|_| gone())?,
+                    () = events.closed() => Err(gone()),
+                    () = tokio::time::sleep(WAIT) => {
+                        Err(format!("nobody answered in the playground within {} minutes", WAIT.as_secs() / 60))
+                    }
                 }
             })
         }
@@ -222,7 +236,7 @@ fn Question(question: Asked, asked: RwSignal<Vec<Asked>>) -> impl IntoView {
             </div>
         }
         .into_any()
-    } else if let Some(url) = params["url"].as_str().map(str::to_string) {
+    } else if let Some(url) = params["url"].as_str().filter(|url| is_web_link(url)).map(str::to_string) {
         view! {
             <h2>"The tool's server asks you to open a page"</h2>
             <p>{message}</p>
@@ -254,6 +268,17 @@ fn Question(question: Asked, asked: RwSignal<Vec<Asked>>) -> impl IntoView {
             {body}
             <ErrorNote error />
         </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_http_links_are_followed() {
+        assert!(super::is_web_link("https://example.com/consent") && super::is_web_link("HTTP://a"));
+        for script in ["javascript:alert(1)", " JavaScript:alert(1)", "data:text/html,<script>", "//evil"] {
+            assert!(!super::is_web_link(script), "{script}");
+        }
     }
 }
 
