@@ -17,13 +17,8 @@ before(async () => {
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await signIn(page, toolgate);
 
-  await open(page, toolgate, '/servers');
-  await page.locator('input[name=name]').fill('everything');
-  await page.locator('select[name=transport]').selectOption('stdio');
-  await page.locator('input[name=command]').fill('node');
   // The program given relative to the server's working directory.
-  await page.locator('textarea[name=args]').fill('index.js\nstdio');
-  await page.locator('input[name=cwd]').fill(dirname(everything));
+  await stdioEverything('everything', 'stdio');
   await page.locator('textarea[name=env]').fill('GREETING=hello from the panel');
   await page.getByRole('button', { name: 'Register' }).click();
   await page.getByText('Registered everything.').waitFor();
@@ -39,6 +34,16 @@ after(async () => {
   await browser?.close();
   await toolgate?.stop();
 });
+
+/** Fills the register form with server-everything over stdio, run as `node index.js <mode>`. */
+async function stdioEverything(name, mode) {
+  await open(page, toolgate, '/servers');
+  await page.locator('input[name=name]').fill(name);
+  await page.locator('select[name=transport]').selectOption('stdio');
+  await page.locator('input[name=command]').fill('node');
+  await page.locator('textarea[name=args]').fill(`index.js\n${mode}`);
+  await page.locator('input[name=cwd]').fill(dirname(everything));
+}
 
 /** Opens the playground on `tool` of acme, once the server's tools have been discovered. */
 async function choose(tool) {
@@ -373,12 +378,7 @@ test('a stdio server\'s page shows what it wrote on its standard error; one that
   await stderr.locator('summary').click();
   await stderr.getByText('Starting default (STDIO) server...').waitFor();
 
-  await open(page, toolgate, '/servers');
-  await page.locator('input[name=name]').fill('broken');
-  await page.locator('select[name=transport]').selectOption('stdio');
-  await page.locator('input[name=command]').fill('node');
-  await page.locator('textarea[name=args]').fill('index.js\nbogus');
-  await page.locator('input[name=cwd]').fill(dirname(everything));
+  await stdioEverything('broken', 'bogus');
   await page.getByRole('button', { name: 'Test connection' }).click();
   const said = page.locator('p.notice.error', { hasText: 'Unknown transport: bogus' });
   await said.waitFor();
