@@ -505,6 +505,34 @@ async fn a_crashed_upstream_fails_fast_and_comes_back(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_refresh_reconnects_at_once_instead_of_waiting_out_the_backoff(pool: PgPool) {
+    let config = UpstreamConfig {
+        connect_timeout: Duration::from_secs(2),
+        max_backoff: Duration::from_secs(60),
+        health_interval: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
+    let address = upstream.address;
+    let gw = gateway_with(pool, config).await;
+    gw.register(http_server("up", format!("http://{address}/mcp"))).await;
+    gw.visible("acme", "up_echo").await;
+    upstream.stop.cancel();
+    drop(upstream);
+    eventually("health to show the loss", || gw.upstreams.health().iter().all(is_down)).await;
+    let err = gw.upstreams.refresh("up").await.unwrap_err().to_string();
+    assert!(err.starts_with("could not connect: "), "{err}");
+    // Five failed attempts: the next one waits 3.2 s and more.
+    tokio::time::sleep(Duration::from_millis(200 + 400 + 800 + 1600 + 100)).await;
+
+    let _restarted = serve(address, new_state()).await;
+    let started = Instant::now();
+    let report = gw.upstreams.refresh("up").await.expect("the refresh connects");
+    assert!(report.unchanged > 0 && report.removed.is_empty(), "{report:?}");
+    assert!(started.elapsed() < Duration::from_secs(1), "took {:?}", started.elapsed());
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn calls_fail_fast_while_a_lost_server_is_retried_even_if_it_never_answers(pool: PgPool) {
     let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
     let address = upstream.address;
@@ -534,8 +562,9 @@ async fn a_listing_that_finds_the_connection_broken_takes_it_down_at_once(pool: 
     drop(upstream);
     // Main marked the server "degraded" and kept the connection: the next call went out on it
     // and waited for the next probe, or for its own timeout.
-    let err = gw.upstreams.refresh("up").await.unwrap_err();
-    assert!(err.to_string().contains("listing"), "{err}");
+    let err = gw.upstreams.refresh("up").await.unwrap_err().to_string();
+    assert!(err.starts_with("listing tools failed: error sending request"), "{err}");
+    assert!(!err.contains("rmcp::"), "said in rmcp's own words: {err}");
     let health = gw.upstreams.health();
     assert!(health.iter().all(is_down), "{health:?}");
     assert!(

@@ -5,7 +5,9 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use rmcp::model::ProtocolVersion;
-use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, ServiceError,
+};
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
 use rmcp::transport::{DynamicTransportError, StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
@@ -32,7 +34,7 @@ pub async fn test_connection(
     .map_err(|_| UpstreamError::ConnectTimeout(config.connect_timeout))??;
     let server_info = serde_json::to_value(service.peer().peer_info()).unwrap_or(Value::Null);
     let tools = match tokio::time::timeout(config.connect_timeout, list_tools(service.peer())).await {
-        Ok(listed) => listed.map_err(|e| UpstreamError::Listing(e.to_string())),
+        Ok(listed) => listed.map_err(|e| UpstreamError::Listing(service_failure(&e))),
         Err(_) => Err(UpstreamError::ListingTimeout(config.connect_timeout)),
     };
     service.cancellation_token().cancel();
@@ -181,17 +183,29 @@ where
 /// (refused, timed out, a certificate…) — not in rmcp's type names.
 fn lifecycle_failure(err: &ClientInitializeError) -> String {
     match err {
-        ClientInitializeError::TransportError { error, .. } => {
-            // rmcp's HTTP error does not give its client's error as its source: go in by hand.
-            match error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
-                Some(StreamableHttpError::Client(http)) => causes(http),
-                _ => causes(&*error.error),
-            }
-        }
+        ClientInitializeError::TransportError { error, .. } => transport_failure(error),
         ClientInitializeError::ConnectionClosed(awaited) => {
             format!("the connection closed before the server's {awaited}")
         }
         other => other.to_string(),
+    }
+}
+
+/// What went wrong with a request on a connection, in plain words (never rmcp's type names).
+pub(super) fn service_failure(err: &ServiceError) -> String {
+    match err {
+        ServiceError::TransportSend(error) => transport_failure(error),
+        ServiceError::TransportClosed => "the connection closed".into(),
+        ServiceError::McpError(error) => format!("the server answered with an error: {}", error.message),
+        other => other.to_string(),
+    }
+}
+
+fn transport_failure(error: &DynamicTransportError) -> String {
+    // rmcp's HTTP error does not give its client's error as its source: go in by hand.
+    match error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+        Some(StreamableHttpError::Client(http)) => causes(http),
+        _ => causes(&*error.error),
     }
 }
 

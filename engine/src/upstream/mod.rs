@@ -431,7 +431,8 @@ impl Upstreams {
         health
     }
 
-    /// Discovers a server's tools now (an admin's "refresh"), through its own connection.
+    /// Discovers a server's tools now (an admin's "refresh"), through its own connection,
+    /// reconnecting at once if it is down.
     pub async fn refresh(&self, server: &str) -> Result<servers::DiscoveryReport, UpstreamError> {
         let slot = {
             let slots = self.inner.slots.lock().expect("slots");
@@ -441,8 +442,7 @@ impl Upstreams {
                 .cloned()
         };
         let slot = slot.ok_or_else(|| UpstreamError::NotConnected(server.to_string()))?;
-        let (peer, connection) =
-            slot.peer(server).await.map_err(|err| UpstreamError::Down(err.to_string()))?;
+        let (peer, connection) = slot.connect_now().await.map_err(UpstreamError::Down)?;
         slot.discover(&peer, connection, &[server.to_string()]).await.remove(0)
     }
 }
@@ -526,6 +526,7 @@ impl Inner {
             progress: Mutex::default(),
             relays: Mutex::default(),
             wanted: tokio::sync::Notify::new(),
+            now: tokio::sync::Notify::new(),
             cancel: CancellationToken::new(),
             updates: self.updates.clone(),
             id: Slot::next_id(),

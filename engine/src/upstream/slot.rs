@@ -23,7 +23,7 @@ use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::connect::{MAX_ANSWER, challenge_of, connect, is_stateless};
+use super::connect::{MAX_ANSWER, challenge_of, connect, is_stateless, service_failure};
 use super::direct::DirectCalls;
 use super::handler::{Handler, token_key};
 use super::oauth::{self, Token};
@@ -71,6 +71,8 @@ pub(super) struct Slot {
     /// than at the end of a long backoff, so a server that comes back is used within a second
     /// or two while traffic waits for it.
     pub(super) wanted: tokio::sync::Notify,
+    /// An administrator asked for the connection now ("Refresh tools"): retry at once.
+    pub(super) now: tokio::sync::Notify,
     pub(super) cancel: CancellationToken,
     /// Where the server's resource updates go, with [`Slot::id`].
     pub(super) updates: broadcast::Sender<ResourceUpdated>,
@@ -327,6 +329,7 @@ impl Slot {
                 () = self.cancel.cancelled() => break,
                 () = tokio::time::sleep(pause) => {}
                 () = wanted => {}
+                () = self.now.notified() => {}
             }
             backoff = (backoff * 2).min(self.config.max_backoff);
         }
@@ -405,7 +408,7 @@ impl Slot {
             }
             match tokio::time::timeout(self.config.connect_timeout, peer.list_tools(None)).await {
                 Ok(Ok(_)) => self.set(|s| s.last_seen = Some(Instant::now())),
-                Ok(Err(err)) => return format!("health probe failed: {err}"),
+                Ok(Err(err)) => return format!("health probe failed: {}", service_failure(&err)),
                 Err(_) => {
                     return format!("health probe got no answer within {:?}", self.config.connect_timeout);
                 }
@@ -424,10 +427,11 @@ impl Slot {
     ) -> Vec<Result<servers::DiscoveryReport, UpstreamError>> {
         let listed = match tokio::time::timeout(self.config.connect_timeout, list_tools(peer)).await {
             Ok(Err(err)) if is_transport(&err) => {
-                self.lose(connection, format!("a listing found the connection broken: {err}"));
-                Err(UpstreamError::Listing(err.to_string()))
+                let failure = service_failure(&err);
+                self.lose(connection, format!("a listing found the connection broken: {failure}"));
+                Err(UpstreamError::Listing(failure))
             }
-            Ok(listed) => listed.map_err(|e| UpstreamError::Listing(e.to_string())),
+            Ok(listed) => listed.map_err(|e| UpstreamError::Listing(service_failure(&e))),
             Err(_) => {
                 let err = UpstreamError::ListingTimeout(self.config.connect_timeout);
                 self.lose(connection, err.to_string());
@@ -438,9 +442,9 @@ impl Slot {
             listed.map(|tools| tools.iter().map(|t| definition(t, self.config.description_cap)).collect());
         let items = match definitions {
             Ok(_) => match tokio::time::timeout(self.config.connect_timeout, self.list_items(peer)).await {
-                Ok(listed) => {
-                    listed.map_err(|e| UpstreamError::Listing(format!("prompts and resources: {e}")))
-                }
+                Ok(listed) => listed.map_err(|e| {
+                    UpstreamError::Listing(format!("prompts and resources: {}", service_failure(&e)))
+                }),
                 Err(_) => Err(UpstreamError::ListingTimeout(self.config.connect_timeout)),
             },
             Err(_) => Ok(Vec::new()),
@@ -535,10 +539,16 @@ impl Slot {
             }
             Err(err) if let Some(refusal) = self.refusal(server, &err).await => Err(refusal),
             Err(err) if is_transport(&err) => {
-                self.lose(connection, format!("a request found the connection broken: {err}"));
+                self.lose(
+                    connection,
+                    format!("a request found the connection broken: {}", service_failure(&err)),
+                );
                 Err(ToolError::tool(format!("MCP server `{server}` dropped the connection before answering")))
             }
-            Err(err) => Err(ToolError::tool(format!("MCP server `{server}` failed to answer: {err}"))),
+            Err(err) => Err(ToolError::tool(format!(
+                "MCP server `{server}` failed to answer: {}",
+                service_failure(&err)
+            ))),
         }
     }
 
@@ -643,6 +653,31 @@ impl Slot {
         }
     }
 
+    /// The connection, made again at once if it is down (not after the rest of its backoff);
+    /// what the attempt failed with otherwise.
+    pub(super) async fn connect_now(&self) -> Result<(Peer<RoleClient>, u64), String> {
+        let asked = Instant::now();
+        let mut state = self.state.subscribe();
+        if state.borrow().peer.is_none() {
+            self.now.notify_one();
+        }
+        let attempt =
+            state.wait_for(|s| s.peer.is_some() || s.last_error.as_ref().is_some_and(|f| f.at >= asked));
+        let answered = tokio::time::timeout(self.config.connect_timeout, attempt).await.is_ok();
+        let current = self.state.borrow().clone();
+        match (current.peer, current.last_error) {
+            (Some(peer), _) => Ok((peer, current.connection)),
+            (None, Some(failure)) if answered => Err(format!("could not connect: {}", failure.reason)),
+            (None, failure) => Err(format!(
+                "no connection within {:?}{}",
+                self.config.connect_timeout,
+                failure
+                    .map(|failure| format!(" (it last failed with: {})", failure.reason))
+                    .unwrap_or_default()
+            )),
+        }
+    }
+
     pub(super) async fn call(
         &self,
         tool: &CatalogTool,
@@ -712,14 +747,20 @@ impl Slot {
                     return Err(refusal);
                 }
                 if is_transport(&err) {
-                    self.lose(connection, format!("a call found the connection broken: {err}"));
+                    self.lose(
+                        connection,
+                        format!("a call found the connection broken: {}", service_failure(&err)),
+                    );
                     return Err(ToolError::tool(format!(
                         "MCP server `{server}` dropped the connection before answering (it went away, or its \
                          answer was over the {} MiB limit); try again later",
                         MAX_ANSWER >> 20
                     )));
                 }
-                Err(ToolError::tool(format!("MCP server `{server}` failed to answer: {err}")))
+                Err(ToolError::tool(format!(
+                    "MCP server `{server}` failed to answer: {}",
+                    service_failure(&err)
+                )))
             }
         }
     }
