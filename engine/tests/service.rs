@@ -460,12 +460,15 @@ async fn activity_is_counted_per_bar_tenant_source_and_tool_within_the_callers_s
             .await
             .unwrap();
     }
-    // Two calls to `s` five minutes ago (one failed), one built-in call two hours ago.
+    // Three calls to `s_x` five minutes ago (one failed, one its client gave up on after 13 s),
+    // one to `s_y` cancelled, one built-in call two hours ago.
     sqlx::query(
         "insert into invocation (at, tenant_id, tool_name, source, caller, status, latency_us, result_bytes, correlation_id)
          select now() - c.ago, t.id, c.tool, c.source, 'admin:root', c.status, c.us, 0, c.correlation
          from (values ('acme', '5 minutes'::interval, 's_x', 's', 'ok', 10000, null),
                       ('acme', '5 minutes', 's_x', 's', 'failed', 30000, 'c-1'),
+                      ('acme', '5 minutes', 's_x', 's', 'cancelled', 13000000, null),
+                      ('acme', '5 minutes', 's_y', 's', 'cancelled', 13000000, null),
                       ('globex', '2 hours', 'read_file', 'files', 'ok', 5000, null))
               as c(tenant, ago, tool, source, status, us, correlation)
          join tenant t on t.slug = c.tenant",
@@ -477,19 +480,22 @@ async fn activity_is_counted_per_bar_tenant_source_and_tool_within_the_callers_s
 
     let hour = global::activity(&services, &everyone, Window::Hour, None).await.unwrap();
     assert_eq!(hour.buckets.len(), 60, "a bar a minute, empty ones too");
-    let counted: (i64, i64) = hour.buckets.iter().fold((0, 0), |(c, e), b| (c + b.calls, e + b.errors));
-    assert_eq!(counted, (2, 1));
+    let counted =
+        hour.buckets.iter().fold((0, 0, 0), |(c, e, x), b| (c + b.calls, e + b.errors, x + b.cancelled));
+    assert_eq!(counted, (4, 1, 2));
     let acme = &hour.tenants[0];
-    assert_eq!((acme.name.as_str(), acme.calls, acme.errors), ("acme", 2, 1));
+    assert_eq!((acme.name.as_str(), acme.calls, acme.errors, acme.cancelled), ("acme", 4, 1, 2));
     assert_eq!(hour.sources.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["s"]);
+    // Latency is of the calls that finished: a cancelled call's is its client's patience.
+    let latency = |tool: &engine::store::invocations::Latency| (tool.name.clone(), tool.p50_ms, tool.p95_ms);
     assert_eq!(
-        (hour.tools[0].name.as_str(), hour.tools[0].p50_ms, hour.tools[0].p95_ms),
-        ("s_x", 20.0, 29.0)
+        hour.tools.iter().map(latency).collect::<Vec<_>>(),
+        [("s_x".into(), Some(20.0), Some(29.0)), ("s_y".into(), None, None)]
     );
 
     let day = global::activity(&services, &everyone, Window::Day, None).await.unwrap();
     assert_eq!(day.buckets.len(), 48);
-    assert_eq!(day.buckets.iter().map(|b| b.calls).sum::<i64>(), 3);
+    assert_eq!(day.buckets.iter().map(|b| b.calls).sum::<i64>(), 5);
 
     // A tenant administrator sees her tenants' calls, and no other tenant even when asked.
     let jane = Admin::signed_in("jane", Scope::Tenants(vec!["globex".into()]));
@@ -503,7 +509,7 @@ async fn activity_is_counted_per_bar_tenant_source_and_tool_within_the_callers_s
     assert_eq!(one.buckets.iter().map(|b| b.calls).sum::<i64>(), 1);
 
     let (server, failures) = servers::calls(&services, &owner(), &Name::parse("s").unwrap()).await.unwrap();
-    assert_eq!(server.buckets.iter().map(|b| b.calls).sum::<i64>(), 2);
+    assert_eq!(server.buckets.iter().map(|b| b.calls).sum::<i64>(), 4);
     assert_eq!(failures.len(), 1);
     assert_eq!((failures[0].status.as_str(), failures[0].correlation_id.as_deref()), ("failed", Some("c-1")));
     assert!(invocations::failures(&pool, "files", 5).await.unwrap().is_empty());

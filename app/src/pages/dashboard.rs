@@ -9,25 +9,28 @@ use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use super::shell::MeResource;
-use super::ui::{StatusBadge, counted, loaded};
+use super::ui::{StatusBadge, counted, loaded, milliseconds};
 use crate::error::PanelError;
 
-/// Calls, errors and latency of one tenant, server or tool.
+/// Calls, errors, cancelled calls and latency (of the calls that finished) of one tenant,
+/// server or tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
     pub name: String,
     pub calls: i64,
     pub errors: i64,
-    pub p50_ms: f64,
-    pub p95_ms: f64,
+    pub cancelled: i64,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
 }
 
-/// One bar: when it starts (`HH:MM` or `Mon DD HH:MM`), calls, errors.
+/// One bar: when it starts (`HH:MM` or `Mon DD HH:MM`), calls, errors, cancelled calls.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bar {
     pub start: String,
     pub calls: i64,
     pub errors: i64,
+    pub cancelled: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -142,6 +145,7 @@ pub async fn load_overview(window: String, tenant: String) -> Result<Overview, P
                 name: r.name,
                 calls: r.calls,
                 errors: r.errors,
+                cancelled: r.cancelled,
                 p50_ms: r.p50_ms,
                 p95_ms: r.p95_ms,
             })
@@ -158,6 +162,7 @@ pub async fn load_overview(window: String, tenant: String) -> Result<Overview, P
                 start: b.start.format(label).unwrap_or_default(),
                 calls: b.calls,
                 errors: b.errors,
+                cancelled: b.cancelled,
             })
             .collect(),
         tenants: usage(activity.tenants),
@@ -185,8 +190,13 @@ fn chart(bars: &[Bar], heading: &str) -> AnyView {
             let x = i as f64 * step;
             let (all, failed) = (scale(bar.calls), scale(bar.errors));
             let base = HEIGHT - BOTTOM;
-            let tip =
-                format!("{}: {}, {}", bar.start, counted(bar.calls, "call"), counted(bar.errors, "error"));
+            let tip = format!(
+                "{}: {}, {}, {} cancelled",
+                bar.start,
+                counted(bar.calls, "call"),
+                counted(bar.errors, "error"),
+                bar.cancelled
+            );
             view! {
                 <g class="bar">
                     <title>{tip}</title>
@@ -208,6 +218,7 @@ fn chart(bars: &[Bar], heading: &str) -> AnyView {
         .collect_view();
     let total: i64 = bars.iter().map(|b| b.calls).sum();
     let errors: i64 = bars.iter().map(|b| b.errors).sum();
+    let cancelled: i64 = bars.iter().map(|b| b.cancelled).sum();
     view! {
         <svg
             class="chart"
@@ -219,7 +230,13 @@ fn chart(bars: &[Bar], heading: &str) -> AnyView {
             {columns}
             {ticks}
         </svg>
-        <p class="muted small">{format!("{total} calls, {errors} errors (tool errors, failures and timeouts) in {heading}.")}</p>
+        <p class="muted small">
+            {format!(
+                "{}, {} (tool errors, failures and timeouts), {cancelled} cancelled by their clients in {heading}.",
+                counted(total, "call"),
+                counted(errors, "error"),
+            )}
+        </p>
     }
     .into_any()
 }
@@ -229,18 +246,18 @@ fn usage_table(rows: Vec<Usage>, what: &'static str, link: impl Fn(&str) -> Opti
     if rows.is_empty() {
         return view! { <p class="muted">"No calls."</p> }.into_any();
     }
-    let slowest = rows.iter().map(|r| r.p95_ms).fold(0.0, f64::max).max(0.001);
+    let slowest = rows.iter().filter_map(|r| r.p95_ms).fold(0.0, f64::max).max(0.001);
     view! {
         <div class="scroll">
             <table class="grid usage">
                 <thead>
-                    <tr><th>{what}</th><th>"Calls"</th><th>"Errors"</th><th>"p50"</th><th>"p95"</th></tr>
+                    <tr><th>{what}</th><th>"Calls"</th><th>"Errors"</th><th>"Cancelled"</th><th>"p50"</th><th>"p95"</th></tr>
                 </thead>
                 <tbody>
                     {rows
                         .into_iter()
                         .map(|r| {
-                            let share = 100.0 * r.p95_ms / slowest;
+                            let share = 100.0 * r.p95_ms.unwrap_or(0.0) / slowest;
                             let failing = r.errors > 0;
                             view! {
                                 <tr>
@@ -252,9 +269,10 @@ fn usage_table(rows: Vec<Usage>, what: &'static str, link: impl Fn(&str) -> Opti
                                     </td>
                                     <td>{r.calls}</td>
                                     <td class:failing=failing>{r.errors}</td>
-                                    <td>{format!("{:.1} ms", r.p50_ms)}</td>
+                                    <td>{r.cancelled}</td>
+                                    <td>{milliseconds(r.p50_ms)}</td>
                                     <td>
-                                        {format!("{:.1} ms", r.p95_ms)}
+                                        {milliseconds(r.p95_ms)}
                                         {meter(share)}
                                     </td>
                                 </tr>
@@ -314,7 +332,8 @@ pub fn Dashboard() -> impl IntoView {
             let heading = WINDOWS.iter().find(|(w, ..)| *w == o.window).map_or("the last hour", |w| w.2);
             let slowest = {
                 let mut tools = o.tools.clone();
-                tools.sort_by(|a, b| b.p95_ms.total_cmp(&a.p95_ms));
+                tools.retain(|t| t.p95_ms.is_some());
+                tools.sort_by(|a, b| b.p95_ms.unwrap_or(0.0).total_cmp(&a.p95_ms.unwrap_or(0.0)));
                 tools.truncate(10);
                 tools
             };

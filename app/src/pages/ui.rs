@@ -257,6 +257,11 @@ pub fn counted(n: i64, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
+/// A latency, or a dash when no call finished.
+pub fn milliseconds(ms: Option<f64>) -> String {
+    ms.map_or_else(|| "–".into(), |ms| format!("{ms:.1} ms"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::counted;

@@ -30,13 +30,15 @@ impl Window {
     }
 }
 
-/// Calls and errors in one bar of the chart.
+/// Calls, errors and cancelled calls in one bar of the chart.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Bucket {
     #[serde(with = "time::serde::rfc3339")]
     pub start: time::OffsetDateTime,
     pub calls: i64,
     pub errors: i64,
+    /// Calls their client gave up on before they finished: neither answered nor failed.
+    pub cancelled: i64,
 }
 
 /// What [`Activity`] is broken down by.
@@ -57,14 +59,16 @@ impl Breakdown {
     }
 }
 
-/// Calls, errors and latency of one tenant, source or tool.
+/// Calls, errors and latency of one tenant, source or tool. The latency is of the calls that
+/// finished (`None` when none did): a cancelled call's time is its client's patience.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Latency {
     pub name: String,
     pub calls: i64,
     pub errors: i64,
-    pub p50_ms: f64,
-    pub p95_ms: f64,
+    pub cancelled: i64,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
 }
 
 /// What the calls of a window were, aggregated in the database.
@@ -112,7 +116,8 @@ pub async fn activity(
                where i.at > now() - make_interval(mins => $1)
                  and ($3::text[] is null or t.slug = any($3)) and ($4::text is null or i.source = $4))
            select b.start as "start!", count(c.status) as "calls!",
-                  count(c.status) filter (where c.status in ('tool_error', 'failed', 'timeout')) as "errors!"
+                  count(c.status) filter (where c.status in ('tool_error', 'failed', 'timeout')) as "errors!",
+                  count(c.status) filter (where c.status = 'cancelled') as "cancelled!"
            from generate_series(date_bin(make_interval(mins => $2), now() - make_interval(mins => $1), 'epoch')
                                     + make_interval(mins => $2),
                                 now(), make_interval(mins => $2)) as b(start)
@@ -134,8 +139,11 @@ pub async fn activity(
                               as "name!",
                           count(*) as "calls!",
                           count(*) filter (where i.status in ('tool_error', 'failed', 'timeout')) as "errors!",
-                          (percentile_cont(0.5) within group (order by i.latency_us) / 1000.0) as "p50_ms!",
-                          (percentile_cont(0.95) within group (order by i.latency_us) / 1000.0) as "p95_ms!"
+                          count(*) filter (where i.status = 'cancelled') as "cancelled!",
+                          (percentile_cont(0.5) within group (order by i.latency_us)
+                               filter (where i.status <> 'cancelled') / 1000.0) as "p50_ms",
+                          (percentile_cont(0.95) within group (order by i.latency_us)
+                               filter (where i.status <> 'cancelled') / 1000.0) as "p95_ms"
                    from invocation i join tenant t on t.id = i.tenant_id
                    where i.at > now() - make_interval(mins => $1)
                      and ($2::text[] is null or t.slug = any($2)) and ($3::text is null or i.source = $3)

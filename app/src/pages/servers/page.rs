@@ -10,7 +10,7 @@ use super::ServerSummary;
 use super::register::{SaveServer, ServerFormCard, stored_server_form};
 use crate::error::PanelError;
 use crate::pages::ui::{
-    Confirm, ErrorNote, JsonBlock, StatusBadge, action_error, counted, grid, loaded, succeeded,
+    Confirm, ErrorNote, JsonBlock, StatusBadge, action_error, counted, grid, loaded, milliseconds, succeeded,
 };
 
 /// A server's page.
@@ -75,8 +75,10 @@ pub struct ServerHealth {
     pub last_error: Option<(String, f64)>,
     pub calls: i64,
     pub errors: i64,
-    pub p50_ms: f64,
-    pub p95_ms: f64,
+    pub cancelled: i64,
+    /// Of the calls that finished.
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
     /// The newest calls that failed or timed out.
     pub failures: Vec<Failure>,
     /// A stdio server's standard error, its newest lines.
@@ -159,8 +161,9 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
         stderr: own.map(|h| h.stderr.clone()).unwrap_or_default(),
         calls: hour.as_ref().map_or(0, |h| h.calls),
         errors: hour.as_ref().map_or(0, |h| h.errors),
-        p50_ms: hour.as_ref().map_or(0.0, |h| h.p50_ms),
-        p95_ms: hour.as_ref().map_or(0.0, |h| h.p95_ms),
+        cancelled: hour.as_ref().map_or(0, |h| h.cancelled),
+        p50_ms: hour.as_ref().and_then(|h| h.p50_ms),
+        p95_ms: hour.as_ref().and_then(|h| h.p95_ms),
         failures: failures
             .into_iter()
             .map(|f| Failure {
@@ -288,11 +291,12 @@ fn health_card(health: ServerHealth) -> AnyView {
         "No calls in the last hour.".to_string()
     } else {
         format!(
-            "Last hour: {}, {}, p50 {:.1} ms, p95 {:.1} ms.",
+            "Last hour: {}, {}, {} cancelled, p50 {}, p95 {}.",
             counted(health.calls, "call"),
             counted(health.errors, "error"),
-            health.p50_ms,
-            health.p95_ms
+            health.cancelled,
+            milliseconds(health.p50_ms),
+            milliseconds(health.p95_ms)
         )
     };
     view! {
