@@ -389,7 +389,7 @@ test('an owner makes a read-only token, sees it used, and revokes it after confi
   await page.screenshot({ path: `${screenshots}/tokens.png`, fullPage: true });
 });
 
-test('an owner makes an account with a one-time password its first sign-in replaces, then changes its role, disables, resets and deletes it', async () => {
+test('an owner makes an account with a one-time password its first sign-in replaces, then changes its tenants and role, disables, resets and deletes it', async () => {
   await open(page, toolgate, '/accounts');
   await page.locator('input[name=account-name]').fill('kim');
   await page.locator('select[name=account-role]').selectOption('tenant_admin');
@@ -409,11 +409,21 @@ test('an owner makes an account with a one-time password its first sign-in repla
   await reload(page);
   await row.getByRole('cell', { name: 'password', exact: true }).waitFor();
 
+  // Her tenants: an unknown one changes nothing; then two.
+  const tenants = row.locator('input[name=tenants-kim]');
+  await tenants.fill('acme, nope');
+  await row.getByRole('button', { name: 'Save', exact: true }).click();
+  await page.getByText('tenant `nope`').waitFor();
+  await tenants.fill('acme, globex');
+  await row.getByRole('button', { name: 'Save', exact: true }).click();
+  await page.getByText('Tenants saved.').waitFor();
+  await reload(page);
+  assert.equal(await tenants.inputValue(), 'acme, globex');
+
   await row.locator('select[name=role-kim]').selectOption('member');
-  await eventually(page, async () => {
-    await reload(page);
-    assert.equal(await row.locator('select[name=role-kim]').inputValue(), 'member');
-  }, 'the new role was not kept');
+  await page.getByText('Role saved.').waitFor();
+  await reload(page);
+  assert.equal(await row.locator('select[name=role-kim]').inputValue(), 'member');
   await row.getByRole('button', { name: 'Disable' }).click();
   await row.getByRole('cell', { name: 'disabled', exact: true }).waitFor();
   await row.getByRole('button', { name: 'Reset password…' }).click();
@@ -421,6 +431,7 @@ test('an owner makes an account with a one-time password its first sign-in repla
   await eventually(page, async () => {
     assert.notEqual((await page.locator('figure.new-key pre').innerText()).trim(), once);
   }, 'the reset showed no new password');
+  await page.getByText('For kim:').waitFor();
   await row.getByRole('cell', { name: 'one-time password', exact: true }).waitFor();
   await page.screenshot({ path: `${screenshots}/accounts.png`, fullPage: true });
   await row.getByRole('button', { name: 'Delete…' }).click();

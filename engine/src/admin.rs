@@ -19,6 +19,7 @@ use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 pub use crate::model::Role;
+use crate::model::TenantSlug;
 pub use crate::store::admins::AccountRow;
 use crate::store::{self, Actor, Change};
 use crate::{Error, Result};
@@ -335,6 +336,39 @@ pub async fn set_role(pool: &PgPool, actor: &Actor, username: &Username, role: R
     let change = Change::new("set_account_role", "account", username.as_str())
         .before(&serde_json::json!({"role": account.role.to_string()}))
         .after(&serde_json::json!({"role": role.to_string()}));
+    store::commit(tx, actor, change).await
+}
+
+/// Makes `tenants` the tenants `username` manages (or, for a member, connects apps to), all or
+/// nothing: an unknown tenant changes nothing. The apps it authorized for a tenant it leaves
+/// are revoked. An owner manages every tenant: it has none to set.
+#[tracing::instrument(skip_all, err, fields(username = username.as_str()))]
+pub async fn set_tenants(
+    pool: &PgPool,
+    actor: &Actor,
+    username: &Username,
+    tenants: &[String],
+) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let account = existing(&mut tx, username).await?;
+    if account.role == Role::Owner {
+        return Err(Error::Invalid(format!(
+            "`{}` is an owner, who manages every tenant: give it another role first",
+            username.as_str()
+        )));
+    }
+    let before = store::admins::tenant_slugs(&mut *tx, account.id).await?;
+    for left in before.iter().filter(|slug| !tenants.contains(slug)) {
+        let tenant = store::tenants::get(&mut *tx, &TenantSlug::parse(left)?).await?;
+        store::oauth::revoke_grants_of(&mut tx, account.id, Some(tenant.id)).await?;
+        store::admins::unassign(&mut tx, account.id, tenant.id).await?;
+    }
+    for tenant in tenants {
+        assign_tenant(&mut *tx, username, tenant).await?;
+    }
+    let change = Change::new("set_account_tenants", "account", username.as_str())
+        .before(&serde_json::json!({"tenants": before}))
+        .after(&serde_json::json!({"tenants": tenants}));
     store::commit(tx, actor, change).await
 }
 

@@ -236,6 +236,17 @@ async fn accounts_are_managed_without_locking_everyone_out(pool: PgPool) {
         listed.iter().map(|a| (a.username.as_str(), a.tenants.clone(), a.signs_in())).collect();
     assert_eq!(shown, [("kim", vec!["acme".to_string()], "one-time password"), ("root", vec![], "password")]);
 
+    // Her tenants change all at once or not at all; an owner has none to change.
+    store_tenant(&pool, "globex").await;
+    let tenants_of_kim = || async { admin::accounts(&pool).await.unwrap()[0].tenants.clone() };
+    let unknown = admin::set_tenants(&pool, &by_root, &kim, &["globex".into(), "nope".into()]).await;
+    assert!(matches!(unknown, Err(engine::Error::NotFound(_))), "{unknown:?}");
+    assert_eq!(tenants_of_kim().await, ["acme"]);
+    admin::set_tenants(&pool, &by_root, &kim, &["globex".into()]).await.unwrap();
+    assert_eq!(tenants_of_kim().await, ["globex"]);
+    let owner = admin::set_tenants(&pool, &by_root, &root, &["acme".into()]).await;
+    assert!(matches!(owner, Err(engine::Error::Invalid(_))), "{owner:?}");
+
     let reset = admin::reset_password(&pool, &by_root, &kim).await.unwrap();
     assert!(admin::login(&pool, &policy, "kim", once.expose(), "10.0.0.1").await.is_err());
     assert!(
@@ -267,7 +278,14 @@ async fn accounts_are_managed_without_locking_everyone_out(pool: PgPool) {
             .unwrap();
     assert_eq!(
         actions,
-        ["create_account", "reset_password", "set_account_role", "set_account_disabled", "delete_account"]
+        [
+            "create_account",
+            "set_account_tenants",
+            "reset_password",
+            "set_account_role",
+            "set_account_disabled",
+            "delete_account"
+        ]
     );
 }
 

@@ -1,12 +1,13 @@
 //! Every account (owners only): who signs in how, to which tenants; make one with a one-time
-//! password, reset one to a one-time password, disable, enable or delete one. (A tenant's page
+//! password, change its role or its tenants, reset it to a one-time password, disable, enable or
+//! delete it. (A tenant's page
 //! manages its own members.)
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
-use super::ui::{Confirm, ErrorNote, SecretOnce, action_error, grid, loaded, succeeded};
+use super::ui::{Confirm, ErrorNote, Saved, SecretOnce, action_error, grid, loaded, succeeded};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -73,6 +74,16 @@ pub async fn set_account_role(username: String, role: String) -> Result<(), Pane
     Ok(())
 }
 
+/// Makes `tenants` (comma-separated slugs) the account's tenants.
+#[server]
+pub async fn set_account_tenants(username: String, tenants: String) -> Result<(), PanelError> {
+    use crate::server::{comma_list, owner, state};
+    let owner = owner().await?;
+    let username = engine::admin::Username::parse(&username)?;
+    engine::service::accounts::set_tenants(&state(), &owner, &username, &comma_list(&tenants)).await?;
+    Ok(())
+}
+
 /// What an owner does to an account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AccountOp {
@@ -112,8 +123,9 @@ pub fn AccountsPage() -> impl IntoView {
     let create = ServerAction::<CreateAccount>::new();
     let change = ServerAction::<ChangeAccount>::new();
     let set_role = ServerAction::<SetAccountRole>::new();
-    let (created, changed, role_set) = (succeeded(create), succeeded(change), succeeded(set_role));
-    let accounts = Resource::new(move || (created.get(), changed.get(), role_set.get()), |_| list_accounts());
+    let set_tenants = ServerAction::<SetAccountTenants>::new();
+    let changes = [succeeded(create), succeeded(change), succeeded(set_role), succeeded(set_tenants)];
+    let accounts = Resource::new(move || changes.map(|c| c.get()), |_| list_accounts());
     let (username, role, tenants) = (
         RwSignal::new(String::new()),
         RwSignal::new("tenant_admin".to_string()),
@@ -128,13 +140,15 @@ pub fn AccountsPage() -> impl IntoView {
             tenants.set(String::new());
         }
     });
+    // Whom the last change was for (the action forgets its input once it is answered).
+    let changing = StoredValue::new(String::new());
     Effect::new(move |_| {
         if let Some(Ok(Some(password))) = change.value().get() {
-            let whose = change.input().get_untracked().map(|input| input.username).unwrap_or_default();
-            shown.set(Some((whose, password)));
+            shown.set(Some((changing.get_value(), password)));
         }
     });
     let run = move |username: String, op: AccountOp| {
+        changing.set_value(username.clone());
         change.dispatch(ChangeAccount { username, op });
     };
     view! {
@@ -150,10 +164,14 @@ pub fn AccountsPage() -> impl IntoView {
         })}
         <ErrorNote error=action_error(change) />
         <ErrorNote error=action_error(set_role) />
+        <Saved action=set_role what="Role saved." />
+        <ErrorNote error=action_error(set_tenants) />
+        <Saved action=set_tenants what="Tenants saved." />
         {loaded(accounts, move |accounts| {
             grid(accounts, "No account yet.", &["Name", "Role", "Tenants", "Signs in with", "Last sign-in", "State", ""], move |account| {
                 let name = StoredValue::new(account.username.clone());
                 let toggle = if account.disabled { AccountOp::Enable } else { AccountOp::Disable };
+                let assigned = RwSignal::new(account.tenants.clone());
                 view! {
                     <tr class:revoked=account.disabled>
                         <td>{account.username.clone()}</td>
@@ -168,7 +186,33 @@ pub fn AccountsPage() -> impl IntoView {
                                 {ROLES.map(|(value, label)| view! { <option value=value>{label}</option> }).collect_view()}
                             </select>
                         </td>
-                        <td>{account.tenants}</td>
+                        <td>
+                            {if account.role == "owner" {
+                                view! { <span class="muted">"every tenant"</span> }.into_any()
+                            } else {
+                                view! {
+                                    <span class="tenants-edit">
+                                        <input
+                                            type="text"
+                                            name=format!("tenants-{}", account.username)
+                                            aria-label=format!("Tenants of {}", account.username)
+                                            placeholder="acme, globex"
+                                            prop:value=move || assigned.get()
+                                            on:input=move |ev| assigned.set(event_target_value(&ev))
+                                        />
+                                        <button
+                                            type="button"
+                                            disabled=move || set_tenants.pending().get()
+                                            on:click=move |_| {
+                                                set_tenants.dispatch(SetAccountTenants { username: name.get_value(), tenants: assigned.get() });
+                                            }
+                                        >
+                                            "Save"
+                                        </button>
+                                    </span>
+                                }.into_any()
+                            }}
+                        </td>
                         <td>{account.signs_in}</td>
                         <td>{account.last_sign_in}</td>
                         <td>{if account.disabled { "disabled" } else { "enabled" }}</td>

@@ -1,5 +1,5 @@
 //! Every account, for owners (a tenant's page manages its members): list, create with a
-//! one-time password, reset to one, change its role, disable or enable, delete. The rules are
+//! one-time password, reset to one, change its role or its tenants, disable or enable, delete. The rules are
 //! [`crate::admin`]'s; here they are reached only with an [`Owner`].
 
 use super::{Owner, Services};
@@ -40,6 +40,17 @@ pub async fn set_disabled(
 
 pub async fn set_role(services: &Services, owner: &Owner, username: &Username, role: Role) -> Result<()> {
     admin::set_role(&services.pool, owner.actor(), username, role).await?;
+    services.oauth.revoked();
+    Ok(())
+}
+
+pub async fn set_tenants(
+    services: &Services,
+    owner: &Owner,
+    username: &Username,
+    tenants: &[String],
+) -> Result<()> {
+    admin::set_tenants(&services.pool, owner.actor(), username, tenants).await?;
     services.oauth.revoked();
     Ok(())
 }
