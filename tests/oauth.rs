@@ -622,6 +622,54 @@ async fn api_keys_can_be_turned_off_for_a_tenant(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_disabled_tenant_refuses_its_keys_and_access_tokens_until_it_is_enabled(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    tenants_and_member(&app, &pool).await;
+    let (_, tokens) = tokens_for(&app, "ann").await;
+    let access = tokens["access_token"].as_str().unwrap().to_string();
+    let slug = TenantSlug::parse("acme").unwrap();
+    let key =
+        store::keys::create(&pool, &Actor::system(), &slug, "ci", None, Default::default()).await.unwrap().1;
+    let switch = |enabled: bool| {
+        let services = app.services();
+        async move {
+            let update = store::tenants::TenantUpdate { enabled: Some(enabled), ..Default::default() };
+            engine::service::tenants::update(&services, &admin_of("acme").tenant("acme").unwrap(), update)
+                .await
+                .unwrap();
+        }
+    };
+    // Each way in, until it answers `wanted`.
+    let until = |wanted: StatusCode| {
+        let (key, access) = (key.clone(), access.clone());
+        let app = &app;
+        async move {
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            loop {
+                let rest = reqwest::Client::new()
+                    .get(app.url("/api/v1/tools"))
+                    .bearer_auth(&key)
+                    .send()
+                    .await
+                    .unwrap();
+                let (mcp, _) = list_tools(app, "acme", &access).await;
+                if rest.status() == wanted && mcp == wanted {
+                    return rest.text().await.unwrap();
+                }
+                assert!(std::time::Instant::now() < deadline, "{} and {mcp}, not {wanted}", rest.status());
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    until(StatusCode::OK).await;
+    switch(false).await;
+    let refused = until(StatusCode::FORBIDDEN).await;
+    assert!(refused.contains("tenant_disabled") && refused.contains("this tenant is disabled"), "{refused}");
+    switch(true).await;
+    until(StatusCode::OK).await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_client_identified_by_its_metadata_document_is_fetched_and_checked(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     tenants_and_member(&app, &pool).await;

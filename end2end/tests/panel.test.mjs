@@ -439,6 +439,44 @@ test('an owner makes an account with a one-time password its first sign-in repla
   await eventually(page, async () => assert.equal(await row.count(), 0), 'kim was not deleted');
 });
 
+test('a tenant is renamed, disabled (its key is refused), enabled again and deleted', async () => {
+  await open(page, toolgate, '/tenants');
+  await page.locator('input[name=slug]').fill('initech');
+  await page.locator('input[name=name]').fill('Initech');
+  await page.getByRole('button', { name: 'Create' }).click();
+  await page.getByRole('link', { name: 'initech' }).click();
+  await page.waitForURL(/\/tenants\/initech$/);
+  await page.locator('input[name="key-name"]').fill('ci');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  const key = (await page.locator('figure.new-key pre').innerText()).trim();
+  const tools = () => fetch(`${toolgate.url}/api/v1/tools`, { headers: { authorization: `Bearer ${key}` } });
+
+  await page.locator('input[name="tenant-name"]').fill('Initech Ltd');
+  await page.getByRole('button', { name: 'Rename' }).click();
+  await page.locator('h1', { hasText: 'Initech Ltd' }).waitFor();
+
+  await page.getByRole('button', { name: 'Disable the tenant' }).click();
+  await page.getByText('Disabled: its endpoints refuse every key').waitFor();
+  await eventually(page, async () => {
+    const refused = await tools();
+    assert.equal(refused.status, 403);
+    assert.match(await refused.text(), /this tenant is disabled/);
+  }, 'the disabled tenant still took its key');
+  await open(page, toolgate, '/tenants');
+  await page.getByRole('cell', { name: 'Initech Ltd (disabled)' }).waitFor();
+
+  await open(page, toolgate, '/tenants/initech');
+  await page.getByRole('button', { name: 'Enable the tenant' }).click();
+  await page.getByRole('button', { name: 'Disable the tenant' }).waitFor();
+  await eventually(page, async () => assert.equal((await tools()).status, 200), 'the enabled tenant refused its key');
+
+  await page.getByRole('button', { name: 'Delete the tenant…' }).click();
+  await page.getByRole('button', { name: 'Delete initech with its 1 key, its call history' }).click();
+  await page.waitForURL(/\/tenants\?deleted=initech$/);
+  await page.getByText('Deleted the tenant initech.').waitFor();
+  assert.equal(await page.getByRole('link', { name: 'initech' }).count(), 0);
+});
+
 test('every page works under its Content-Security-Policy', () => {
   assert.deepEqual(refusals, [], 'the policy refused part of a page');
 });

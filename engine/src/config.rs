@@ -126,6 +126,9 @@ pub struct TenantConfig {
     /// Whether the gateway accepts access tokens people authorized (OAuth); left out = yes.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub oauth: bool,
+    /// Whether the tenant is served at all; left out = yes.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub enabled: bool,
 }
 
 impl TenantConfig {
@@ -257,6 +260,7 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
             user_limits: tenant.user_limits,
             api_keys: tenant.api_keys,
             oauth: tenant.oauth,
+            enabled: tenant.enabled,
         });
     }
 
@@ -411,6 +415,7 @@ fn tenant_view(tenant: &TenantConfig, stored: &PresetSecrets, moved: &HashSet<Uu
         "user_limits": tenant.user_limits,
         "api_keys": tenant.api_keys,
         "oauth": tenant.oauth,
+        "enabled": tenant.enabled,
     }))
 }
 
@@ -610,6 +615,7 @@ pub async fn apply(
             user_limits: tenant.user_limits,
             api_keys: tenant.api_keys,
             oauth: tenant.oauth,
+            enabled: tenant.enabled,
         };
         let id = tenants::put(&mut *tx, &stored).await?;
         tenant_ids.insert(tenant.slug.to_string(), id);

@@ -128,6 +128,8 @@ struct TenantEdit {
     /// Whether the gateway accepts the tenant's API keys, and people's access tokens.
     api_keys: Option<bool>,
     oauth: Option<bool>,
+    /// The owner's switch: a disabled tenant is served nothing.
+    enabled: Option<bool>,
 }
 
 /// Tells a key given as `null` (`Some(None)`) from a key left out (`None`).
@@ -151,6 +153,7 @@ async fn update_tenant(
         user_limits: body.user_limits,
         api_keys: body.api_keys,
         oauth: body.oauth,
+        enabled: body.enabled,
     };
     ok(tenants::update(&state, &admin.tenant(&slug)?, update).await?)
 }

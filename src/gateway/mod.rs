@@ -103,8 +103,13 @@ impl Credentials {
         {
             return Err(Refusal::NoCredentials);
         }
-        if snapshot.tenant(&identity.tenant).is_some_and(|view| !view.access.api_keys) {
-            return Err(Refusal::KeysOff);
+        if let Some(view) = snapshot.tenant(&identity.tenant) {
+            if !view.access.enabled {
+                return Err(Refusal::Disabled);
+            }
+            if !view.access.api_keys {
+                return Err(Refusal::KeysOff);
+            }
         }
         self.touch(identity.key_id);
         Ok(TenantAccess { tenant: identity.tenant.clone(), caller: Caller::ApiKey(identity.key_id) })
@@ -124,8 +129,13 @@ impl Credentials {
                 "the access token is for another endpoint (its audience)".into(),
             ));
         }
-        if self.catalog.snapshot().tenant(&access.tenant).is_some_and(|view| !view.access.oauth) {
-            return Err(Refusal::InvalidToken("this tenant no longer accepts sign-in with OAuth".into()));
+        if let Some(view) = self.catalog.snapshot().tenant(&access.tenant) {
+            if !view.access.enabled {
+                return Err(Refusal::Disabled);
+            }
+            if !view.access.oauth {
+                return Err(Refusal::InvalidToken("this tenant no longer accepts sign-in with OAuth".into()));
+            }
         }
         let user = User {
             account: access.account,
@@ -415,6 +425,8 @@ enum Refusal {
     Expired(time::OffsetDateTime),
     /// The tenant turned API keys off.
     KeysOff,
+    /// An owner disabled the tenant: no credential helps.
+    Disabled,
     /// An access token that is unknown, expired, revoked or for another endpoint.
     InvalidToken(String),
     Failed(engine::Error),
@@ -424,6 +436,10 @@ impl Refusal {
     fn answer(self, resource_metadata: &str) -> Response {
         let (code, detail, token_error) = match self {
             Refusal::Failed(err) => return Failure::from(err).into_response(),
+            Refusal::Disabled => {
+                let detail = "this tenant is disabled; an owner can enable it again in the panel";
+                return problem(StatusCode::FORBIDDEN, "tenant_disabled", detail);
+            }
             Refusal::NoCredentials => (
                 "invalid_api_key",
                 "a valid API key of this tenant, or an access token, is required: Authorization: Bearer <key>".into(),

@@ -176,11 +176,13 @@ pub struct TenantTools {
 pub struct Access {
     pub api_keys: bool,
     pub oauth: bool,
+    /// A disabled tenant accepts neither.
+    pub enabled: bool,
 }
 
 impl Default for Access {
     fn default() -> Self {
-        Access { api_keys: true, oauth: true }
+        Access { api_keys: true, oauth: true, enabled: true }
     }
 }
 
@@ -524,7 +526,7 @@ pub(super) fn build(loaded: &Loaded, bases: &Arc<Bases>, version: u64, force_too
         });
         view.items = Arc::new(TenantItems::new(items.map(|b| b.item.clone()).collect()));
         view.limits = Arc::new(limits);
-        view.access = Access { api_keys: tenant.api_keys, oauth: tenant.oauth };
+        view.access = Access { api_keys: tenant.api_keys, oauth: tenant.oauth, enabled: tenant.enabled };
         if tenant.meta_tool {
             view.equippable = equippable;
             view.groups = if ceiling.groups.is_none() {

@@ -32,6 +32,8 @@ pub struct Tenant {
     pub api_keys: bool,
     /// Whether the gateway accepts access tokens people authorized (OAuth) for the tenant.
     pub oauth: bool,
+    /// A disabled tenant is served nothing (an owner's switch; everything else is kept).
+    pub enabled: bool,
 }
 
 impl Tenant {
@@ -62,6 +64,7 @@ struct Row {
     user_limits: Json<CallLimits>,
     api_keys_enabled: bool,
     oauth_enabled: bool,
+    enabled: bool,
 }
 
 impl From<Row> for Tenant {
@@ -84,6 +87,7 @@ impl From<Row> for Tenant {
             user_limits: row.user_limits.0,
             api_keys: row.api_keys_enabled,
             oauth: row.oauth_enabled,
+            enabled: row.enabled,
         }
     }
 }
@@ -101,12 +105,14 @@ pub struct TenantUpdate {
     pub user_limits: Option<CallLimits>,
     pub api_keys: Option<bool>,
     pub oauth: Option<bool>,
+    pub enabled: Option<bool>,
 }
 
 impl TenantUpdate {
     /// Whether it sets anything only an owner may.
     pub fn owners_only(&self) -> bool {
-        self.ceiling.is_some()
+        self.enabled.is_some()
+            || self.ceiling.is_some()
             || self.limits.is_some()
             || self.tool_limits.is_some()
             || self.user_limits.is_some()
@@ -126,7 +132,7 @@ pub async fn get(db: impl PgExecutor<'_>, slug: &TenantSlug) -> Result<Tenant> {
         Row,
         r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
                 limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
-                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled
+                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled
            from tenant where slug = $1"#,
         slug.as_str()
     )
@@ -141,7 +147,7 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Tenant>> {
         Row,
         r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
                 limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
-                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled
+                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled
            from tenant order by slug"#
     )
     .fetch_all(db)
@@ -158,7 +164,7 @@ pub async fn create(pool: &PgPool, actor: &Actor, slug: &TenantSlug, name: &str)
         r#"insert into tenant (slug, name) values ($1, $2) on conflict (slug) do nothing
            returning id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
                 limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
-                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled"#,
+                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled"#,
         slug.as_str(),
         name,
     )
@@ -193,6 +199,7 @@ pub async fn update(pool: &PgPool, actor: &Actor, slug: &TenantSlug, update: Ten
         user_limits: update.user_limits.unwrap_or(before.user_limits),
         api_keys: update.api_keys.unwrap_or(before.api_keys),
         oauth: update.oauth.unwrap_or(before.oauth),
+        enabled: update.enabled.unwrap_or(before.enabled),
         ..before.clone()
     };
     if choosing_tags
@@ -212,14 +219,14 @@ pub(crate) async fn put(db: impl PgExecutor<'_>, tenant: &Tenant) -> Result<Uuid
     let ceiling = &tenant.ceiling;
     let id = sqlx::query_scalar!(
         "insert into tenant (slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
-                             limits, tool_limits, user_limits, api_keys_enabled, oauth_enabled)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                             limits, tool_limits, user_limits, api_keys_enabled, oauth_enabled, enabled)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
          on conflict (slug) do update set
             name = excluded.name, enabled_tags = excluded.enabled_tags, meta_tool = excluded.meta_tool,
             ceiling_tags = excluded.ceiling_tags, ceiling_sources = excluded.ceiling_sources,
             ceiling_groups = excluded.ceiling_groups, ceiling_shell = excluded.ceiling_shell, limits = excluded.limits, tool_limits = excluded.tool_limits,
             user_limits = excluded.user_limits, api_keys_enabled = excluded.api_keys_enabled,
-            oauth_enabled = excluded.oauth_enabled
+            oauth_enabled = excluded.oauth_enabled, enabled = excluded.enabled
          returning id",
         tenant.slug,
         tenant.name,
@@ -234,6 +241,7 @@ pub(crate) async fn put(db: impl PgExecutor<'_>, tenant: &Tenant) -> Result<Uuid
         Json(&tenant.user_limits) as _,
         tenant.api_keys,
         tenant.oauth,
+        tenant.enabled,
     )
     .fetch_one(db)
     .await?;

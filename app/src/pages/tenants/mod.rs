@@ -1,6 +1,6 @@
 //! Tenants: the list, and a tenant's page — tag and group toggles, limits, per-tool
-//! overrides, exactly what its LLM sees (with its size in tokens), name conflicts, and API
-//! keys.
+//! overrides, exactly what its LLM sees (with its size in tokens), name conflicts, API keys,
+//! and the tenant itself (rename, disable, delete).
 
 mod choices;
 mod keys;
@@ -9,6 +9,7 @@ mod overrides;
 mod page;
 mod people;
 mod snippets;
+mod standing;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -26,6 +27,7 @@ pub struct TenantRow {
     pub name: String,
     pub tools: usize,
     pub keys: usize,
+    pub enabled: bool,
 }
 
 #[server]
@@ -38,6 +40,7 @@ pub async fn list_tenants() -> Result<Vec<TenantRow>, PanelError> {
         .map(|summary| TenantRow {
             tools: summary.tools,
             keys: summary.active_keys,
+            enabled: summary.tenant.enabled,
             slug: summary.tenant.slug,
             name: summary.tenant.name,
         })
@@ -58,19 +61,22 @@ pub fn TenantsPage() -> impl IntoView {
     let create = ServerAction::<CreateTenant>::new();
     let created = succeeded(create);
     let tenants = Resource::new(move || created.get(), |_| list_tenants());
+    let query = leptos_router::hooks::use_query_map();
+    let deleted = move || query.read().get("deleted");
     view! {
         <Title text="Tenants" />
         <h1>"Tenants"</h1>
+        {move || deleted().map(|slug| view! { <p class="notice ok" role="status">{format!("Deleted the tenant {slug}.")}</p> })}
         {loaded(
             tenants,
             |tenants| {
                 grid(tenants, "No tenant yet.", &["Tenant", "Name", "Visible tools", "Active keys"], |t| {
                     view! {
-                        <tr>
+                        <tr class:revoked=!t.enabled>
                             <td>
                                 <a href=format!("/tenants/{}", t.slug)>{t.slug.clone()}</a>
                             </td>
-                            <td>{t.name}</td>
+                            <td>{t.name}{(!t.enabled).then_some(" (disabled)")}</td>
                             <td>{t.tools}</td>
                             <td>{t.keys}</td>
                         </tr>

@@ -11,6 +11,7 @@ use super::keys::{CreateKey, Keys, RevokeKey};
 use super::limits::{Limits, LimitsCard, SaveLimits};
 use super::overrides::{ClearOverride, Overrides, SaveOverride};
 use super::people::{AccessCard, PeopleCards, PeopleData, SaveAccess};
+use super::standing::{ChangeTenant, StandingCard};
 use crate::error::PanelError;
 use crate::pages::ui::{grid, loaded, succeeded};
 
@@ -46,6 +47,8 @@ pub struct TenantView {
     /// Whether the gateway accepts the tenant's API keys, and people's access tokens.
     pub api_keys: bool,
     pub oauth: bool,
+    /// A disabled tenant is served nothing.
+    pub enabled: bool,
     /// The tenant's MCP endpoint, as clients reach it.
     pub endpoint: String,
     /// The REST API's base (`…/api/v1`), as clients reach it.
@@ -258,6 +261,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         limits: tenant.limits.into(),
         tool_limits: tenant.tool_limits.into_iter().map(|(tool, limits)| (tool, limits.into())).collect(),
         user_limits: tenant.user_limits.into(),
+        enabled: tenant.enabled,
         api_keys: tenant.api_keys,
         oauth: tenant.oauth,
         endpoint,
@@ -283,7 +287,9 @@ pub fn TenantPage() -> impl IntoView {
     let save_ceiling = ServerAction::<SaveCeiling>::new();
     let save_limits = ServerAction::<SaveLimits>::new();
     let save_access = ServerAction::<SaveAccess>::new();
+    let change_tenant = ServerAction::<ChangeTenant>::new();
     let changes = [
+        succeeded(change_tenant),
         succeeded(save_access),
         succeeded(save_ceiling),
         succeeded(save_limits),
@@ -316,7 +322,8 @@ pub fn TenantPage() -> impl IntoView {
                     <Overrides tenant=t.clone() save=save_override clear=clear_override />
                     <AccessCard tenant=t.clone() action=save_access />
                     <PeopleCards slug=t.slug.clone() data=people />
-                    <Keys tenant=t create=create_key revoke=revoke_key />
+                    <Keys tenant=t.clone() create=create_key revoke=revoke_key />
+                    <StandingCard tenant=t action=change_tenant />
                 }
             },
         )}
