@@ -79,7 +79,8 @@ pub async fn bulk_targets() -> Result<(Vec<String>, Vec<String>), PanelError> {
 }
 
 /// Applies `action` to the tools `ids` for `target` (a tenant, or a group); says what it did.
-#[server]
+/// In JSON, like every server function taking a list (see `save_groups`).
+#[server(input = leptos::server_fn::codec::Json)]
 pub async fn bulk_tools(action: Bulk, target: String, ids: Vec<String>) -> Result<String, PanelError> {
     use crate::server::{caller, state};
     let caller = caller().await?;

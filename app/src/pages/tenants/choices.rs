@@ -117,8 +117,9 @@ impl GroupChoice {
 }
 
 /// Saves the tenant's group choices that changed (group name, choice) and, when given, the
-/// meta tool switch.
-#[server]
+/// meta tool switch. In JSON: a form encoding leaves an empty list out, which its decoder then
+/// misses.
+#[server(input = leptos::server_fn::codec::Json)]
 pub async fn save_groups(
     slug: String,
     changed: Vec<(String, GroupChoice)>,
