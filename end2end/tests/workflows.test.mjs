@@ -240,7 +240,7 @@ test('a group: saved clears the form, and deleting it first says what happens', 
   await page.getByText('No group yet.').waitFor();
 });
 
-test('a tenant: presets are checked against the schema, the override form shows what it replaces, saves say so', async () => {
+test('a tenant: presets are checked against the schema, the override form shows what it replaces, saves say so, what the LLM sees follows (the meta tool too)', async () => {
   await open(page, toolgate, '/tenants/acme');
   // The page reloads the tenant after a save; a choice made in the form before that lands is lost.
   const reloaded = page.waitForResponse((response) => response.url().includes('/api/tenant_detail'));
@@ -261,13 +261,31 @@ test('a tenant: presets are checked against the schema, the override form shows 
   await save();
   await page.getByRole('alert').filter({ hasText: '/message: expected string, got integer' }).waitFor();
   await page.locator('textarea[name="override-presets"]').fill('{"message": "fixed"}');
+  await page.locator('input[name="override-name"]').fill('say_fixed');
+  await page.locator('textarea[name="override-description"]').fill('Says the fixed message back, whatever the model asks for, every single time.');
+  await page.getByLabel('Timeout in ms (empty = the tool\'s)').fill('5000');
   await save();
+  // The summary tells every change; what the LLM sees has the new name, and the old one again
+  // once the override goes.
   const listed = page.locator('li', { hasText: 'presets {"message":"fixed"}' });
-  await listed.waitFor();
-
+  await listed.getByText('named say_fixed; described "Says the fixed message back, whatever the model asks for, ev…"; timeout 5000 ms').waitFor();
+  const effective = page.locator('table.effective-tools');
+  await effective.getByRole('link', { name: 'say_fixed', exact: true }).waitFor();
   await listed.getByRole('button', { name: 'Remove…' }).click();
   await listed.getByRole('button', { name: 'Remove the override of `everything_echo`' }).click();
   await page.locator('li', { hasText: 'presets {"message":"fixed"}' }).waitFor({ state: 'detached' });
+  await effective.getByRole('link', { name: 'everything_echo', exact: true }).waitFor();
+  assert.equal(await effective.getByRole('link', { name: 'say_fixed', exact: true }).count(), 0);
+
+  // The meta tool, once offered, is listed with what it costs.
+  await page.getByLabel('Offer the meta tool reset_equipped_tools').check();
+  await page.getByRole('button', { name: 'Save groups' }).click();
+  await page.getByText('Groups saved.').waitFor();
+  await effective.locator('tr.meta-tool', { hasText: 'Choose which tool groups are active in this session' }).waitFor();
+  await page.getByText(/MCP sessions also get the meta tool \(about \d+ more\)/).waitFor();
+  await page.getByLabel('Offer the meta tool reset_equipped_tools').uncheck();
+  await page.getByRole('button', { name: 'Save groups' }).click();
+  await effective.locator('tr.meta-tool').waitFor({ state: 'detached' });
 });
 
 test('the audit log shows each change as fields, filters by part of the actor and by date', async () => {
@@ -491,7 +509,7 @@ test('the dashboard draws the calls of the hour, day or week, and lists latency 
 
   await open(page, toolgate, '/servers/everything');
   assert.match(await page.locator('.last-seen').innerText(), /ago$/);
-  assert.match(await page.locator('.calls-summary').innerText(), /^Last hour: \d+ calls?, \d+ errors?, p50 [\d.]+ ms, p95 [\d.]+ ms\.$/);
+  assert.match(await page.locator('.calls-summary').innerText(), /^Last hour: \d+ calls?, \d+ errors?, [1-9]\d* cancelled, p50 [\d.]+ ms, p95 [\d.]+ ms\.$/);
   await page.getByText('No call to this server failed or timed out.').waitFor();
 });
 

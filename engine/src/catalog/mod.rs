@@ -23,7 +23,8 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 pub use snapshot::{
-    CatalogTool, Conflict, DEFAULT_TIMEOUT, GroupInfo, Inspection, KeyIdentity, Snapshot, TenantTools,
+    CatalogTool, Conflict, DEFAULT_TIMEOUT, GroupInfo, Inspection, KeyIdentity, META_TOOL, Snapshot,
+    TenantTools,
 };
 
 use crate::store::{self, CHANNEL};

@@ -144,6 +144,9 @@ pub struct GroupInfo {
     pub description: String,
 }
 
+/// The meta tool letting an MCP session choose its active groups.
+pub const META_TOOL: &str = "reset_equipped_tools";
+
 /// One tenant's visible tools, sorted by exposed name.
 #[derive(Debug, Clone, Serialize)]
 pub struct TenantTools {
@@ -194,6 +197,49 @@ impl TenantTools {
     /// The tool a call to `exposed_name` runs: the inverse of naming.
     pub fn resolve(&self, exposed_name: &str) -> Option<&Arc<CatalogTool>> {
         self.by_name.get(exposed_name).map(|&i| &self.tools[i])
+    }
+
+    /// Whether MCP sessions of the tenant are offered the meta tool: it is on, and no tool of
+    /// the tenant has its name.
+    pub fn offers_meta_tool(&self) -> bool {
+        self.meta_tool && self.resolve(META_TOOL).is_none()
+    }
+
+    /// The meta tool's MCP definition, offering the tenant's groups, when sessions are offered it.
+    pub fn meta_tool_definition(&self) -> Option<Value> {
+        if !self.offers_meta_tool() {
+            return None;
+        }
+        let listing: Vec<String> = self
+            .groups
+            .iter()
+            .map(|g| {
+                if g.description.is_empty() {
+                    g.name.clone()
+                } else {
+                    format!("{} ({})", g.name, g.description)
+                }
+            })
+            .collect();
+        let names: Vec<&str> = self.groups.iter().map(|g| g.name.as_str()).collect();
+        Some(serde_json::json!({
+            "name": META_TOOL,
+            "description": format!(
+                "Choose which tool groups are active in this session; the tool list changes to match. Groups: {}.",
+                listing.join("; ")
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "groups": {
+                        "type": "array",
+                        "items": {"type": "string", "enum": names},
+                        "description": "The groups to activate; every other group is deactivated"
+                    }
+                },
+                "required": ["groups"]
+            }
+        }))
     }
 
     /// The tenant's tools as one MCP session sees them after choosing its active groups

@@ -43,6 +43,8 @@ pub struct TenantDetail {
     pub approx_tokens: usize,
     /// Exposed names claimed by more than one tool (none of them is served).
     pub conflicts: Vec<Conflict>,
+    /// The meta tool, which MCP sessions get besides `tools` (not counted in `approx_tokens`).
+    pub meta_tool: Option<MetaTool>,
     /// The prompts, resources and resource templates its MCP clients see.
     pub items: Vec<EffectiveItem>,
     /// Prompt names, URIs and templates offered by more than one server (none is served).
@@ -71,6 +73,15 @@ pub struct EffectiveTool {
     pub description: String,
     pub tags: Vec<String>,
     /// Its OpenAI rendering's size in tokens, roughly (4 bytes a token).
+    pub approx_tokens: usize,
+}
+
+/// The meta tool as the tenant's MCP sessions are offered it.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetaTool {
+    pub name: &'static str,
+    pub description: String,
+    /// Its definition's size in tokens, roughly (4 bytes a token).
     pub approx_tokens: usize,
 }
 
@@ -412,6 +423,11 @@ pub async fn detail(services: &Services, managed: &ManagedTenant<'_>) -> Result<
         approx_tokens: tools.iter().map(|tool| tool.approx_tokens).sum(),
         tools,
         conflicts: view.map(|view| view.conflicts.clone()).unwrap_or_default(),
+        meta_tool: view.and_then(|view| view.meta_tool_definition()).map(|definition| MetaTool {
+            name: crate::catalog::META_TOOL,
+            description: definition["description"].as_str().unwrap_or_default().to_string(),
+            approx_tokens: definition.to_string().len().div_ceil(4),
+        }),
         items: view.map(|view| effective_items(&view.items)).unwrap_or_default(),
         item_conflicts: view.map(|view| view.items.conflicts.clone()).unwrap_or_default(),
         snapshot_version: snapshot.version,

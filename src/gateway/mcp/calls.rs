@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::http::HeaderMap;
 use engine::catalog::items::TenantItems;
-use engine::catalog::{CatalogTool, GroupInfo, TenantTools};
+use engine::catalog::{CatalogTool, TenantTools};
 use engine::exec::{CallHooks, CallRequest, CallResult};
 use engine::tool::{ClientRelay, RelayFuture, ToolOutput};
 use rmcp::ErrorData;
@@ -17,7 +17,7 @@ use rmcp::model::{
     ProgressToken, RequestMetaObject, ResultType, ServerNotification, ServerRequest, ServerResult, Tool,
 };
 use rmcp::service::{Peer, RoleServer};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -25,7 +25,7 @@ use super::super::TenantAccess;
 use super::super::rounds::{Owner, Question, Round, RunningCall};
 use super::super::{log_internal, shown};
 use super::direct::Outbox;
-use super::{META_TOOL, SessionChoices, Shared};
+use super::{SessionChoices, Shared};
 
 /// A list of the tenant's whose change clients hear of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,40 +248,10 @@ fn progress_reports(listening: &Listening) -> engine::tool::ProgressSink {
     sink
 }
 
-/// The meta tool's definition, offering `groups`.
-fn meta_tool(groups: &[GroupInfo]) -> Option<Tool> {
-    let listing: Vec<String> = groups
-        .iter()
-        .map(|g| {
-            if g.description.is_empty() { g.name.clone() } else { format!("{} ({})", g.name, g.description) }
-        })
-        .collect();
-    let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
-    serde_json::from_value(json!({
-        "name": META_TOOL,
-        "description": format!(
-            "Choose which tool groups are active in this session; the tool list changes to match. Groups: {}.",
-            listing.join("; ")
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "groups": {
-                    "type": "array",
-                    "items": {"type": "string", "enum": names},
-                    "description": "The groups to activate; every other group is deactivated"
-                }
-            },
-            "required": ["groups"]
-        }
-    }))
-    .ok()
-}
-
 /// Whether a request of `era` is offered the meta tool: a session's, of a tenant with it on,
 /// unless a tool of the tenant has its name.
 pub(super) fn offers_meta_tool(view: &TenantTools, era: Era) -> bool {
-    view.meta_tool && era == Era::Handshake && view.resolve(META_TOOL).is_none()
+    era == Era::Handshake && view.offers_meta_tool()
 }
 
 /// A tool's output as an MCP result, as it came, with `resultType: "complete"`: clients on
@@ -340,7 +310,7 @@ impl Shared {
         }
         let mut tools = self.lists.render_kept(view.tools());
         if offers {
-            tools.extend(meta_tool(&view.groups));
+            tools.extend(view.meta_tool_definition().and_then(|tool| serde_json::from_value(tool).ok()));
         }
         Some(tools)
     }

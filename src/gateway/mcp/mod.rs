@@ -41,7 +41,7 @@ mod items;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::routing::MethodRouter;
-use engine::catalog::{Catalog, TenantTools};
+use engine::catalog::{Catalog, META_TOOL, TenantTools};
 use engine::db::PgPool;
 use engine::exec::{Executor, ResourceUpdated, Subscription};
 use engine::schema::Provider;
@@ -91,9 +91,6 @@ pub fn service(
 
 /// How often a session's `list_changed` watcher checks that the session is still open.
 const SESSION_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The meta tool letting a session choose its active groups.
-const META_TOOL: &str = "reset_equipped_tools";
 
 /// What every session and the direct way share: the catalog, the executor, the tenants' tool
 /// lists (rendered once per snapshot version) and the calls waiting for their client's input.

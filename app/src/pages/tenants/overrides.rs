@@ -128,6 +128,7 @@ pub(super) fn Overrides(
                                     let summary = [
                                         (!o.enabled).then(|| "hidden".to_string()),
                                         o.name.clone().map(|n| format!("named {n}")),
+                                        o.description.as_deref().map(|d| format!("described \"{}\"", shortened(d, 60))),
                                         o.timeout_ms.map(|t| format!("timeout {t} ms")),
                                         (!o.presets.is_empty()).then(|| format!("presets {}", presets_text(&o.presets))),
                                         (!o.secret_presets.is_empty()).then(|| format!("secret presets {} (set)", o.secret_presets.join(", "))),
@@ -233,6 +234,14 @@ pub(super) fn Overrides(
             <ErrorNote error=action_error(save) />
             <ErrorNote error=action_error(clear) />
         </section>
+    }
+}
+
+/// `text` cut to `most` characters, with an ellipsis when it was longer.
+fn shortened(text: &str, most: usize) -> String {
+    match text.char_indices().nth(most) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
     }
 }
 

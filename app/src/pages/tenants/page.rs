@@ -28,6 +28,8 @@ pub struct TenantView {
     pub groups: Vec<GroupState>,
     pub tools: Vec<EffectiveTool>,
     pub approx_tokens: usize,
+    /// The meta tool MCP sessions get besides `tools`: its description and size in tokens.
+    pub offered_meta_tool: Option<(String, usize)>,
     pub conflicts: Vec<ConflictView>,
     /// The prompts, resources and templates its MCP clients see, and those two servers offer.
     pub items: Vec<ItemView>,
@@ -162,6 +164,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         tools,
         approx_tokens,
         conflicts,
+        meta_tool,
         items,
         item_conflicts,
         ..
@@ -182,6 +185,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
     Ok(TenantView {
         approx_tokens,
         tools,
+        offered_meta_tool: meta_tool.map(|meta| (meta.description, meta.approx_tokens)),
         conflicts: conflicts
             .into_iter()
             .map(|c| ConflictView {
@@ -337,7 +341,9 @@ fn EffectiveTools(tenant: TenantView) -> impl IntoView {
             <h2>"What the LLM sees"</h2>
             <p class="muted">
                 {tenant.tools.len()} " tools, about " <strong class="token-total">{tenant.approx_tokens}</strong>
-                " tokens of tool definitions per request."
+                " tokens of tool definitions per request"
+                {tenant.offered_meta_tool.as_ref().map(|(_, tokens)| format!("; MCP sessions also get the meta tool (about {tokens} more)"))}
+                "."
             </p>
             {tenant
                 .conflicts
@@ -378,6 +384,14 @@ fn EffectiveTools(tenant: TenantView) -> impl IntoView {
                             }
                         })
                         .collect_view()}
+                    {tenant.offered_meta_tool.map(|(description, tokens)| view! {
+                        <tr class="meta-tool">
+                            <td><code>"reset_equipped_tools"</code></td>
+                            <td>"Toolgate (MCP sessions)"</td>
+                            <td class="description">{description}</td>
+                            <td>{tokens}</td>
+                        </tr>
+                    })}
                 </tbody>
             </table>
             </div>
