@@ -50,6 +50,11 @@ test('register a server after testing its connection, and see its tools, escaped
   const tested = page.locator('p.notice.ok');
   await tested.waitFor();
   assert.match(await tested.innerText(), /Connected to untrusted: 1 tool\./);
+  // What it lists, with the schema, before anything is registered; its words stay text.
+  const probed = page.locator('details.probed-tools li', { hasText: 'echo' });
+  await probed.getByText(HOSTILE).waitFor();
+  await probed.locator('summary', { hasText: 'Input schema' }).click();
+  await probed.locator('figure.json pre', { hasText: '"type": "object"' }).waitFor();
 
   await page.getByRole('button', { name: 'Register' }).click();
   await page.getByText('Registered untrusted.').waitFor();
@@ -90,6 +95,7 @@ test('a second server on the same command gets its own tools, is edited in place
     await page.locator('select[name=transport]').selectOption('stdio');
     await page.locator('input[name=command]').fill('node');
     await page.locator('textarea[name=args]').fill(`${upstream}\n${descriptionFile}`);
+    assert.equal(await page.locator('textarea[name=headers]').count(), 0, 'a child process takes no HTTP headers');
     await page.getByRole('button', { name: 'Register' }).click();
   };
   await register('twin', 'copy');
@@ -273,6 +279,7 @@ test('a server on the legacy HTTP+SSE transport is tested, registered and called
     await open(page, toolgate, '/servers');
     await page.locator('input[name=name]').fill('legacy');
     await page.locator('select[name=transport]').selectOption('sse');
+    assert.equal(await page.locator('input[name=url]').getAttribute('placeholder'), 'http://127.0.0.1:3001/sse');
     await page.locator('input[name=url]').fill(legacy.url);
     await page.getByRole('button', { name: 'Test connection' }).click();
     const tested = page.locator('p.notice.ok');

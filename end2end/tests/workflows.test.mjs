@@ -390,7 +390,7 @@ test('a server\'s page lists the prompts, resources and templates it offers, pro
   await page.screenshot({ path: `${screenshots}/server-items.png`, fullPage: true });
 });
 
-test('a stdio server\'s page shows what it wrote on its standard error; one that cannot start says why in its words', async () => {
+test('a stdio server\'s page shows what it wrote on its standard error; one that cannot start says why in its words, and is registered only if the owner insists', async () => {
   await open(page, toolgate, '/servers/everything');
   const stderr = page.locator('details.stderr');
   await stderr.locator('summary').click();
@@ -402,6 +402,15 @@ test('a stdio server\'s page shows what it wrote on its standard error; one that
   await said.waitFor();
   assert.match(await said.innerText(), /`node`/);
   assert.doesNotMatch(await said.innerText(), /rmcp::/);
+  // Register tests first; a server that fails is registered only when the owner says so.
+  await page.getByRole('button', { name: 'Register', exact: true }).click();
+  await page.locator('p.notice.error', { hasText: /^Not registered: the connection test failed: .*Unknown transport: bogus/ }).waitFor();
+  await page.getByRole('button', { name: 'Register it anyway' }).click();
+  await page.getByText('Registered broken.').waitFor();
+  await open(page, toolgate, '/servers/broken');
+  await page.getByRole('button', { name: 'Delete…' }).click();
+  await page.getByRole('button', { name: /^Delete the server/ }).click();
+  await page.waitForURL(/\/servers\?deleted=broken$/);
 });
 
 test('the playground gets a prompt with the server\'s suggestions as you type, and reads text and binary resources', async () => {

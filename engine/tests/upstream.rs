@@ -331,7 +331,10 @@ async fn test_connection_reports_the_tools_or_the_problem() {
     let config = UpstreamConfig { connect_timeout: Duration::from_secs(2), ..Default::default() };
     let probe =
         test_connection(&endpoint(format!("http://{}/mcp", upstream.address)), &config).await.unwrap();
-    assert_eq!(probe.tool_count, 5);
+    assert_eq!(probe.tools.len(), 5);
+    let echo = probe.tools.iter().find(|tool| tool.name == "echo").expect("echo listed");
+    assert_eq!(echo.description, "Echo a message");
+    assert!(echo.input_schema["properties"]["message"].is_object(), "{:?}", echo.input_schema);
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let err = test_connection(&endpoint(format!("http://{closed}/mcp")), &config).await.unwrap_err();
     assert!(matches!(err, UpstreamError::Initialise(_)), "{err:?}");
@@ -771,7 +774,7 @@ async fn a_legacy_sse_server_is_tested_called_and_reconnected(pool: PgPool) {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert!(probe.tool_count > 5, "{probe:?}");
+    assert!(probe.tools.len() > 5, "{probe:?}");
 
     gw.register(server).await;
     gw.visible("acme", "evx_echo").await;

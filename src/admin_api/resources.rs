@@ -274,7 +274,8 @@ async fn test_server(
         Ok(probe) => ok(json!({
             "ok": true,
             "server_info": probe.server_info,
-            "tool_count": probe.tool_count,
+            "tool_count": probe.tools.len(),
+            "tools": probe.tools,
             "authorization_server": probe.authorization_server,
         })),
         Err(err) => ok(json!({"ok": false, "error": err.to_string()})),

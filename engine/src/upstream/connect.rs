@@ -17,7 +17,7 @@ use super::oauth::Token;
 use super::slot::list_tools;
 use super::sse;
 use super::stderr::StderrTail;
-use super::{ServerProbe, UpstreamConfig, UpstreamError, stdio_refusal};
+use super::{ProbedTool, ServerProbe, UpstreamConfig, UpstreamError, stdio_refusal};
 use crate::store::servers::{Endpoint, Transport};
 
 /// Connects once, lists the tools, disconnects.
@@ -38,7 +38,15 @@ pub async fn test_connection(
         Err(_) => Err(UpstreamError::ListingTimeout(config.connect_timeout)),
     };
     service.cancellation_token().cancel();
-    Ok(ServerProbe { server_info, tool_count: tools?.len(), authorization_server: None })
+    let tools = tools?
+        .into_iter()
+        .map(|tool| ProbedTool {
+            description: tool.description.as_deref().unwrap_or_default().to_string(),
+            input_schema: Value::Object((*tool.input_schema).clone()),
+            name: tool.name.into_owned(),
+        })
+        .collect();
+    Ok(ServerProbe { server_info, tools, authorization_server: None })
 }
 
 /// What a stdio server gets of Toolgate's environment, besides its own configured `env`:

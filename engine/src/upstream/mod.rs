@@ -226,10 +226,19 @@ pub struct Health {
 #[derive(Debug, Clone, Serialize)]
 pub struct ServerProbe {
     pub server_info: Value,
-    pub tool_count: usize,
+    /// The tools it lists, as it lists them.
+    pub tools: Vec<ProbedTool>,
     /// An OAuth server's authorization server: such a server is authorized once saved.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub authorization_server: Option<String>,
+}
+
+/// A tool as a tested server lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbedTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
 }
 
 impl ServerProbe {
@@ -342,7 +351,7 @@ impl Upstreams {
                 found.unwrap_or(Err(UpstreamError::ConnectTimeout(self.inner.config.connect_timeout)));
             return Ok(found.map(|issuer| ServerProbe {
                 server_info: Value::Null,
-                tool_count: 0,
+                tools: Vec::new(),
                 authorization_server: Some(issuer),
             }));
         }

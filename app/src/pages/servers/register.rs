@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::PanelError;
-use crate::pages::ui::{ErrorNote, action_error};
+use crate::pages::ui::{ErrorNote, JsonBlock, action_error, counted};
 
 /// The registration form, as typed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -45,6 +45,18 @@ pub const KEPT: &str = "(kept)";
 pub struct TestOutcome {
     pub ok: bool,
     pub message: String,
+    /// The tools the server lists: name, description, input schema.
+    pub tools: Vec<(String, String, serde_json::Value)>,
+}
+
+/// What a save did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Saved {
+    /// Registered, or saved: the server's name.
+    Done(String),
+    /// Not registered: its connection test failed, with this; registering it anyway is the
+    /// administrator's explicit choice.
+    Unreachable(String),
 }
 #[cfg(feature = "ssr")]
 mod ssr {
@@ -192,20 +204,26 @@ mod ssr {
     }
 }
 
-/// Registers the server, or with `editing` replaces the settings of the one of its name (which
-/// stays enabled or disabled as it was). Returns its name.
+/// Registers the server once its connection test passes (or `anyway`), or with `editing`
+/// replaces the settings of the one of its name (which stays enabled or disabled as it was).
 #[server]
-pub async fn save_server(form: ServerForm, editing: bool) -> Result<String, PanelError> {
+pub async fn save_server(form: ServerForm, editing: bool, anyway: bool) -> Result<Saved, PanelError> {
+    use engine::service::servers;
+
     use crate::server::{owner, state};
     let owner = owner().await?;
+    let state = state();
     let mut config = ssr::config(&form)?;
     if editing {
-        config.enabled = engine::service::servers::get(&state(), &owner, &config.name).await?.source.enabled;
-        engine::service::servers::update(&state(), &owner, &config).await?;
+        config.enabled = servers::get(&state, &owner, &config.name).await?.source.enabled;
+        servers::update(&state, &owner, &config).await?;
     } else {
-        engine::service::servers::create(&state(), &owner, &config).await?;
+        if !anyway && let Err(err) = servers::probe(&state, &owner, &config).await? {
+            return Ok(Saved::Unreachable(err.to_string()));
+        }
+        servers::create(&state, &owner, &config).await?;
     }
-    Ok(config.name.to_string())
+    Ok(Saved::Done(config.name.to_string()))
 }
 
 /// The form that edits the server `name`, as it is stored.
@@ -228,7 +246,6 @@ pub async fn stored_server_form(name: String) -> Result<ServerForm, PanelError> 
 
 #[server]
 pub async fn test_server(form: ServerForm) -> Result<TestOutcome, PanelError> {
-    use crate::pages::ui::counted;
     use crate::server::{owner, state};
     let owner = owner().await?;
     let config = ssr::config(&form)?;
@@ -239,15 +256,17 @@ pub async fn test_server(form: ServerForm) -> Result<TestOutcome, PanelError> {
                 "The server is protected by OAuth; its authorization server is {}. Register it, then authorize it on its page.",
                 probe.authorization_server.unwrap_or_default()
             ),
+            tools: Vec::new(),
         },
         Ok(probe) => {
             let name = probe.server_name().unwrap_or("the server");
             TestOutcome {
                 ok: true,
-                message: format!("Connected to {name}: {}.", counted(probe.tool_count as i64, "tool")),
+                message: format!("Connected to {name}: {}.", counted(probe.tools.len() as i64, "tool")),
+                tools: probe.tools.into_iter().map(|t| (t.name, t.description, t.input_schema)).collect(),
             }
         }
-        Err(err) => TestOutcome { ok: false, message: err.to_string() },
+        Err(err) => TestOutcome { ok: false, message: err.to_string(), tools: Vec::new() },
     })
 }
 /// A text input bound to a signal.
@@ -373,7 +392,7 @@ pub(super) fn ServerFormCard(
     let stdio = move || transport.get() == "stdio";
     // A registered server clears the form; a refused one keeps what was typed (as does an edit).
     Effect::new(move |_| {
-        if creating && let Some(Ok(_)) = save.value().get() {
+        if creating && let Some(Ok(Saved::Done(_))) = save.value().get() {
             for field in [
                 name,
                 prefix,
@@ -419,7 +438,9 @@ pub(super) fn ServerFormCard(
                 <Show
                     when=stdio
                     fallback=move || {
-                        view! { <Field label="URL" value=url placeholder="http://127.0.0.1:3001/mcp" name="url" /> }
+                        // The legacy transport's URL is its event stream's.
+                        let placeholder = if transport.get() == "sse" { "http://127.0.0.1:3001/sse" } else { "http://127.0.0.1:3001/mcp" };
+                        view! { <Field label="URL" value=url placeholder name="url" /> }
                     }
                 >
                     <Field label="Command" value=command placeholder="npx" name="command" />
@@ -470,12 +491,14 @@ pub(super) fn ServerFormCard(
                         </p>
                     </Show>
                 </Show>
-                <Lines
-                    label="Headers (Name: value per line; stored encrypted, never shown again)"
-                    value=headers
-                    name="headers"
-                    placeholder="Authorization: Bearer ..."
-                />
+                <Show when=move || !stdio() fallback=|| ()>
+                    <Lines
+                        label="Headers (Name: value per line; stored encrypted, never shown again)"
+                        value=headers
+                        name="headers"
+                        placeholder="Authorization: Bearer ..."
+                    />
+                </Show>
                 <Field label="Tags (comma-separated)" value=tags name="tags" />
                 <Field label="Tenant (empty = shared by all tenants)" value=tenant name="tenant" />
                 <Choice
@@ -504,7 +527,7 @@ pub(super) fn ServerFormCard(
                     type="button"
                     class="primary"
                     disabled=busy
-                    on:click=move |_| { save.dispatch(SaveServer { form: form(), editing: !creating }); }
+                    on:click=move |_| { save.dispatch(SaveServer { form: form(), editing: !creating, anyway: false }); }
                 >
                     {move || match (creating, save.pending().get()) {
                         (true, true) => "Registering…",
@@ -520,20 +543,58 @@ pub(super) fn ServerFormCard(
                     .and_then(Result::ok)
                     .map(|outcome| {
                         let class = if outcome.ok { "notice ok" } else { "notice error" };
-                        view! { <p class=class role="status">{outcome.message}</p> }
+                        view! {
+                            <p class=class role="status">{outcome.message}</p>
+                            {(!outcome.tools.is_empty()).then(|| probed_tools(outcome.tools))}
+                        }
                     })
             }}
             <ErrorNote error=action_error(test) />
             <ErrorNote error=action_error(save) />
             {move || {
-                save.value()
-                    .get()
-                    .and_then(Result::ok)
-                    .map(|name| {
+                save.value().get().and_then(Result::ok).map(|saved| match saved {
+                    Saved::Done(name) => {
                         let done = if creating { "Registered" } else { "Saved" };
-                        view! { <p class="notice ok" role="status">{format!("{done} {name}.")}</p> }
-                    })
+                        view! { <p class="notice ok" role="status">{format!("{done} {name}.")}</p> }.into_any()
+                    }
+                    Saved::Unreachable(why) => view! {
+                        <p class="notice error" role="status">
+                            {format!("Not registered: the connection test failed: {why}")}
+                        </p>
+                        <button
+                            type="button"
+                            disabled=busy
+                            on:click=move |_| { save.dispatch(SaveServer { form: form(), editing: false, anyway: true }); }
+                        >
+                            "Register it anyway"
+                        </button>
+                    }
+                    .into_any(),
+                })
             }}
         </section>
+    }
+}
+
+/// The tools a tested server lists, each with its input schema.
+fn probed_tools(tools: Vec<(String, String, serde_json::Value)>) -> impl IntoView {
+    view! {
+        <details class="probed-tools" open>
+            <summary>{format!("What it lists ({})", counted(tools.len() as i64, "tool"))}</summary>
+            <ul class="plain">
+                {tools
+                    .into_iter()
+                    .map(|(name, description, schema)| view! {
+                        <li>
+                            <code>{name.clone()}</code> " " <span class="muted">{description}</span>
+                            <details>
+                                <summary>"Input schema"</summary>
+                                <JsonBlock value=schema label=format!("{name}: input schema") />
+                            </details>
+                        </li>
+                    })
+                    .collect_view()}
+            </ul>
+        </details>
     }
 }
