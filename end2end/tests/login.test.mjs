@@ -62,7 +62,7 @@ test('an administrator signs in through the hydrated form, stays signed in, and 
   await page.goto(`${toolgate.url}/`);
   const signedIn = page.locator('.signed-in');
   await signedIn.waitFor();
-  assert.match(await signedIn.innerText(), /Signed in as admin \(owner\)/);
+  assert.match(await signedIn.innerText(), /Signed in as admin \(Owner\)/);
   await page.screenshot({ path: `${screenshots}/dashboard.png` });
 
   await page.reload();

@@ -279,7 +279,7 @@ test('people sign in through an OpenID provider an owner set up on the Sign-in p
     await olive.getByRole('link', { name: 'Sign in with Acme ID' }).click();
     await signInAtProvider(olive, 'olive@acme.test');
     await olive.waitForURL(`${toolgate.url}/`);
-    await olive.locator('.whoami').getByText('owner').waitFor();
+    await olive.locator('.whoami').getByText('Owner', { exact: true }).waitFor();
 
     // A stranger is refused, and told why.
     const eve = await (await browser.newContext()).newPage();

@@ -170,7 +170,7 @@ test('a tenant: tag toggles change the effective tool list; keys are shown once 
   await page.locator('input[name="key-name"]').fill('ci');
   await page.locator('input[name="key-expiry"]').fill('0');
   await page.getByRole('button', { name: 'Create key' }).click();
-  await page.getByText('expiry: a whole number of days from 1 to 3650').waitFor();
+  await page.getByText('expiry in days: `0` is too small (at least 1)').waitFor();
   assert.equal(await page.locator('input[name="key-name"]').inputValue(), 'ci', 'a refused create keeps the form');
   await page.locator('input[name="key-expiry"]').fill('30');
   await page.getByRole('button', { name: 'Create key' }).click();
@@ -206,10 +206,14 @@ test('an owner limits a tenant, a tool and a key; calls beyond are refused and t
   await page.getByRole('button', { name: 'Add', exact: true }).click();
   await page.locator('input[name="tool-limit-view_text_file-concurrent"]').fill('3');
   await page.getByRole('button', { name: 'Save limits' }).click();
-  await page.getByText('calls per day: `0` is not a whole number of at least 1').waitFor();
+  await page.getByText('calls per day: `0` is too small (at least 1)').waitFor();
+  await page.locator('input[name="tenant-limit-per-day"]').fill('99999999999999999999');
+  await page.getByRole('button', { name: 'Save limits' }).click();
+  await page.getByText('calls per day: `99999999999999999999` is too large (at most 4294967295)').waitFor();
   await page.locator('input[name="tenant-limit-per-day"]').fill('');
   await page.getByRole('button', { name: 'Save limits' }).click();
   await page.getByText('Limits saved.').waitFor();
+  assert.equal(await page.getByText('is too large').count(), 0, 'the error went with the fix');
   await reload(page);
   assert.equal(await page.locator('input[name="tenant-limit-per-minute"]').inputValue(), '2');
   assert.equal(await page.locator('input[name="tool-limit-view_text_file-concurrent"]').inputValue(), '3');
@@ -493,6 +497,8 @@ test('a tenant administrator sees and edits only its tenants', async () => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const jane = await context.newPage();
   await signIn(jane, toolgate, 'jane', 'jane-s-long-password');
+  // One spelling of a role, wherever it shows.
+  assert.equal(await jane.locator('.whoami .badge').innerText(), 'Tenant administrator');
   await open(jane, toolgate, '/tenants');
   await jane.getByRole('link', { name: 'acme' }).waitFor();
   assert.equal(await jane.getByRole('link', { name: 'globex' }).count(), 0);

@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use super::shell::MeResource;
-use super::ui::{ErrorNote, NewPassword, action_error, loaded, succeeded};
+use super::ui::{ErrorNote, NewPassword, action_error, loaded, role_name, succeeded};
 use crate::auth::ChangePassword;
 
 #[component]
@@ -53,7 +53,7 @@ pub fn AccountPage() -> impl IntoView {
                 }
             });
             view! {
-                <p>"Signed in as " <strong>{me.username.clone()}</strong> {format!(" ({})", me.role)} "."</p>
+                <p>"Signed in as " <strong>{me.username.clone()}</strong> {format!(" ({})", role_name(&me.role))} "."</p>
                 {(!me.has_password).then(|| view! {
                     <p class="muted">"You sign in through single sign-on: your identity provider keeps your password."</p>
                 })}

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
-use super::ui::{Confirm, ErrorNote, Saved, SecretOnce, action_error, grid, loaded, succeeded};
+use super::ui::{Confirm, ErrorNote, Saved, SecretOnce, action_error, grid, loaded, role_options, succeeded};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,10 +38,6 @@ pub async fn list_accounts() -> Result<Vec<AccountView>, PanelError> {
         })
         .collect())
 }
-
-/// The roles an owner gives, as the choice names them.
-const ROLES: [(&str, &str); 3] =
-    [("tenant_admin", "Tenant administrator"), ("member", "Member (connects apps)"), ("owner", "Owner")];
 
 #[cfg(feature = "ssr")]
 fn role(name: &str) -> Result<engine::admin::Role, PanelError> {
@@ -183,7 +179,7 @@ pub fn AccountsPage() -> impl IntoView {
                                     set_role.dispatch(SetAccountRole { username: name.get_value(), role: event_target_value(&ev) });
                                 }
                             >
-                                {ROLES.map(|(value, label)| view! { <option value=value>{label}</option> }).collect_view()}
+                                {role_options()}
                             </select>
                         </td>
                         <td>
@@ -248,7 +244,7 @@ pub fn AccountsPage() -> impl IntoView {
                 <label>
                     "Role"
                     <select name="account-role" prop:value=move || role.get() on:change=move |ev| role.set(event_target_value(&ev))>
-                        {ROLES.map(|(value, label)| view! { <option value=value>{label}</option> }).collect_view()}
+                        {role_options()}
                     </select>
                 </label>
                 <label>

@@ -9,7 +9,7 @@ use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use super::shell::MeResource;
-use super::ui::{StatusBadge, counted, loaded, milliseconds};
+use super::ui::{StatusBadge, counted, loaded, milliseconds, role_name};
 use crate::error::PanelError;
 
 /// Calls, errors, cancelled calls and latency (of the calls that finished) of one tenant,
@@ -302,7 +302,7 @@ pub fn Dashboard() -> impl IntoView {
                     .map(|me| {
                         view! {
                             <p class="signed-in muted">
-                                "Signed in as " <strong>{me.username}</strong> " (" {me.role} ")."
+                                "Signed in as " <strong>{me.username}</strong> " (" {role_name(&me.role).to_string()} ")."
                             </p>
                         }
                     })

@@ -4,6 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::{A, Outlet};
 
+use super::ui::role_name;
 use crate::auth::{Logout, Me, current_admin};
 use crate::error::PanelError;
 
@@ -72,7 +73,7 @@ pub fn Shell() -> impl IntoView {
                                             <A href="/account" attr:class="user" attr:title="Your account">
                                                 {me.username}
                                             </A>
-                                            <span class="badge">{me.role}</span>
+                                            <span class="badge">{role_name(&me.role).to_string()}</span>
                                         </span>
                                     }
                                 })

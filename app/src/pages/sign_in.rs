@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::tenants::list_tenants;
 use super::ui::{
-    Confirm, CopyButton, ErrorNote, SaveButton, Saved, SecretOnce, action_error, grid, loaded, succeeded,
+    Confirm, CopyButton, ErrorNote, SaveButton, Saved, SecretOnce, action_error, grid, loaded, role_options,
+    succeeded,
 };
 use crate::error::PanelError;
 
@@ -357,9 +358,7 @@ fn RuleRow(
             </select>
             <input type="text" name="rule-value" placeholder="acme.com" prop:value=move || rule.with(|r| r.value.clone()) on:input=move |ev| rule.update(|r| r.value = event_target_value(&ev)) />
             <select name="rule-role" prop:value=move || rule.with(|r| r.role.clone()) on:change=move |ev| rule.update(|r| r.role = event_target_value(&ev))>
-                <option value="member">"member"</option>
-                <option value="tenant_admin">"tenant admin"</option>
-                <option value="owner">"owner"</option>
+                {role_options()}
             </select>
             <Transition fallback=|| ()>
                 {move || tenants.get().and_then(Result::ok).map(|tenants| view! {

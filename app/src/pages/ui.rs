@@ -257,6 +257,20 @@ pub fn counted(n: i64, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
+/// The roles as they are stored, and as the panel names them everywhere.
+pub const ROLES: [(&str, &str); 3] =
+    [("owner", "Owner"), ("tenant_admin", "Tenant administrator"), ("member", "Member")];
+
+/// A stored role as the panel names it.
+pub fn role_name(role: &str) -> &str {
+    ROLES.iter().find(|(stored, _)| *stored == role).map_or(role, |(_, name)| name)
+}
+
+/// A choice of role, each option named as everywhere else.
+pub fn role_options() -> impl IntoView {
+    ROLES.map(|(value, name)| view! { <option value=value>{name}</option> }).collect_view()
+}
+
 /// A latency, or a dash when no call finished.
 pub fn milliseconds(ms: Option<f64>) -> String {
     ms.map_or_else(|| "–".into(), |ms| format!("{ms:.1} ms"))

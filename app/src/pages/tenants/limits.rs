@@ -51,11 +51,11 @@ pub(crate) mod ssr {
 
     /// The limits `form` sets, or which of its numbers is wrong.
     pub fn parse(form: &Limits) -> Result<CallLimits, PanelError> {
-        let number = |what: &str, text: &str| match text.trim() {
-            "" => Ok(None),
-            text => text.parse::<NonZeroU32>().map(Some).map_err(|_| {
-                PanelError::invalid(format!("{what}: `{text}` is not a whole number of at least 1"))
-            }),
+        let number = |what: &str, text: &str| -> Result<_, PanelError> {
+            match text.trim() {
+                "" => Ok(None),
+                text => Ok(NonZeroU32::new(crate::server::whole_number(what, text, u32::MAX)?)),
+            }
         };
         Ok(CallLimits {
             per_minute: number("calls per minute", &form.per_minute)?,

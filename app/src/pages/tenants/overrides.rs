@@ -56,9 +56,7 @@ pub async fn save_override(slug: String, form: OverrideForm) -> Result<(), Panel
         description: text(&form.description),
         timeout_ms: match form.timeout_ms.trim() {
             "" => None,
-            ms => Some(
-                ms.parse().map_err(|_| invalid(format!("timeout `{ms}` is not a number of milliseconds")))?,
-            ),
+            ms => Some(crate::server::whole_number("timeout in ms", ms, i32::MAX as u32)? as i32),
         },
         presets,
         secret_presets,

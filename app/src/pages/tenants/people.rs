@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use super::page::TenantView;
 use crate::error::PanelError;
 use crate::pages::apps::{AppRow, ConnectSteps, app_table};
-use crate::pages::ui::{Confirm, ErrorNote, Saved, SecretOnce, action_error, grid, loaded, succeeded};
+use crate::pages::ui::{
+    Confirm, ErrorNote, Saved, SecretOnce, action_error, grid, loaded, role_name, succeeded,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemberView {
@@ -225,7 +227,7 @@ pub(super) fn PeopleCards(slug: String, data: PeopleData) -> impl IntoView {
                         view! {
                             <tr class:revoked=m.disabled>
                                 <td>{m.username.clone()}{m.disabled.then_some(" (disabled)")}</td>
-                                <td>{m.role.replace('_', " ")}</td>
+                                <td>{role_name(&m.role).to_string()}</td>
                                 <td>{m.sign_in.clone()}</td>
                                 <td>{m.last_sign_in.clone().unwrap_or_else(|| "never".into())}</td>
                                 <td>{m.apps}</td>
