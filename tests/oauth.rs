@@ -622,6 +622,19 @@ async fn api_keys_can_be_turned_off_for_a_tenant(pool: PgPool) {
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn an_account_taken_off_a_tenant_loses_the_apps_it_authorized_there(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    tenants_and_member(&app, &pool).await;
+    let (_, tokens) = tokens_for(&app, "ann").await;
+    let access = tokens["access_token"].as_str().unwrap();
+    assert_eq!(list_tools(&app, "acme", access).await.0, StatusCode::OK);
+    let owner = admin_of("acme").owner().unwrap();
+    let ann = engine::admin::Username::parse("ann").unwrap();
+    engine::service::accounts::set_tenants(&app.services(), &owner, &ann, &["globex".into()]).await.unwrap();
+    until_refused(&app, access).await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_disabled_tenant_refuses_its_keys_and_access_tokens_until_it_is_enabled(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     tenants_and_member(&app, &pool).await;

@@ -51,7 +51,9 @@ pub fn whole_number(what: &str, text: &str, most: u32) -> Result<u32, PanelError
         Ok(0) => Err(wrong("is too small (at least 1)".into())),
         Ok(n) => u32::try_from(n).ok().filter(|&n| n <= most).ok_or_else(too_large),
         Err(err) if *err.kind() == std::num::IntErrorKind::PosOverflow => Err(too_large()),
-        Err(_) if text.starts_with('-') && text[1..].bytes().all(|b| b.is_ascii_digit()) => {
+        Err(_)
+            if text.len() > 1 && text.starts_with('-') && text[1..].bytes().all(|b| b.is_ascii_digit()) =>
+        {
             Err(wrong("is too small (at least 1)".into()))
         }
         Err(_) => Err(wrong("is not a whole number".into())),
@@ -85,5 +87,6 @@ mod tests {
         assert_eq!(said("-3"), "calls per day: `-3` is too small (at least 1)");
         assert_eq!(said("ten"), "calls per day: `ten` is not a whole number");
         assert_eq!(said("1.5"), "calls per day: `1.5` is not a whole number");
+        assert_eq!(said("-"), "calls per day: `-` is not a whole number");
     }
 }

@@ -366,9 +366,10 @@ pub async fn set_tenants(
     for tenant in tenants {
         assign_tenant(&mut *tx, username, tenant).await?;
     }
+    let after = store::admins::tenant_slugs(&mut *tx, account.id).await?;
     let change = Change::new("set_account_tenants", "account", username.as_str())
         .before(&serde_json::json!({"tenants": before}))
-        .after(&serde_json::json!({"tenants": tenants}));
+        .after(&serde_json::json!({"tenants": after}));
     store::commit(tx, actor, change).await
 }
 

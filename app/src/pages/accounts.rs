@@ -1,7 +1,6 @@
 //! Every account (owners only): who signs in how, to which tenants; make one with a one-time
 //! password, change its role or its tenants, reset it to a one-time password, disable, enable or
-//! delete it. (A tenant's page
-//! manages its own members.)
+//! delete it. (A tenant's page manages its own members.)
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -89,9 +88,9 @@ pub enum AccountOp {
     Delete,
 }
 
-/// Applies `op` to `username`; a reset returns the new one-time password.
+/// Applies `op` to `username`; a reset returns whose new one-time password it is, with it.
 #[server]
-pub async fn change_account(username: String, op: AccountOp) -> Result<Option<String>, PanelError> {
+pub async fn change_account(username: String, op: AccountOp) -> Result<Option<(String, String)>, PanelError> {
     use engine::admin::Username;
     use engine::service::accounts;
 
@@ -105,7 +104,8 @@ pub async fn change_account(username: String, op: AccountOp) -> Result<Option<St
             None
         }
         AccountOp::ResetPassword => {
-            Some(accounts::reset_password(&state, &owner, &username).await?.expose().to_string())
+            let password = accounts::reset_password(&state, &owner, &username).await?;
+            Some((username.as_str().to_string(), password.expose().to_string()))
         }
         AccountOp::Delete => {
             accounts::delete(&state, &owner, &username).await?;
@@ -136,15 +136,12 @@ pub fn AccountsPage() -> impl IntoView {
             tenants.set(String::new());
         }
     });
-    // Whom the last change was for (the action forgets its input once it is answered).
-    let changing = StoredValue::new(String::new());
     Effect::new(move |_| {
-        if let Some(Ok(Some(password))) = change.value().get() {
-            shown.set(Some((changing.get_value(), password)));
+        if let Some(Ok(Some(reset))) = change.value().get() {
+            shown.set(Some(reset));
         }
     });
     let run = move |username: String, op: AccountOp| {
-        changing.set_value(username.clone());
         change.dispatch(ChangeAccount { username, op });
     };
     view! {

@@ -430,10 +430,11 @@ impl AuthServer {
         })
     }
 
-    /// The tenants `account` may authorize clients for (those accepting OAuth).
+    /// The tenants `account` may authorize clients for (enabled ones accepting OAuth).
     pub async fn tenants_for(&self, account: &AdminUser) -> crate::Result<Vec<String>> {
         let snapshot = self.inner.catalog.snapshot();
-        let oauth = |slug: &str| snapshot.tenant(slug).is_some_and(|view| view.access.oauth);
+        let oauth =
+            |slug: &str| snapshot.tenant(slug).is_some_and(|view| view.access.oauth && view.access.enabled);
         let mut slugs = match account.role {
             crate::admin::Role::Owner => snapshot.tenants().map(|view| view.slug.clone()).collect(),
             _ => stores::admins::tenant_slugs(&self.inner.pool, account.id).await?,

@@ -519,6 +519,7 @@ impl Inner {
             last_error: None,
             last_seen: None,
             retrying: false,
+            parked: false,
             connection: 0,
         });
         let slot = Arc::new_cyclic(|me| Slot {

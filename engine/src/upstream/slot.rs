@@ -120,6 +120,9 @@ pub(super) struct SlotState {
     /// Reconnecting after a failure: calls fail at once instead of waiting for the attempt
     /// (which, to a host that does not answer, takes the whole connect timeout).
     pub(super) retrying: bool,
+    /// Waiting for what no retry brings (an authorization, an allowed program): the
+    /// configuration change that brings it starts the connection again.
+    pub(super) parked: bool,
     /// Counts connections made, so a call that saw its connection fail can tell whether the
     /// current one is that connection or a newer one.
     pub(super) connection: u64,
@@ -289,6 +292,7 @@ impl Slot {
                     self.set(|s| {
                         s.fail(err.to_string());
                         s.status = ConnectionStatus::NeedsAuthorization;
+                        s.parked = true;
                     });
                     self.cancel.cancelled().await;
                     break;
@@ -300,6 +304,7 @@ impl Slot {
                     self.set(|s| {
                         s.fail(reason);
                         s.status = ConnectionStatus::NeedsAuthorization;
+                        s.parked = true;
                     });
                     self.cancel.cancelled().await;
                     break;
@@ -308,7 +313,10 @@ impl Slot {
                     // Nothing to retry: the program stays refused until the server is changed
                     // (a new connection) or Toolgate restarts with another list.
                     tracing::warn!(servers = %self.label(), error = %err, "upstream program not started: not allowed");
-                    self.set(|s| s.fail(err.to_string()));
+                    self.set(|s| {
+                        s.fail(err.to_string());
+                        s.parked = true;
+                    });
                     self.cancel.cancelled().await;
                     break;
                 }
@@ -658,12 +666,21 @@ impl Slot {
     pub(super) async fn connect_now(&self) -> Result<(Peer<RoleClient>, u64), String> {
         let asked = Instant::now();
         let mut state = self.state.subscribe();
-        if state.borrow().peer.is_none() {
-            self.now.notify_one();
+        {
+            let current = state.borrow();
+            if current.parked {
+                let why = current.last_error.as_ref().map(|f| f.reason.clone());
+                return Err(why.unwrap_or_default());
+            }
+            if current.peer.is_none() {
+                self.now.notify_one();
+            }
         }
         let attempt =
             state.wait_for(|s| s.peer.is_some() || s.last_error.as_ref().is_some_and(|f| f.at >= asked));
-        let answered = tokio::time::timeout(self.config.connect_timeout, attempt).await.is_ok();
+        // The attempt may open a token first, then has the whole connect timeout.
+        let within = self.config.connect_timeout + Duration::from_secs(1);
+        let answered = tokio::time::timeout(within, attempt).await.is_ok();
         let current = self.state.borrow().clone();
         match (current.peer, current.last_error) {
             (Some(peer), _) => Ok((peer, current.connection)),
