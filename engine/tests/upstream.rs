@@ -217,14 +217,30 @@ struct Gateway {
     secrets: SecretBox,
 }
 
-async fn gateway(pool: PgPool) -> Gateway {
-    let upstream = UpstreamConfig {
+fn quick() -> UpstreamConfig {
+    UpstreamConfig {
         connect_timeout: Duration::from_secs(2),
         max_backoff: Duration::from_millis(400),
         health_interval: Duration::from_millis(200),
         ..Default::default()
-    };
-    gateway_with(pool, upstream).await
+    }
+}
+
+async fn gateway(pool: PgPool) -> Gateway {
+    gateway_with(pool, quick()).await
+}
+
+/// A gateway with `config` whose server `up` (its tool visible to acme) then went away; the
+/// address it listened on.
+async fn gateway_with_a_lost_server(pool: PgPool, config: UpstreamConfig) -> (Gateway, SocketAddr) {
+    let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
+    let address = upstream.address;
+    let gw = gateway_with(pool, config).await;
+    gw.register(http_server("up", format!("http://{address}/mcp"))).await;
+    gw.visible("acme", "up_echo").await;
+    upstream.stop.cancel();
+    drop(upstream);
+    (gw, address)
 }
 
 async fn gateway_with(pool: PgPool, upstream: UpstreamConfig) -> Gateway {
@@ -509,19 +525,8 @@ async fn a_crashed_upstream_fails_fast_and_comes_back(pool: PgPool) {
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_refresh_reconnects_at_once_instead_of_waiting_out_the_backoff(pool: PgPool) {
-    let config = UpstreamConfig {
-        connect_timeout: Duration::from_secs(2),
-        max_backoff: Duration::from_secs(60),
-        health_interval: Duration::from_millis(200),
-        ..Default::default()
-    };
-    let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
-    let address = upstream.address;
-    let gw = gateway_with(pool, config).await;
-    gw.register(http_server("up", format!("http://{address}/mcp"))).await;
-    gw.visible("acme", "up_echo").await;
-    upstream.stop.cancel();
-    drop(upstream);
+    let config = UpstreamConfig { max_backoff: Duration::from_secs(60), ..quick() };
+    let (gw, address) = gateway_with_a_lost_server(pool, config).await;
     eventually("health to show the loss", || gw.upstreams.health().iter().all(is_down)).await;
     let err = gw.upstreams.refresh("up").await.unwrap_err().to_string();
     assert!(err.starts_with("could not connect: "), "{err}");
@@ -538,13 +543,7 @@ async fn a_refresh_reconnects_at_once_instead_of_waiting_out_the_backoff(pool: P
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn calls_fail_fast_while_a_lost_server_is_retried_even_if_it_never_answers(pool: PgPool) {
-    let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
-    let address = upstream.address;
-    let gw = gateway(pool).await;
-    gw.register(http_server("up", format!("http://{address}/mcp"))).await;
-    gw.visible("acme", "up_echo").await;
-    upstream.stop.cancel();
-    drop(upstream);
+    let (gw, address) = gateway_with_a_lost_server(pool, quick()).await;
     eventually("health to show the loss", || gw.upstreams.health().iter().all(is_down)).await;
     calls_fail_fast_to_a_silent(address, &gw).await;
 }
@@ -557,13 +556,7 @@ async fn a_listing_that_finds_the_connection_broken_takes_it_down_at_once(pool: 
         health_interval: Duration::from_secs(600),
         ..Default::default()
     };
-    let upstream = serve("127.0.0.1:0".parse().unwrap(), new_state()).await;
-    let address = upstream.address;
-    let gw = gateway_with(pool, config).await;
-    gw.register(http_server("up", format!("http://{address}/mcp"))).await;
-    gw.visible("acme", "up_echo").await;
-    upstream.stop.cancel();
-    drop(upstream);
+    let (gw, address) = gateway_with_a_lost_server(pool, config).await;
     // Main marked the server "degraded" and kept the connection: the next call went out on it
     // and waited for the next probe, or for its own timeout.
     let err = gw.upstreams.refresh("up").await.unwrap_err().to_string();

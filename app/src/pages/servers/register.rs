@@ -51,7 +51,7 @@ pub struct TestOutcome {
 
 /// What a save did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Saved {
+pub enum SaveOutcome {
     /// Registered, or saved: the server's name.
     Done(String),
     /// Not registered: its connection test failed, with this; registering it anyway is the
@@ -207,7 +207,7 @@ mod ssr {
 /// Registers the server once its connection test passes (or `anyway`), or with `editing`
 /// replaces the settings of the one of its name (which stays enabled or disabled as it was).
 #[server]
-pub async fn save_server(form: ServerForm, editing: bool, anyway: bool) -> Result<Saved, PanelError> {
+pub async fn save_server(form: ServerForm, editing: bool, anyway: bool) -> Result<SaveOutcome, PanelError> {
     use engine::service::servers;
 
     use crate::server::{owner, state};
@@ -219,11 +219,11 @@ pub async fn save_server(form: ServerForm, editing: bool, anyway: bool) -> Resul
         servers::update(&state, &owner, &config).await?;
     } else {
         if !anyway && let Err(err) = servers::probe(&state, &owner, &config).await? {
-            return Ok(Saved::Unreachable(err.to_string()));
+            return Ok(SaveOutcome::Unreachable(err.to_string()));
         }
         servers::create(&state, &owner, &config).await?;
     }
-    Ok(Saved::Done(config.name.to_string()))
+    Ok(SaveOutcome::Done(config.name.to_string()))
 }
 
 /// The form that edits the server `name`, as it is stored.
@@ -392,7 +392,7 @@ pub(super) fn ServerFormCard(
     let stdio = move || transport.get() == "stdio";
     // A registered server clears the form; a refused one keeps what was typed (as does an edit).
     Effect::new(move |_| {
-        if creating && let Some(Ok(Saved::Done(_))) = save.value().get() {
+        if creating && let Some(Ok(SaveOutcome::Done(_))) = save.value().get() {
             for field in [
                 name,
                 prefix,
@@ -553,11 +553,11 @@ pub(super) fn ServerFormCard(
             <ErrorNote error=action_error(save) />
             {move || {
                 save.value().get().and_then(Result::ok).map(|saved| match saved {
-                    Saved::Done(name) => {
+                    SaveOutcome::Done(name) => {
                         let done = if creating { "Registered" } else { "Saved" };
                         view! { <p class="notice ok" role="status">{format!("{done} {name}.")}</p> }.into_any()
                     }
-                    Saved::Unreachable(why) => view! {
+                    SaveOutcome::Unreachable(why) => view! {
                         <p class="notice error" role="status">
                             {format!("Not registered: the connection test failed: {why}")}
                         </p>
