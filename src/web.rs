@@ -28,7 +28,8 @@ const PUBLIC_PAGES: &[&str] = &[LOGIN_PAGE, "/invite/"];
 
 /// Panel pages need a signed-in account: anyone else is sent to the login page, which brings
 /// them back to the page they asked for; a signed-in account visiting the login page goes to
-/// its start page, and a member only ever sees the member pages (its connected apps, consent).
+/// its start page, a member only ever sees the member pages (its connected apps, consent), and a
+/// tenant administrator asking for an owner's page is told it is not theirs.
 pub async fn require_sign_in(
     State(state): State<AppState>,
     session: Session,
@@ -52,6 +53,11 @@ pub async fn require_sign_in(
             if account.role == engine::admin::Role::Member && !public && !app::member_page(path) =>
         {
             Redirect::to(&landing(&account, None)).into_response()
+        }
+        Ok(Some(account)) if account.role == engine::admin::Role::TenantAdmin && app::owner_page(path) => {
+            let query: String =
+                form_urlencoded::Serializer::new(String::new()).append_pair("page", path).finish();
+            Redirect::to(&format!("{}?{query}", app::NOT_ALLOWED_PAGE)).into_response()
         }
         Ok(None) if !public => {
             let asked = request.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");

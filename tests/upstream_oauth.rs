@@ -413,7 +413,8 @@ async fn a_per_tenant_server_uses_the_account_its_tenants_administrator_authoriz
     // Ann authorizes it for acme; every call of acme's uses that account, whoever makes it.
     let ann = signed_in(&toolgate.url, "ann").await;
     let start = format!("{}/oauth/upstream/start?server=desk&for=tenant:acme", toolgate.url);
-    assert_eq!(authorize(&ann, &start, "acme-team@desk.test").await, "/servers/desk");
+    // She is a tenant administrator: back to her tenant's page, not to the owners' server page.
+    assert_eq!(authorize(&ann, &start, "acme-team@desk.test").await, "/tenants/acme");
     assert_eq!(text(&whoami_as_owner(&toolgate.url, &token, "desk").await), "acme-team@desk.test");
     let bob = signed_in(&toolgate.url, "bob").await;
     assert_eq!(whoami_in_playground(&toolgate.url, &bob, "acme", "desk").await, "acme-team@desk.test");

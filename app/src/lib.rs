@@ -20,13 +20,20 @@ use leptos_router::path;
 
 use pages::{
     AccountPage, AccountsPage, AppsPage, AuditPage, AuthorizePage, ConfigPage, ConnectionsPage, Dashboard,
-    GroupsPage, InvitePage, LoginPage, NotFound, PlaygroundPage, ServerPage, ServersPage, Shell, SignInPage,
-    TenantPage, TenantsPage, TokensPage, ToolPage, ToolsPage,
+    GroupsPage, InvitePage, LoginPage, NotAllowed, NotFound, PlaygroundPage, ServerPage, ServersPage, Shell,
+    SignInPage, TenantPage, TenantsPage, TokensPage, ToolPage, ToolsPage,
 };
 
 /// The pages a member may see (everything else is for administrators): a page and what is
 /// under it, or with a trailing `/` what starts so.
 const MEMBER_PAGES: &[&str] = &["/account", "/apps", "/connections", "/authorize/", "/oauth/upstream/start"];
+
+/// The pages only owners may open (a tenant administrator is shown [`NOT_ALLOWED_PAGE`]).
+const OWNER_PAGES: &[&str] =
+    &["/servers", "/tools", "/groups", "/config", "/tokens", "/accounts", "/sign-in"];
+
+/// Where a tenant administrator who asked for an owner's page lands (`?page=` says which).
+pub const NOT_ALLOWED_PAGE: &str = "/not-allowed";
 
 /// Whether `path` (of this site, perhaps with a query) is a page `page` names, as
 /// [`MEMBER_PAGES`] does: `/account` is not `/accounts`.
@@ -41,6 +48,11 @@ pub fn is_page(path: &str, page: &str) -> bool {
 /// Whether a member may open `path`.
 pub fn member_page(path: &str) -> bool {
     MEMBER_PAGES.iter().any(|page| is_page(path, page))
+}
+
+/// Whether only owners may open `path`.
+pub fn owner_page(path: &str) -> bool {
+    OWNER_PAGES.iter().any(|page| is_page(path, page))
 }
 
 /// The HTML document around the app, rendered on the server. Its Content-Security-Policy
@@ -116,6 +128,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("connections") view=ConnectionsPage />
                     <Route path=path!("account") view=AccountPage />
                     <Route path=path!("accounts") view=AccountsPage />
+                    <Route path=path!("not-allowed") view=NotAllowed />
                 </ParentRoute>
             </Routes>
         </Router>
@@ -136,7 +149,7 @@ pub fn hydrate() {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_page, member_page};
+    use super::{is_page, member_page, owner_page};
 
     #[test]
     fn a_page_is_itself_and_what_is_under_it_never_a_longer_name() {
@@ -144,5 +157,7 @@ mod tests {
         assert!(!is_page("/accounts", "/account"), "the owners' accounts page is not one's own");
         assert!(member_page("/apps/1") && member_page("/authorize/abc") && member_page("/account"));
         assert!(!member_page("/accounts") && !member_page("/appsx") && !member_page("/authorize"));
+        assert!(owner_page("/servers/echo") && owner_page("/tools?q=x") && owner_page("/accounts"));
+        assert!(!owner_page("/tenants/acme") && !owner_page("/audit") && !owner_page("/account"));
     }
 }

@@ -103,14 +103,32 @@ export async function startSseServer() {
   return { url: `http://127.0.0.1:${port}/sse`, stop: () => child.kill('SIGTERM') };
 }
 
-export function launchChromium() {
-  return chromium.launch({
+/**
+ * Launches Chromium. Every page it opens writes its script errors to the test's output, so
+ * that a test waiting in vain after a click (not only after the loads `hydrated` watches) shows
+ * what the page reported: a panic while hydrating or rendering, a refused request.
+ */
+export async function launchChromium() {
+  const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
     args: [
       '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
       '--disable-component-update', '--disable-sync',
     ],
   });
+  // `browser.newPage` makes its page's context through `newContext` too.
+  const newContext = browser.newContext.bind(browser);
+  browser.newContext = async (options) => {
+    const context = await newContext(options);
+    context.on('page', (page) => {
+      page.on('pageerror', (err) => console.error(`[${page.url()}] page error: ${err.message}`));
+      page.on('console', (message) => {
+        if (message.type() === 'error') console.error(`[${page.url()}] console: ${message.text()}`);
+      });
+    });
+    return context;
+  };
+  return browser;
 }
 
 /** Signs in through the login form and waits for the dashboard. */

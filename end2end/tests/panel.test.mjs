@@ -102,7 +102,10 @@ test('a second server on the same command gets its own tools, is edited in place
   await page.getByText('Registered twin.').waitFor();
   // A prefix taken would make both servers' tools conflict: refused, naming the server.
   await register('triplet', 'copy');
-  await page.getByRole('alert').filter({ hasText: 'the server `twin` has the prefix `copy` already' }).waitFor();
+  const taken = page.getByRole('alert').filter({ hasText: 'the server `twin` has the prefix `copy` already' });
+  await taken.waitFor();
+  await page.locator('input[name=prefix]').fill('copy2');
+  await taken.waitFor({ state: 'detached' });
   await page.getByRole('link', { name: 'twin' }).click();
   await page.waitForURL(/\/servers\/twin$/);
   await eventually(page, async () => {
@@ -132,6 +135,28 @@ test('a second server on the same command gets its own tools, is edited in place
   // The first server keeps its connection and its tools.
   await open(page, toolgate, '/servers/untrusted');
   await page.getByRole('cell', { name: /Says it back/ }).waitFor();
+});
+
+test('the servers list follows what another administrator does, without a reload', async () => {
+  await open(page, toolgate, '/servers');
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const other = await context.newPage();
+  await signIn(other, toolgate);
+  await open(other, toolgate, '/servers');
+  await other.locator('input[name=name]').fill('elsewhere');
+  await other.locator('select[name=transport]').selectOption('stdio');
+  await other.locator('input[name=command]').fill('node');
+  await other.locator('textarea[name=args]').fill(`${upstream}\n${descriptionFile}`);
+  await other.getByRole('button', { name: 'Register' }).click();
+  await other.getByText('Registered elsewhere.').waitFor();
+  await page.getByRole('link', { name: 'elsewhere' }).waitFor({ timeout: 15_000 });
+
+  await open(other, toolgate, '/servers/elsewhere');
+  await other.getByRole('button', { name: 'Delete…' }).click();
+  await other.getByRole('button', { name: /^Delete the server/ }).click();
+  await other.waitForURL(/\/servers\?deleted=elsewhere$/);
+  await page.getByRole('link', { name: 'elsewhere' }).waitFor({ state: 'detached', timeout: 15_000 });
+  await context.close();
 });
 
 test('a tenant: tag toggles change the effective tool list; keys are shown once and revoked', async () => {
@@ -457,14 +482,15 @@ test('a tenant is renamed, disabled (its key is refused), enabled again and dele
   await page.getByRole('button', { name: 'Create' }).click();
   await page.getByRole('link', { name: 'initech' }).click();
   await page.waitForURL(/\/tenants\/initech$/);
+  // Renamed before a key is made: the page reloads the tenant once the key is made, and a
+  // name typed while that reload is under way would be typed into the card it replaces.
+  await page.locator('input[name="tenant-name"]').fill('Initech Ltd');
+  await page.getByRole('button', { name: 'Rename' }).click();
+  await page.locator('h1', { hasText: 'Initech Ltd' }).waitFor();
   await page.locator('input[name="key-name"]').fill('ci');
   await page.getByRole('button', { name: 'Create key' }).click();
   const key = (await page.locator('figure.new-key pre').innerText()).trim();
   const tools = () => fetch(`${toolgate.url}/api/v1/tools`, { headers: { authorization: `Bearer ${key}` } });
-
-  await page.locator('input[name="tenant-name"]').fill('Initech Ltd');
-  await page.getByRole('button', { name: 'Rename' }).click();
-  await page.locator('h1', { hasText: 'Initech Ltd' }).waitFor();
 
   await page.getByRole('button', { name: 'Disable the tenant' }).click();
   await page.getByText('Disabled: its endpoints refuse every key').waitFor();
@@ -504,8 +530,11 @@ test('a tenant administrator sees and edits only its tenants', async () => {
   assert.equal(await jane.getByRole('link', { name: 'globex' }).count(), 0);
   await open(jane, toolgate, '/tenants/globex');
   await jane.getByRole('alert').filter({ hasText: 'no tenant `globex`' }).waitFor();
-  await open(jane, toolgate, '/servers');
-  await jane.getByRole('alert').filter({ hasText: 'only owners may do this' }).waitFor();
+  // An owner's page is not shown to her, forms and all: she is told whose it is.
+  await open(jane, toolgate, '/servers/everything');
+  await jane.getByRole('heading', { name: 'This page is for owners' }).waitFor();
+  await jane.getByText('/servers/everything', { exact: true }).waitFor();
+  assert.equal(await jane.locator('main form, main input').count(), 0, 'no owner\'s form');
   await jane.screenshot({ path: `${screenshots}/tenant-admin-servers.png` });
 
   // The owner's ceiling: the built-in shell (a new tenant starts without it), but only the
@@ -532,5 +561,12 @@ test('a tenant administrator sees and edits only its tenants', async () => {
   assert.ok(!picker.includes('run_command'), `the override picker offers only what the tenant may use: ${picker}`);
   assert.equal(await jane.getByText('talk', { exact: true }).count(), 0, 'a group beyond the ceiling is not offered');
   await jane.screenshot({ path: `${screenshots}/tenant-admin-ceiling.png`, fullPage: true });
+
+  // Her tenant's audit log: what was done to acme (the owner's ceiling), nothing of another
+  // tenant's (initech, made and deleted above) or of what every tenant shares (the servers).
+  await jane.getByRole('link', { name: 'Audit' }).click();
+  await jane.getByRole('row', { name: /admin:admin\s+update\s+tenant acme/ }).first().waitFor();
+  const entities = await jane.locator('table.audit > tbody > tr:not(.detail) > td:nth-child(4)').allInnerTexts();
+  assert.ok(entities.every((e) => e === 'tenant acme'), `only acme's events: ${entities}`);
   await context.close();
 });

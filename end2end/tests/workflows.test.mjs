@@ -261,6 +261,8 @@ test('a tenant: presets are checked against the schema, the override form shows 
   await save();
   await page.getByRole('alert').filter({ hasText: '/message: expected string, got integer' }).waitFor();
   await page.locator('textarea[name="override-presets"]').fill('{"message": "fixed"}');
+  // The error was about what has now been edited: it goes.
+  await page.getByRole('alert').filter({ hasText: 'expected string' }).waitFor({ state: 'detached' });
   await page.locator('input[name="override-name"]').fill('say_fixed');
   await page.locator('textarea[name="override-description"]').fill('Says the fixed message back, whatever the model asks for, every single time.');
   await page.getByLabel('Timeout in ms (empty = the tool\'s)').fill('5000');
@@ -288,7 +290,7 @@ test('a tenant: presets are checked against the schema, the override form shows 
   await effective.locator('tr.meta-tool').waitFor({ state: 'detached' });
 });
 
-test('the audit log shows each change as fields, filters by part of the actor and by date', async () => {
+test('the audit log shows each change as fields, sign-ins and playground runs too, filters as you type and keeps its filters in the address', async () => {
   await open(page, toolgate, '/audit');
   const row = page.getByRole('row', { name: /set_override/ });
   await row.getByRole('button', { name: /change/ }).click();
@@ -299,15 +301,27 @@ test('the audit log shows each change as fields, filters by part of the actor an
   assert.equal(await page.locator('table.audit').getByText(/\[\s*20\d\d,/).count(), 0, 'no time is an array');
   await page.screenshot({ path: `${screenshots}/audit-changes.png`, fullPage: true });
 
+  // The playground's runs and the sign-ins are in the log, with what they were asked with.
+  const run = page.getByRole('row', { name: /test_call/ }).first();
+  await run.getByRole('button', { name: /change/ }).click();
+  await changes.getByRole('cell', { name: /^"everything_/ }).first().waitFor();
+  await page.locator('select[name=entity]').selectOption('account');
+  await page.waitForURL(/[?&]entity=account/);
+  await page.getByRole('row', { name: /admin:admin\s+sign_in\s/ }).first().waitFor();
+
+  // Typed, not submitted: the log follows each keystroke, and the address keeps the filters.
+  await page.locator('select[name=entity]').selectOption('');
   const actor = page.locator('input[name=actor]');
-  await actor.fill('ADM');
-  await actor.press('Enter');
+  await actor.pressSequentially('ADM');
   await page.getByRole('row', { name: /admin:admin/ }).first().waitFor();
   await actor.fill('nobody-at-all');
-  await actor.press('Enter');
+  await page.getByText('No change recorded matches these filters.').waitFor();
+  await page.waitForURL(/[?&]actor=nobody-at-all/);
+  await reload(page);
+  assert.equal(await actor.inputValue(), 'nobody-at-all');
   await page.getByText('No change recorded matches these filters.').waitFor();
   await actor.fill('');
-  await actor.press('Enter');
+  await page.getByRole('row', { name: /admin:admin/ }).first().waitFor();
   await page.locator('input[name=to]').fill('2000-01-01');
   await page.getByText('No change recorded matches these filters.').waitFor();
 });
@@ -528,7 +542,7 @@ test('a tenant administrator is offered only what she may use', async () => {
   const jane = await context.newPage();
   await signIn(jane, toolgate, 'jane', 'jane-s-long-password');
   const menu = await jane.locator('.sidebar nav a').allInnerTexts();
-  assert.deepEqual(menu, ['Dashboard', 'Tenants', 'Playground', 'Connected apps', 'Connected accounts']);
+  assert.deepEqual(menu, ['Dashboard', 'Tenants', 'Playground', 'Audit', 'Connected apps', 'Connected accounts']);
   assert.equal(await jane.getByRole('heading', { name: 'Servers' }).count(), 0, 'her dashboard has no server card');
   assert.equal(await jane.getByText('No server registered').count(), 0);
   await open(jane, toolgate, '/tenants');
@@ -546,12 +560,44 @@ test('every page fits a phone: wide tables scroll inside their box, columns stay
   for (const path of pages) {
     await open(page, toolgate, path);
     await page.getByRole('heading', { level: 1 }).first().waitFor();
-    await page.screenshot({ path: `${screenshots}/phone${path === '/' ? '-dashboard' : path.replaceAll('/', '-')}.png`, fullPage: true });
+    const shot = path === '/' ? '-dashboard' : path === toolPage ? '-tool' : path.replaceAll('/', '-');
+    await page.screenshot({ path: `${screenshots}/phone${shot}.png`, fullPage: true });
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `${path}: the page scrolls sideways by ${overflow}px`);
   }
   await open(page, toolgate, '/tenants/acme');
   const description = await page.locator('table.effective-tools td.description').first().boundingBox();
   assert.ok(description.width >= 150, `the description column is ${description.width} px wide`);
+
+  // The navigation folds behind a button, and a page chosen folds it again.
+  const servers = page.getByRole('link', { name: 'Servers', exact: true });
+  assert.ok(!(await servers.isVisible()), 'the navigation is folded');
+  const bar = await page.locator('aside.sidebar').boundingBox();
+  assert.ok(bar.height < 80, `the folded bar is ${bar.height} px tall`);
+  await page.getByRole('button', { name: 'Menu' }).click();
+  await servers.click();
+  await page.waitForURL(/\/servers$/);
+  await servers.waitFor({ state: 'hidden' });
+  // The chart's labels keep a size one can read (the chart scrolls in its box instead).
+  await open(page, toolgate, '/');
+  const label = await page.locator('svg.chart text.tick').first().boundingBox();
+  assert.ok(label.height >= 9, `the chart's labels are ${label.height} px tall`);
+  await page.setViewportSize({ width: 1280, height: 900 });
+});
+
+test('on a wide screen every table stays inside its card', async () => {
+  await page.setViewportSize({ width: 1440, height: 900 });
+  const pages = ['/', '/playground?tenant=acme', '/servers', '/servers/everything', '/tenants/acme', '/audit', '/accounts', '/tokens'];
+  for (const path of pages) {
+    await open(page, toolgate, path);
+    await page.getByRole('heading', { level: 1 }).first().waitFor();
+    const outside = await page.evaluate(() => [...document.querySelectorAll('main table')].flatMap((table) => {
+      const box = (table.closest('.scroll') ?? table).getBoundingClientRect();
+      const card = (table.closest('.card') ?? document.querySelector('main')).getBoundingClientRect();
+      const beyond = Math.round(Math.max(box.right - card.right, card.left - box.left));
+      return beyond > 0 ? [`table.${table.className.replaceAll(' ', '.')} by ${beyond}px`] : [];
+    }));
+    assert.deepEqual(outside, [], `${path}: tables wider than their card`);
+  }
   await page.setViewportSize({ width: 1280, height: 900 });
 });

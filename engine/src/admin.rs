@@ -496,15 +496,35 @@ pub async fn login(
         }
         _ => (None, dummy_hash().await),
     };
-    match (hash.verify(password).await, user) {
-        (true, Some(account)) if account.disabled_at.is_some() => Err(LoginError::Disabled),
+    let verified = hash.verify(password).await;
+    // The audit log has each sign-in to an account and each refusal of one (not the guesses at
+    // names that are no account: those are only counted, above).
+    let audit = |action, actor: Actor, reason: Option<&str>| {
+        let mut what = serde_json::json!({"with": "password", "address": address});
+        if let Some(reason) = reason {
+            what["reason"] = reason.into();
+        }
+        let change = Change::new(action, "account", username).after(&what);
+        async move { store::record(pool, &actor, &change).await }
+    };
+    match (verified, user) {
+        (true, Some(account)) if account.disabled_at.is_some() => {
+            audit("sign_in_refused", Actor::system(), Some("the account is disabled")).await?;
+            Err(LoginError::Disabled)
+        }
         (true, Some(account)) => {
             store::admins::forget_failures(pool, username).await?;
             store::admins::signed_in(pool, account.id).await?;
+            audit("sign_in", Actor::admin(username), None).await?;
             tracing::info!(username, "account signed in");
             Ok(AdminUser::from(account))
         }
-        _ => {
+        (false, Some(_)) => {
+            audit("sign_in_refused", Actor::system(), Some("wrong password")).await?;
+            tracing::info!(username, address, "sign-in failed");
+            Err(LoginError::InvalidCredentials)
+        }
+        (_, None) => {
             tracing::info!(username, address, "sign-in failed");
             Err(LoginError::InvalidCredentials)
         }
@@ -538,7 +558,7 @@ pub async fn change_password(
     let mut tx = pool.begin().await.map_err(Error::from)?;
     store::admins::set_password_hash_of(&mut *tx, account.id, &hash.0).await?;
     let change = Change::new("change_password", "account", &account.username);
-    store::record(&mut tx, &Actor::admin(&account.username), &change).await?;
+    store::record(&mut *tx, &Actor::admin(&account.username), &change).await?;
     tx.commit().await.map_err(Error::from)?;
     find(pool, account.id)
         .await?

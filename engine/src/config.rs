@@ -678,7 +678,7 @@ pub async fn apply(
         let mut audit = store::Change::new(action, change.kind, &change.name);
         audit.before = change.before.clone();
         audit.after = change.after.clone();
-        store::record(&mut tx, actor, &audit).await?;
+        store::record(&mut *tx, actor, &audit).await?;
     }
     if dry_run {
         // A dry run makes every write the apply would (so it fails exactly when the apply

@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use engine::admin::{self, AdminUser, LoginError, LoginPolicy, Password, Role, Username};
+use engine::store::audit::AuditFilter;
+use serde_json::json;
 use sqlx::PgPool;
 
 /// The default limits with negligible delays, so lockout tests stay quick.
@@ -56,6 +58,33 @@ async fn wrong_password_and_unknown_user_fail_alike(pool: PgPool) {
     assert!(matches!(wrong, Err(LoginError::InvalidCredentials)));
     assert!(matches!(unknown, Err(LoginError::InvalidCredentials)));
     assert_eq!(wrong.unwrap_err().to_string(), unknown.unwrap_err().to_string());
+}
+
+/// The audit log has each sign-in to an account and each refusal of one, with the address it
+/// came from; a guess at a name that is no account is not written there (only counted).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn sign_ins_and_refused_sign_ins_of_an_account_are_audited(pool: PgPool) {
+    create(&pool, "alice", "alice-password-1").await;
+    let policy = quick_policy();
+    admin::login(&pool, &policy, "alice", "not-her-password", "10.0.0.1").await.unwrap_err();
+    admin::login(&pool, &policy, "mallory", "alice-password-1", "10.0.0.2").await.unwrap_err();
+    admin::login(&pool, &policy, "alice", "alice-password-1", "10.0.0.3").await.unwrap();
+
+    let filter = AuditFilter { entity_kind: Some("account".into()), ..Default::default() };
+    let events = engine::store::audit::list(&pool, &filter).await.unwrap();
+    let seen: Vec<_> =
+        events.iter().map(|e| (e.action.as_str(), e.actor.as_str(), e.after.clone())).collect();
+    assert_eq!(
+        seen,
+        [
+            ("sign_in", "admin:alice", Some(json!({"with": "password", "address": "10.0.0.3"}))),
+            (
+                "sign_in_refused",
+                "system",
+                Some(json!({"with": "password", "address": "10.0.0.1", "reason": "wrong password"}))
+            ),
+        ]
+    );
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
@@ -282,8 +311,11 @@ async fn accounts_are_managed_without_locking_everyone_out(pool: PgPool) {
             "create_account",
             "set_account_tenants",
             "reset_password",
+            "sign_in_refused",
+            "sign_in",
             "set_account_role",
             "set_account_disabled",
+            "sign_in_refused",
             "delete_account"
         ]
     );

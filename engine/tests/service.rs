@@ -5,10 +5,11 @@ use std::time::{Duration, Instant};
 
 use engine::admin::Scope;
 use engine::catalog::visibility::Ceiling;
-use engine::exec::CallLimits;
+use engine::exec::{CallHooks, CallLimits, CallRequest};
 use engine::model::{Name, SourceKind, TenantSlug};
 use engine::secret::SecretBox;
-use engine::service::{Admin, Options, Owner, Services, servers, tenants};
+use engine::service::{Admin, Options, Owner, Services, global, servers, tenants};
+use engine::store::audit::AuditFilter;
 use engine::store::overrides::OverrideInput;
 use engine::store::servers::ServerConfig;
 use engine::store::sources::{NewSource, ToolDefinition};
@@ -556,4 +557,42 @@ async fn a_new_tenant_gets_the_built_in_shell_only_once_an_owner_allows_it(pool:
     offered(true).await;
     tenants::update(&services, &acme, allow(false)).await.unwrap();
     offered(false).await;
+}
+
+/// A tenant administrator reads the audit log of their tenants and nothing else (not another
+/// tenant's, not the shared configuration's); an owner reads all of it. A test run is audited
+/// when it is asked for, with what it was asked with, even one that fails.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_tenant_administrator_reads_the_audit_of_their_tenants_only(pool: PgPool) {
+    create_tenants(&pool, &["acme", "globex"]).await;
+    source(&pool, "up", None, "echo").await;
+    let services = services(&pool).await;
+    let root = Admin::signed_in("root", Scope::Everything);
+    let jane = Admin::signed_in("jane", Scope::Tenants(vec!["acme".into()]));
+    for slug in ["acme", "globex"] {
+        let tenant = root.tenant(slug).unwrap();
+        tenants::create_key(&services, &tenant, "ci", None, CallLimits::default()).await.unwrap();
+    }
+    let asked = CallRequest { name: "nope".into(), arguments: json!({"text": "hi"}) };
+    tenants::invoke(&services, &jane.tenant("acme").unwrap(), asked, CallHooks::default()).await.unwrap_err();
+
+    let seen = |admin| {
+        let services = &services;
+        async move {
+            let events = global::audit(services, admin, &AuditFilter::default()).await.unwrap();
+            events
+                .into_iter()
+                .map(|e| format!("{} {} {}", e.action, e.entity_kind, e.entity_id))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(seen(&jane).await, ["test_call tenant acme", "create_key tenant acme", "create tenant acme"]);
+    let everything = seen(&root).await;
+    for event in ["create source up", "create_key tenant globex", "test_call tenant acme"] {
+        assert!(everything.iter().any(|e| e == event), "{event} in {everything:?}");
+    }
+    let filter = AuditFilter { entity_id: Some("acme".into()), limit: Some(1), ..Default::default() };
+    let run = &global::audit(&services, &jane, &filter).await.unwrap()[0];
+    assert_eq!(run.actor, "admin:jane");
+    assert_eq!(run.after, Some(json!({"tool": "nope", "arguments": {"text": "hi"}})));
 }

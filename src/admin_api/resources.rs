@@ -409,5 +409,5 @@ async fn audit(
     Extension(admin): Extension<Admin>,
     Query(filter): Query<AuditFilter>,
 ) -> Answer {
-    ok(global::audit(&state, &admin.owner()?, &filter).await?)
+    ok(global::audit(&state, &admin, &filter).await?)
 }

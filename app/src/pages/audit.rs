@@ -1,12 +1,13 @@
 //! The audit log: who changed what and when, each change as the fields it changed (before →
-//! after), filtered by entity, actor and date, a page at a time.
+//! after), filtered by entity, actor and date, a page at a time. Owners see every event, a
+//! tenant administrator those of their tenants.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ui::{JsonBlock, loaded};
+use super::ui::{JsonBlock, filters_in_address, loaded};
 use crate::error::PanelError;
 
 /// A changed field as the page shows it; a value that was not there is `None`.
@@ -62,10 +63,10 @@ pub async fn audit_log(query: AuditQuery) -> Result<AuditPage, PanelError> {
     use engine::store::audit::AuditFilter;
     use time::{Date, Duration, macros::format_description};
 
-    use crate::server::{owner, state};
+    use crate::server::{caller, state};
     /// Events on one page.
     const PAGE: i64 = 50;
-    let owner = owner().await?;
+    let caller = caller().await?;
     let filled = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
     let day = |field: &str, text: &str| -> Result<Option<Date>, PanelError> {
         filled(text)
@@ -89,7 +90,7 @@ pub async fn audit_log(query: AuditQuery) -> Result<AuditPage, PanelError> {
         limit: Some(PAGE + 1),
         ..Default::default()
     };
-    let mut events = engine::service::global::audit(&state(), &owner, &filter).await?;
+    let mut events = engine::service::global::audit(&state(), &caller, &filter).await?;
     let more = events.len() as i64 > PAGE;
     events.truncate(PAGE as usize);
     let rows = events
@@ -192,36 +193,61 @@ fn entry(e: AuditRow, open: RwSignal<Option<i64>>) -> AnyView {
     .into_any()
 }
 
+/// The audit page's filters, as they are named in its address.
+const FILTERS: [&str; 4] = ["entity", "actor", "from", "to"];
+
+/// What the entity filter offers: every kind of thing the audit log records.
+const ENTITY_KINDS: [&str; 13] = [
+    "tenant",
+    "server",
+    "source",
+    "tool",
+    "group",
+    "settings",
+    "account",
+    "sign_in",
+    "admin_token",
+    "authorization",
+    "oauth_client",
+    "oauth_grant",
+    "prompt",
+];
+
 #[component]
 pub fn AuditPage() -> impl IntoView {
-    let query = RwSignal::new(AuditQuery::default());
-    // Ids where each page shown so far started (the first is the newest), to go back.
+    // The filters live in the address and apply as they are typed or picked.
+    let [entity, actor, from, to] = filters_in_address("/audit", FILTERS);
+    // Where the page shown starts (`None`: the newest), and where each page before it did.
+    let before_id = RwSignal::new(None::<i64>);
     let pages = RwSignal::new(Vec::<Option<i64>>::new());
-    let events = Resource::new(move || query.get(), audit_log);
+    let query = move || AuditQuery {
+        entity_kind: entity.get(),
+        actor: actor.get(),
+        from: from.get(),
+        to: to.get(),
+        before_id: before_id.get(),
+    };
+    let events = Resource::new(query, audit_log);
     let open = RwSignal::new(None::<i64>);
     // A filter change starts again from the newest events.
-    let filter = move |change: fn(&mut AuditQuery, String)| {
+    let filter = move |field: RwSignal<String>| {
         move |ev| {
             pages.set(Vec::new());
-            query.update(|q| {
-                change(q, event_target_value(&ev));
-                q.before_id = None;
-            });
+            before_id.set(None);
+            field.set(event_target_value(&ev));
         }
     };
     view! {
         <Title text="Audit" />
         <h1>"Audit log"</h1>
         <div class="filters">
-            <select name="entity" on:change=filter(|q, v| q.entity_kind = v)>
+            <select name="entity" on:change=filter(entity) prop:value=entity>
                 <option value="">"Every entity"</option>
-                {["tenant", "server", "source", "group", "settings", "tool", "admin_token"]
-                    .map(|k| view! { <option value=k>{k}</option> })
-                    .collect_view()}
+                {ENTITY_KINDS.map(|k| view! { <option value=k>{k}</option> }).collect_view()}
             </select>
-            <input type="search" name="actor" placeholder="Actor contains, e.g. alice" on:change=filter(|q, v| q.actor = v) />
-            <label>"From " <input type="date" name="from" on:change=filter(|q, v| q.from = v) /></label>
-            <label>"To " <input type="date" name="to" on:change=filter(|q, v| q.to = v) /></label>
+            <input type="search" name="actor" placeholder="Actor contains, e.g. alice" prop:value=actor on:input=filter(actor) />
+            <label>"From " <input type="date" name="from" prop:value=from on:change=filter(from) /></label>
+            <label>"To " <input type="date" name="to" prop:value=to on:change=filter(to) /></label>
         </div>
         {loaded(
             events,
@@ -250,14 +276,13 @@ pub fn AuditPage() -> impl IntoView {
                     <div class="actions">
                         <Show when=move || !pages.read().is_empty()>
                             <button type="button" on:click=move |_| {
-                                let back = pages.try_update(|p| p.pop().flatten()).flatten();
-                                query.update(|q| q.before_id = back);
+                                before_id.set(pages.try_update(|p| p.pop().flatten()).flatten());
                             }>"Newer"</button>
                         </Show>
                         {page.more.then(|| view! {
                             <button type="button" on:click=move |_| {
-                                pages.update(|p| p.push(query.get_untracked().before_id));
-                                query.update(|q| q.before_id = oldest);
+                                pages.update(|p| p.push(before_id.get_untracked()));
+                                before_id.set(oldest);
                             }>"Older"</button>
                         })}
                     </div>

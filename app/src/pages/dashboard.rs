@@ -9,7 +9,7 @@ use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
 use super::shell::MeResource;
-use super::ui::{StatusBadge, counted, loaded, milliseconds, role_name};
+use super::ui::{StatusBadge, counted, kept_current, loaded, milliseconds, role_name};
 use crate::error::PanelError;
 
 /// Calls, errors, cancelled calls and latency (of the calls that finished) of one tenant,
@@ -220,6 +220,7 @@ fn chart(bars: &[Bar], heading: &str) -> AnyView {
     let errors: i64 = bars.iter().map(|b| b.errors).sum();
     let cancelled: i64 = bars.iter().map(|b| b.cancelled).sum();
     view! {
+        <div class="scroll">
         <svg
             class="chart"
             viewBox=format!("0 0 {WIDTH} {HEIGHT}")
@@ -230,6 +231,7 @@ fn chart(bars: &[Bar], heading: &str) -> AnyView {
             {columns}
             {ticks}
         </svg>
+        </div>
         <p class="muted small">
             {format!(
                 "{}, {} (tool errors, failures and timeouts), {cancelled} cancelled by their clients in {heading}.",
@@ -291,6 +293,7 @@ pub fn Dashboard() -> impl IntoView {
     let window = RwSignal::new("hour".to_string());
     let tenant = RwSignal::new(String::new());
     let overview = Resource::new(move || (window.get(), tenant.get()), |(w, t)| load_overview(w, t));
+    kept_current(overview, move || load_overview(window.get_untracked(), tenant.get_untracked()));
     let me = expect_context::<MeResource>();
     view! {
         <Title text="Dashboard" />

@@ -33,7 +33,7 @@ pub use invite::InvitePage;
 pub use login::LoginPage;
 pub use playground::PlaygroundPage;
 pub use servers::{ServerPage, ServersPage};
-pub use shell::{NotFound, Shell};
+pub use shell::{NotAllowed, NotFound, Shell};
 pub use sign_in::SignInPage;
 pub use tenants::{TenantPage, TenantsPage};
 pub use tokens::TokensPage;

@@ -845,9 +845,11 @@ fn History(
         runs.truncate(20);
         runs
     };
+    // The Transition's own view reads the runs (not a `Show` inside it): the server then waits
+    // for them before rendering, as the browser hydrates with them.
     view! {
         <Transition fallback=|| ()>
-            <Show when=move || !runs().is_empty()>
+            {move || (!runs().is_empty()).then(|| view! {
                 <section class="card">
                     <h2>"Recent runs"</h2>
                     <div class="scroll">
@@ -880,7 +882,7 @@ fn History(
                         </table>
                     </div>
                 </section>
-            </Show>
+            })}
         </Transition>
     }
 }

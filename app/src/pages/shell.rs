@@ -16,6 +16,8 @@ pub fn Shell() -> impl IntoView {
     let me: MeResource = Resource::new(|| (), |_| current_admin());
     provide_context(me);
     let logout = ServerAction::<Logout>::new();
+    // On a phone the navigation folds behind a button; choosing a page folds it again.
+    let menu = RwSignal::new(false);
 
     // A session that ends while the page is open (expiry, sign-out elsewhere) leads to login.
     Effect::new(move |_| {
@@ -27,11 +29,22 @@ pub fn Shell() -> impl IntoView {
 
     view! {
         <div class="shell">
-            <aside class="sidebar">
-                <a class="brand" href="/">
-                    "Toolgate"
-                </a>
-                <nav>
+            <aside class="sidebar" class:open=move || menu.get()>
+                <div class="sidebar-head">
+                    <a class="brand" href="/">
+                        "Toolgate"
+                    </a>
+                    <button
+                        type="button"
+                        class="menu-toggle"
+                        aria-controls="navigation"
+                        aria-expanded=move || menu.get().to_string()
+                        on:click=move |_| menu.update(|open| *open = !*open)
+                    >
+                        "Menu"
+                    </button>
+                </div>
+                <nav id="navigation" on:click=move |_| menu.set(false)>
                     <AdminsOnly>
                         <A href="/" exact=true>
                             "Dashboard"
@@ -49,10 +62,10 @@ pub fn Shell() -> impl IntoView {
                     </OwnersOnly>
                     <AdminsOnly>
                         <A href="/playground">"Playground"</A>
+                        <A href="/audit">"Audit"</A>
                     </AdminsOnly>
                     <OwnersOnly>
                         <A href="/config">"Configuration"</A>
-                        <A href="/audit">"Audit"</A>
                         <A href="/tokens">"Tokens"</A>
                         <A href="/accounts">"Accounts"</A>
                         <A href="/sign-in">"Sign-in"</A>
@@ -107,14 +120,47 @@ pub fn AdminsOnly(children: ChildrenFn) -> impl IntoView {
 
 /// `children`, shown once the signed-in account is known and `who` says it is for them (to an
 /// account with a one-time password, nothing is: it chooses its own first).
+///
+/// The Transition's own view reads the account: a read the Transition sees is one the server
+/// waits for before rendering it. Behind a `<Show when=…>` the read came only as the page was
+/// written, so a slow answer rendered the links as not offered while the browser, which has
+/// the answer, hydrated them as offered: the page failed to hydrate.
 #[component]
 fn OfferedTo(who: fn(&Me) -> bool, children: ChildrenFn) -> impl IntoView {
     let me = expect_context::<MeResource>();
-    let offered = move || me.get().and_then(Result::ok).is_some_and(|me| !me.password_temporary && who(&me));
     view! {
         <Transition fallback=|| ()>
-            <Show when=offered>{children()}</Show>
+            {move || {
+                let offered = me.get().and_then(Result::ok).is_some_and(|me| !me.password_temporary && who(&me));
+                offered.then(|| children())
+            }}
         </Transition>
+    }
+}
+
+/// What a tenant administrator sees instead of an owner's page (the address's `page`), sent
+/// here by the server: what the page is for, and what is theirs instead.
+#[component]
+pub fn NotAllowed() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        response.set_status(axum::http::StatusCode::FORBIDDEN);
+    }
+    let query = leptos_router::hooks::use_query_map();
+    let page = move || query.read().get("page").unwrap_or_else(|| "That page".to_string());
+    view! {
+        <Title text="Not allowed" />
+        <h1>"This page is for owners"</h1>
+        <p>
+            <code>{page}</code>
+            " is where owners manage what every tenant shares: servers, tools, groups, the \
+             configuration, admin tokens, accounts and sign-in. As a tenant administrator you \
+             manage your tenants: their tools, keys, members and limits, the playground and \
+             their audit log."
+        </p>
+        <p>
+            <a href="/tenants">"Your tenants"</a>
+        </p>
     }
 }
 

@@ -7,7 +7,9 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ui::{ErrorNote, JsonBlock, StatusBadge, action_error, counted, loaded, succeeded};
+use super::ui::{
+    ErrorNote, JsonBlock, StatusBadge, action_error, counted, filters_in_address, loaded, succeeded,
+};
 use crate::error::PanelError;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -253,28 +255,7 @@ pub fn ToolsPage() -> impl IntoView {
     let bulk_done = succeeded(bulk);
     let tools = Resource::new(move || bulk_done.get(), |_| list_tools());
     let chosen = RwSignal::new(Vec::<String>::new());
-    // The filters live in the address (`?q=…&source=…`), so a filtered list can be reloaded,
-    // bookmarked and shared.
-    let query = use_query_map();
-    let from_query = |key: &str| RwSignal::new(query.read_untracked().get(key).unwrap_or_default());
-    let filters @ [search, source, tag, group, state] = FILTERS.map(from_query);
-    let navigate = leptos_router::hooks::use_navigate();
-    Effect::new(move |first: Option<()>| {
-        let address: leptos_router::params::ParamsMap = FILTERS
-            .into_iter()
-            .zip(filters)
-            .map(|(key, value)| (key, value.get()))
-            .filter(|(_, value)| !value.is_empty())
-            .collect();
-        // The first run only subscribes: the address is already what the filters say.
-        if first.is_some() {
-            let to = format!("/tools{}", address.to_query_string());
-            navigate(
-                &to,
-                leptos_router::NavigateOptions { replace: true, scroll: false, ..Default::default() },
-            );
-        }
-    });
+    let [search, source, tag, group, state] = filters_in_address("/tools", FILTERS);
     view! {
         <Title text="Tools" />
         <h1>"Tools"</h1>

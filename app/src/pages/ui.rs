@@ -28,6 +28,66 @@ pub fn JsonBlock(value: Value, #[prop(optional, into)] label: Option<String>) ->
     }
 }
 
+/// Filters kept in the page's address (`path?key=value…`), so that a filtered page can be
+/// reloaded, bookmarked and shared: each starts as the address says, and a change rewrites the
+/// address (in place: the back button does not step through every keystroke).
+pub fn filters_in_address<const N: usize>(
+    path: &'static str,
+    keys: [&'static str; N],
+) -> [RwSignal<String>; N] {
+    let query = leptos_router::hooks::use_query_map();
+    let filters = keys.map(|key| RwSignal::new(query.read_untracked().get(key).unwrap_or_default()));
+    let navigate = leptos_router::hooks::use_navigate();
+    Effect::new(move |first: Option<()>| {
+        let address: leptos_router::params::ParamsMap = keys
+            .into_iter()
+            .zip(filters)
+            .map(|(key, value)| (key, value.get()))
+            .filter(|(_, value)| !value.is_empty())
+            .collect();
+        // The first run only subscribes: the address is already what the filters say.
+        if first.is_some() {
+            let to = format!("{path}{}", address.to_query_string());
+            navigate(
+                &to,
+                leptos_router::NavigateOptions { replace: true, scroll: false, ..Default::default() },
+            );
+        }
+    });
+    filters
+}
+
+/// Keeps what `resource` shows current while the page is open in the browser: every few
+/// seconds `load` runs again in the background, and `resource` takes its answer only when it
+/// differs from what is shown (a page redrawn for nothing would close what the user opened on
+/// it). A failed reload leaves the page as it was.
+pub fn kept_current<T, Fut>(resource: Resource<Result<T, PanelError>>, load: impl Fn() -> Fut + 'static)
+where
+    T: PartialEq + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, PanelError>> + 'static,
+{
+    const PERIOD: std::time::Duration = std::time::Duration::from_secs(4);
+    let load = std::rc::Rc::new(load);
+    // Effects run only in the browser.
+    Effect::new(move |_| {
+        let load = load.clone();
+        let reload = move || {
+            let fresh = load();
+            leptos::task::spawn_local(async move {
+                let Ok(fresh) = fresh.await else { return };
+                let shown =
+                    resource.with_untracked(|shown| matches!(shown, Some(Ok(shown)) if *shown == fresh));
+                if !shown {
+                    resource.set(Some(Ok(fresh)));
+                }
+            });
+        };
+        if let Ok(interval) = set_interval_with_handle(reload, PERIOD) {
+            on_cleanup(move || interval.clear());
+        }
+    });
+}
+
 /// A table of `rows` under `headers` (an empty heading for an actions column), or `empty`
 /// when there are none; a table wider than the screen scrolls inside its own box.
 pub fn grid<T>(
@@ -221,12 +281,31 @@ pub fn NewPassword(label: &'static str) -> impl IntoView {
     }
 }
 
-/// Shows `error()` as an alert when there is one.
+/// Shows `error()` as an alert when there is one. It stands until what it is about is edited:
+/// typing into the form (or section) it sits in puts it away; the next error shows again.
 #[component]
 pub fn ErrorNote(error: impl Fn() -> Option<String> + Send + Sync + Copy + 'static) -> impl IntoView {
+    let edited = RwSignal::new(false);
+    Effect::new(move |_| {
+        error();
+        edited.set(false);
+    });
+    let note = NodeRef::<leptos::html::P>::new();
+    #[cfg(feature = "hydrate")]
+    {
+        let scope = |element: &web_sys::Element| element.closest("form, section").ok().flatten();
+        let listener = window_event_listener(leptos::ev::input, move |ev| {
+            let typed_in = event_target::<web_sys::Element>(&ev);
+            let here = note.get_untracked().and_then(|note| scope(&note));
+            if here.is_some() && here == scope(&typed_in) {
+                edited.set(true);
+            }
+        });
+        on_cleanup(move || listener.remove());
+    }
     view! {
-        <Show when=move || error().is_some()>
-            <p class="error" role="alert">
+        <Show when=move || error().is_some() && !edited.get()>
+            <p class="error" role="alert" node_ref=note>
                 {error}
             </p>
         </Show>

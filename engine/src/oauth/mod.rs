@@ -529,7 +529,7 @@ impl AuthServer {
             "client_id": request.client_id, "tenant": slug, "resource": request.resource, "scopes": request.scopes,
         });
         stores::record(
-            &mut tx,
+            &mut *tx,
             &Actor::admin(&account.username),
             &Change::new("authorize", "oauth_grant", grant).after(&what),
         )

@@ -94,8 +94,14 @@ pub async fn revoke_token(services: &Services, owner: &Owner, id: Uuid) -> Resul
     store::tokens::revoke(&services.pool, owner.actor(), id).await
 }
 
-pub async fn audit(services: &Services, _: &Owner, filter: &AuditFilter) -> Result<Vec<AuditEvent>> {
-    store::audit::list(&services.pool, filter).await
+/// The audit events matching `filter` that `admin` may see: every one for an owner, a
+/// tenant administrator those of their tenants.
+pub async fn audit(services: &Services, admin: &Admin, filter: &AuditFilter) -> Result<Vec<AuditEvent>> {
+    let tenants = match admin.scope() {
+        Scope::Everything => None,
+        Scope::Tenants(slugs) => Some(slugs.clone()),
+    };
+    store::audit::list(&services.pool, &AuditFilter { tenants, ..filter.clone() }).await
 }
 
 /// The calls of `window` that `admin` may see: of `tenant` alone when given (one of theirs),

@@ -97,7 +97,7 @@ pub async fn add(
         _ => None,
     };
     let what = serde_json::json!({"username": name.as_str(), "tenant": tenant.slug(), "invited": invitation.is_some()});
-    store::record(&mut tx, tenant.actor(), &Change::new("add_member", "tenant", tenant.slug()).after(&what))
+    store::record(&mut *tx, tenant.actor(), &Change::new("add_member", "tenant", tenant.slug()).after(&what))
         .await?;
     tx.commit().await?;
     Ok(Added { username: name.as_str().to_string(), invitation })
@@ -170,7 +170,7 @@ pub async fn invite(services: &Services, tenant: &ManagedTenant<'_>, username: &
     let token = invite_in(&mut tx, row.id).await?;
     let what = serde_json::json!({"username": username});
     store::record(
-        &mut tx,
+        &mut *tx,
         tenant.actor(),
         &Change::new("invite_member", "tenant", tenant.slug()).after(&what),
     )
@@ -234,7 +234,7 @@ pub async fn accept(services: &Services, token: &str, password: String) -> Resul
     store::admins::signed_in(&mut *tx, id).await?;
     let what = serde_json::json!({"username": username});
     store::record(
-        &mut tx,
+        &mut *tx,
         &store::Actor::admin(&username),
         &Change::new("accept_invitation", "account", &username).after(&what),
     )

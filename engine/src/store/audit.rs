@@ -78,6 +78,10 @@ pub struct AuditFilter {
     pub before_id: Option<i64>,
     /// At most this many (default 100, at most 1,000).
     pub limit: Option<i64>,
+    /// Only the events of these tenants (a tenant administrator's view); set by the service
+    /// from who asks, never by a caller.
+    #[serde(skip)]
+    pub tenants: Option<Vec<String>>,
 }
 
 /// The newest events matching `filter`, newest first.
@@ -89,6 +93,7 @@ pub async fn list(pool: &PgPool, filter: &AuditFilter) -> Result<Vec<AuditEvent>
            and ($3::text is null or actor = $3) and ($4::bigint is null or id < $4)
            and ($6::text is null or strpos(lower(actor), lower($6)) > 0)
            and ($7::timestamptz is null or at >= $7) and ($8::timestamptz is null or at < $8)
+           and ($9::text[] is null or (entity_kind = 'tenant' and entity_id = any($9)))
          order by id desc limit $5",
         filter.entity_kind,
         filter.entity_id,
@@ -98,6 +103,7 @@ pub async fn list(pool: &PgPool, filter: &AuditFilter) -> Result<Vec<AuditEvent>
         filter.actor_contains,
         filter.since,
         filter.until,
+        filter.tenants.as_deref(),
     )
     .fetch_all(pool)
     .await?)

@@ -27,7 +27,7 @@ pub use crate::error::{Error, Missing, Result};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sqlx::{Postgres, Transaction};
+use sqlx::{PgExecutor, Postgres, Transaction};
 
 use crate::secret::SecretBox;
 
@@ -97,17 +97,13 @@ pub(crate) async fn commit(
     actor: &Actor,
     change: Change<'_>,
 ) -> Result<()> {
-    record(&mut tx, actor, &change).await?;
+    record(&mut *tx, actor, &change).await?;
     notify_and_commit(tx, change.entity_kind).await
 }
 
-/// Adds `change` to the audit log inside the caller's transaction; a write that changed
-/// nothing (the same before and after) is not a change and is not recorded.
-pub(crate) async fn record(
-    tx: &mut Transaction<'_, Postgres>,
-    actor: &Actor,
-    change: &Change<'_>,
-) -> Result<()> {
+/// Adds `change` to the audit log (inside the caller's transaction, when `db` is one); a write
+/// that changed nothing (the same before and after) is not a change and is not recorded.
+pub(crate) async fn record(db: impl PgExecutor<'_>, actor: &Actor, change: &Change<'_>) -> Result<()> {
     if change.before.is_some() && change.before == change.after {
         return Ok(());
     }
@@ -121,7 +117,7 @@ pub(crate) async fn record(
         change.before,
         change.after,
     )
-    .execute(&mut **tx)
+    .execute(db)
     .await?;
     Ok(())
 }

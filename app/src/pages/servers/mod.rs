@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub use page::ServerPage;
 use register::{SaveServer, ServerFormCard};
 
-use super::ui::{StatusBadge, loaded, succeeded};
+use super::ui::{StatusBadge, kept_current, loaded, succeeded};
 use crate::error::PanelError;
 
 /// A server as the list shows it.
@@ -113,6 +113,7 @@ pub fn ServersPage() -> impl IntoView {
     let register = ServerAction::<SaveServer>::new();
     let registered = succeeded(register);
     let servers = Resource::new(move || registered.get(), |_| list_servers());
+    kept_current(servers, list_servers);
     let query = leptos_router::hooks::use_query_map();
     let deleted = move || query.read().get("deleted");
     view! {

@@ -10,7 +10,8 @@ use super::ServerSummary;
 use super::register::{SaveServer, ServerFormCard, stored_server_form};
 use crate::error::PanelError;
 use crate::pages::ui::{
-    Confirm, ErrorNote, JsonBlock, StatusBadge, action_error, counted, grid, loaded, milliseconds, succeeded,
+    Confirm, ErrorNote, JsonBlock, StatusBadge, action_error, counted, grid, kept_current, loaded,
+    milliseconds, succeeded,
 };
 
 /// A server's page.
@@ -428,6 +429,7 @@ pub fn ServerPage() -> impl IntoView {
     let saved = succeeded(save);
     let detail =
         Resource::new(move || (name(), commanded.get(), saved.get()), |(name, _, _)| server_detail(name));
+    kept_current(detail, move || server_detail(name()));
     // The editor, read from the stored settings when opened.
     let editing = RwSignal::new(false);
     let editor = Resource::new(

@@ -469,7 +469,7 @@ pub(crate) async fn write(
         if !dropped.is_empty() {
             let change = Change::new("drop_given_secrets", "server", &config.name)
                 .after(&json!({"dropped": dropped, "reason": "the server's target changed"}));
-            super::record(tx, actor, &change).await?;
+            super::record(&mut **tx, actor, &change).await?;
         }
     }
     sqlx::query!(
