@@ -82,6 +82,7 @@ test('register a server after testing its connection, and see its tools, escaped
   await page.getByText('Raw schema (as declared)').waitFor();
   await page.getByRole('tab', { name: 'Gemini' }).click();
   await page.getByText('Findings for gemini').waitFor();
+  await page.getByRole('heading', { name: 'What the renderer changed for gemini' }).waitFor();
 
   await open(page, toolgate, '/servers');
   await page.screenshot({ path: `${screenshots}/servers.png`, fullPage: true });

@@ -18,6 +18,7 @@ pub mod builtin;
 pub mod catalog;
 pub mod config;
 pub mod db;
+pub mod diff;
 mod error;
 pub mod exec;
 pub mod model;

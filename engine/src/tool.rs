@@ -313,12 +313,20 @@ pub trait TypedTool: Send + Sync + 'static {
     fn run(&self, args: Self::Args, ctx: &ToolContext) -> impl Future<Output = ToolResult> + Send;
 }
 
+/// The input schema of a typed tool's arguments as their type declares it, less the title
+/// schemars takes from the type's name: "WriteArgs" is Rust's word, and an LLM would read it.
+fn arguments_schema<A: schemars::JsonSchema>() -> Value {
+    let mut schema = schemars::schema_for!(A);
+    schema.remove("title");
+    schema.to_value()
+}
+
 impl<T: TypedTool> Tool for T {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: T::NAME.to_string(),
             description: T::DESCRIPTION.to_string(),
-            input_schema: schemars::schema_for!(T::Args).to_value(),
+            input_schema: arguments_schema::<T::Args>(),
             output_schema: None,
             annotations: self.annotations(),
             strict: T::STRICT,

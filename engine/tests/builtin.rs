@@ -60,6 +60,22 @@ fn text(output: &ToolOutput) -> &str {
     output.texts().next().unwrap_or_else(|| panic!("expected text, got {output:?}"))
 }
 
+/// What an LLM reads of a built-in's arguments is written for it: no Rust type's name as the
+/// schema's title ("WriteArgs"), and every parameter described.
+#[test]
+fn every_built_in_parameter_is_described_and_no_type_name_shows() {
+    let sandbox = Sandbox::new();
+    for tool in &sandbox.tools {
+        let spec = tool.spec();
+        assert_eq!(spec.input_schema.get("title"), None, "{}: {}", spec.name, spec.input_schema);
+        let properties = spec.input_schema["properties"].as_object().expect("an object's properties");
+        for (name, property) in properties {
+            let described = property["description"].as_str().is_some_and(|d| !d.trim().is_empty());
+            assert!(described, "{}: `{name}` has no description", spec.name);
+        }
+    }
+}
+
 #[tokio::test]
 async fn write_view_insert_and_list_within_the_tenant_folder() {
     let sandbox = Sandbox::new();

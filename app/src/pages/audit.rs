@@ -19,8 +19,8 @@ pub struct ShownChange {
 }
 
 #[cfg(feature = "ssr")]
-impl From<engine::store::audit::FieldChange> for ShownChange {
-    fn from(change: engine::store::audit::FieldChange) -> Self {
+impl From<engine::diff::FieldChange> for ShownChange {
+    fn from(change: engine::diff::FieldChange) -> Self {
         let shown = |value: Option<Value>| value.map(|v| v.to_string());
         ShownChange { path: change.path, before: shown(change.before), after: shown(change.after) }
     }

@@ -38,7 +38,7 @@ pub async fn export_document() -> Result<String, PanelError> {
 #[server]
 pub async fn plan_document(text: String, apply: bool) -> Result<Vec<PlannedChange>, PanelError> {
     use engine::config::Format;
-    use engine::store::audit::field_changes;
+    use engine::diff::field_changes;
 
     use crate::server::{owner, state};
     let owner = owner().await?;

@@ -400,6 +400,47 @@ pub fn ToolsPage() -> impl IntoView {
 const PROVIDERS: [(&str, &str); 4] =
     [("mcp", "MCP"), ("openai", "OpenAI"), ("anthropic", "Anthropic"), ("gemini", "Gemini")];
 
+/// What the renderer changed in the schema for the provider: each field as declared and as
+/// sent, and the provider's rule behind the change when there is one.
+fn render_changes(changes: Vec<Value>) -> AnyView {
+    if changes.is_empty() {
+        return view! { <p class="notice ok">"Sent as declared: the renderer changed nothing."</p> }
+            .into_any();
+    }
+    let value = |v: &Value| match v {
+        Value::Null => view! { <span class="muted">"—"</span> }.into_any(),
+        v => view! { <code>{v.to_string()}</code> }.into_any(),
+    };
+    view! {
+        <div class="scroll">
+            <table class="grid render-changes">
+                <thead>
+                    <tr><th>"Field"</th><th>"Declared"</th><th>"Sent"</th><th>"Why"</th></tr>
+                </thead>
+                <tbody>
+                    {changes
+                        .into_iter()
+                        .map(|c| {
+                            let why = c["why"].as_array().map(|why| {
+                                why.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; ")
+                            });
+                            view! {
+                                <tr>
+                                    <td><code>{c["path"].as_str().unwrap_or_default().to_string()}</code></td>
+                                    <td>{value(&c["declared"])}</td>
+                                    <td>{value(&c["sent"])}</td>
+                                    <td class="small">{why.filter(|w| !w.is_empty()).unwrap_or_else(|| "normalised for this provider".into())}</td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}
+
 #[component]
 pub fn ToolPage() -> impl IntoView {
     let params = use_params_map();
@@ -427,6 +468,7 @@ pub fn ToolPage() -> impl IntoView {
                         .into_any();
                 };
                 let findings = inspection["findings"].as_array().cloned().unwrap_or_default();
+                let changes = inspection["changes"].as_array().cloned().unwrap_or_default();
                 let facts = view_data.facts.clone().map(|facts| {
                     let source = if facts.from_server {
                         view! { <a href=format!("/servers/{}", facts.source)>{facts.source.clone()}</a> }.into_any()
@@ -534,6 +576,8 @@ pub fn ToolPage() -> impl IntoView {
                         }
                             .into_any()
                     }}
+                    <h2>"What the renderer changed for " {view_data.provider.clone()}</h2>
+                    {render_changes(changes)}
                     <div class="side-by-side">
                         <JsonBlock label="Raw schema (as declared)" value=inspection["raw"].clone() />
                         <JsonBlock label="What the LLM sees (presets removed)" value=inspection["llm_schema"].clone() />

@@ -271,8 +271,9 @@ pub struct WriteArgs {
     path: String,
     /// The new text.
     content: String,
-    /// With end_line: replace only these lines (1-based, inclusive) instead of the whole file.
+    /// With end_line: the first line to replace (1-based) instead of the whole file.
     start_line: Option<usize>,
+    /// With start_line: the last line to replace (inclusive).
     end_line: Option<usize>,
 }
 

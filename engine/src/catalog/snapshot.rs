@@ -104,16 +104,80 @@ impl CatalogTool {
         provider: schema::Provider,
     ) -> Result<Inspection, schema::normalize::NormalizeError> {
         let rendering = self.render(provider)?;
+        let normalised = schema::render::input_schema(&rendering, provider).clone();
+        let findings = schema::lint::lint_tool(&self.exposed_name, &self.input_schema, provider, self.strict);
         Ok(Inspection {
             tool: self.exposed_name.clone(),
             provider: provider.as_str(),
             raw: (*self.raw_input_schema).clone(),
+            changes: render_changes(&self.input_schema, &normalised, &findings),
             llm_schema: (*self.input_schema).clone(),
-            normalised: schema::render::input_schema(&rendering, provider).clone(),
+            normalised,
             rendering,
-            findings: schema::lint::lint_tool(&self.exposed_name, &self.input_schema, provider, self.strict),
+            findings,
         })
     }
+}
+
+/// What the renderer changed in the schema the LLM sees to make it one the provider accepts:
+/// each field that differs, with the provider's rules broken at that place of the schema (the
+/// lint's findings there: why a keyword moved into the description, say). A change with no
+/// rule broken there (strict mode closing an object, an inlined `$ref`) has none.
+fn render_changes(declared: &Value, sent: &Value, findings: &[schema::lint::Finding]) -> Vec<RenderChange> {
+    crate::diff::field_changes(Some(declared), Some(sent))
+        .into_iter()
+        .map(|change| {
+            let (place, key) = change.path.rsplit_once('.').unwrap_or(("", change.path.as_str()));
+            // A finding's pointer may end at the keyword it is about; its place is the node.
+            let place_of = |f: &schema::lint::Finding| {
+                let at = f.pointer.trim_start_matches('/').replace('/', ".");
+                at.strip_suffix(&f.keyword).map(|at| at.trim_end_matches('.').to_string()).unwrap_or(at)
+            };
+            let here: Vec<_> = findings.iter().filter(|f| place_of(f) == place).collect();
+            // A keyword's own rule; for anything else there (its description), all of them.
+            let own: Vec<_> = here.iter().filter(|f| f.keyword == key).collect();
+            let mut why: Vec<String> = if own.is_empty() {
+                here.iter().map(|f| f.message.clone()).collect()
+            } else {
+                own.iter().map(|f| f.message.clone()).collect()
+            };
+            if why.is_empty() {
+                // The outermost keyword that explains it: `$defs.a.type` went with the `$defs`.
+                why.extend(change.path.split('.').find_map(usual_reason).map(str::to_string));
+            }
+            if why.is_empty() && change.after.is_none() {
+                why.push("moved into the description, in words the LLM reads".into());
+            }
+            RenderChange { path: change.path, declared: change.before, sent: change.after, why }
+        })
+        .collect()
+}
+
+/// Why the renderer changes a keyword when no rule of the provider is broken right there.
+fn usual_reason(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "$defs" | "definitions" | "$ref" => "references are inlined: a provider reads the schema whole",
+        "$schema" | "$id" | "$comment" => "the schema's own metadata says nothing to an LLM",
+        "description" => "what the provider takes no keyword for is kept here, in words the LLM reads",
+        "required" | "additionalProperties" => {
+            "strict mode: every property required (optional ones nullable), every object closed"
+        }
+        "type" | "nullable" => "written as the provider reads types: one type, optional values nullable",
+        "anyOf" | "oneOf" | "allOf" => "compositions are merged, or written as `anyOf`",
+        _ => return None,
+    })
+}
+
+/// One field of the schema the renderer changed for a provider, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RenderChange {
+    pub path: String,
+    /// As declared (presets removed); `None`: not there.
+    pub declared: Option<Value>,
+    /// As sent; `None`: removed.
+    pub sent: Option<Value>,
+    /// The provider's rules the declared schema broke at that place.
+    pub why: Vec<String>,
 }
 
 /// A tool's schema for one provider, as the inspector shows it.
@@ -126,6 +190,8 @@ pub struct Inspection {
     pub normalised: Value,
     pub rendering: Value,
     pub findings: Vec<schema::lint::Finding>,
+    /// What the renderer changed for the provider, and why.
+    pub changes: Vec<RenderChange>,
 }
 
 /// Two or more visible tools that would share an exposed name for a tenant. None of them is
@@ -635,5 +701,41 @@ fn tenant_tools(
         limits: Arc::default(),
         access: Access::default(),
         items: Arc::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::render_changes;
+    use crate::schema::{Provider, lint::lint, normalize::normalize};
+
+    /// Each change says why: the provider's rule broken at that place, or the renderer's usual
+    /// reason for the keyword.
+    #[test]
+    fn what_the_renderer_changed_says_why() {
+        let declared = json!({
+            "type": "object",
+            "properties": {
+                "when": {"type": "string", "format": "date-time", "pattern": "^2"},
+                "count": {"type": "integer", "multipleOf": 5}
+            },
+            "$defs": {"unused": {"type": "string"}}
+        });
+        let sent = normalize(&declared, Provider::Gemini, false).unwrap();
+        let changes = render_changes(&declared, &sent, &lint(&declared, Provider::Gemini, false));
+        let why = |path: &str| {
+            changes.iter().find(|c| c.path == path).map(|c| c.why.join("; ")).unwrap_or_default()
+        };
+        assert!(why("properties.count.multipleOf").contains("multipleOf"), "{changes:#?}");
+        assert_eq!(why("properties.when.pattern"), "moved into the description, in words the LLM reads");
+        assert_eq!(
+            why("properties.count.description"),
+            why("properties.count.multipleOf"),
+            "moved there for it"
+        );
+        assert!(why("$defs.unused.type").starts_with("references are inlined"), "{changes:#?}");
+        assert!(changes.iter().all(|c| !c.why.is_empty()), "{changes:#?}");
     }
 }

@@ -1,13 +1,12 @@
 //! Reading the audit log: who changed what, when, with before/after (secrets were redacted
 //! before they were recorded).
 
-use std::collections::BTreeSet;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::PgPool;
 
 use super::Result;
+use crate::diff::{FieldChange, field_changes};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditEvent {
@@ -22,40 +21,10 @@ pub struct AuditEvent {
     pub after: Option<Value>,
 }
 
-/// One field an event changed: its path (`ceiling.tags`), and its value before and after
-/// (`None`: it was not there).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FieldChange {
-    pub path: String,
-    pub before: Option<Value>,
-    pub after: Option<Value>,
-}
-
 impl AuditEvent {
     /// The fields the event changed (see [`field_changes`]).
     pub fn changes(&self) -> Vec<FieldChange> {
         field_changes(self.before.as_ref(), self.after.as_ref())
-    }
-}
-
-/// The fields that differ between `before` and `after`, in path order; objects are compared
-/// field by field, anything else as a whole.
-pub fn field_changes(before: Option<&Value>, after: Option<&Value>) -> Vec<FieldChange> {
-    let mut changes = Vec::new();
-    diff(String::new(), before, after, &mut changes);
-    changes
-}
-
-fn diff(path: String, before: Option<&Value>, after: Option<&Value>, out: &mut Vec<FieldChange>) {
-    if before.is_none_or(Value::is_object) && after.is_none_or(Value::is_object) {
-        let (before, after) = (before.and_then(Value::as_object), after.and_then(Value::as_object));
-        let keys: BTreeSet<&String> = before.into_iter().chain(after).flat_map(|o| o.keys()).collect();
-        for key in keys {
-            let inner = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-            diff(inner, before.and_then(|o| o.get(key)), after.and_then(|o| o.get(key)), out);
-        }
-    } else if before != after {
-        out.push(FieldChange { path, before: before.cloned(), after: after.cloned() });
     }
 }
 
