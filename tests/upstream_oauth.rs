@@ -410,11 +410,21 @@ async fn a_per_tenant_server_uses_the_account_its_tenants_administrator_authoriz
     let token = common::admin_token(&pool, "ci").await;
     register(&toolgate.url, &token, "desk", &upstream.url, json!({"mode": "tenant"})).await;
 
+    // The tenant's page lists it as waiting for the tenant's account.
+    let listed = || store::authorizations::tenant_connectable(&pool, "acme");
+    let waiting = listed().await.unwrap();
+    assert_eq!(
+        waiting.iter().map(|c| (c.server.as_str(), c.authorization.is_some())).collect::<Vec<_>>(),
+        [("desk", false)]
+    );
+
     // Ann authorizes it for acme; every call of acme's uses that account, whoever makes it.
     let ann = signed_in(&toolgate.url, "ann").await;
     let start = format!("{}/oauth/upstream/start?server=desk&for=tenant:acme", toolgate.url);
     // She is a tenant administrator: back to her tenant's page, not to the owners' server page.
     assert_eq!(authorize(&ann, &start, "acme-team@desk.test").await, "/tenants/acme");
+    let authorized = listed().await.unwrap().remove(0).authorization.expect("listed as authorized");
+    assert_eq!(authorized.tenant.as_deref(), Some("acme"));
     assert_eq!(text(&whoami_as_owner(&toolgate.url, &token, "desk").await), "acme-team@desk.test");
     let bob = signed_in(&toolgate.url, "bob").await;
     assert_eq!(whoami_in_playground(&toolgate.url, &bob, "acme", "desk").await, "acme-team@desk.test");

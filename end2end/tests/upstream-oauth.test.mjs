@@ -15,6 +15,10 @@ import { launchChromium, open, policyRefusals, reload, screenshots, signIn, star
 const TOKEN_SECONDS = 4;
 
 let toolgate;
+// The provider and the protected server the first test starts, and an admin token.
+let issuer;
+let upstream;
+let token;
 let browser;
 const children = [];
 
@@ -66,11 +70,11 @@ test('an owner registers an OAuth server, authorizes it, and authorizes it again
   const providerScript = new URL('../support/openid-provider.mjs', import.meta.url).pathname;
   // Another site than Toolgate's 127.0.0.1, as a real provider is.
   const config = { resources: { accessTokenSeconds: TOKEN_SECONDS }, host: 'localhost' };
-  const issuer = await start(existsSync(node22) ? node22 : process.execPath, [providerScript, JSON.stringify(config)], (line) => JSON.parse(line).issuer);
+  issuer = await start(existsSync(node22) ? node22 : process.execPath, [providerScript, JSON.stringify(config)], (line) => JSON.parse(line).issuer);
   const python = `${process.env.TOOLGATE_VENV ?? `${process.env.HOME}/.cache/toolgate/venv`}/bin/python`;
   const serverScript = new URL('../../tests/python/protected_server.py', import.meta.url).pathname;
-  const upstream = await start(python, [serverScript, issuer, '0'], (line) => line.replace(/^listening /, ''));
-  const token = toolgate.cli(['admin', 'token', 'create', '--name', 'e2e']).trim().split('\n').pop();
+  upstream = await start(python, [serverScript, issuer, '0'], (line) => line.replace(/^listening /, ''));
+  token = toolgate.cli(['admin', 'token', 'create', '--name', 'e2e']).trim().split('\n').pop();
   const tenant = await fetch(`${toolgate.url}/api/admin/v1/tenants`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -127,4 +131,30 @@ test('an owner registers an OAuth server, authorizes it, and authorizes it again
   await row.getByText('active').waitFor();
   await until(async () => assert.equal(await whoami(token, 'crm'), 'olive@crm.test'), 'calls as olive again');
   assert.deepEqual(refusals, []);
+});
+
+test('a tenant administrator authorizes her tenant\'s account from the tenant page', async () => {
+  const registered = await fetch(`${toolgate.url}/api/admin/v1/servers`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'desk', transport: 'streamable_http', url: upstream, oauth: { mode: 'tenant' } }),
+  });
+  assert.equal(registered.status, 201, await registered.text());
+  toolgate.cli(['admin', 'create', 'jane', '--role', 'tenant-admin', '--tenant', 'acme', '--password-stdin'], 'jane-s-long-password');
+  const jane = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+  await signIn(jane, toolgate, 'jane', 'jane-s-long-password');
+  await open(jane, toolgate, '/tenants/acme');
+  const row = jane.locator('section.card', { has: jane.getByRole('heading', { name: 'Accounts at its servers' }) }).locator('tbody tr', { hasText: 'desk' });
+  await row.getByText('not authorized').waitFor();
+  await row.getByRole('link', { name: 'Authorize for acme' }).click();
+  await jane.locator('input[name=login]').waitFor();
+  await jane.locator('input[name=login]').fill('acme-team@desk.test');
+  await jane.locator('input[name=password]').fill('any');
+  await jane.locator('button[type=submit]').click();
+  // Back on her tenant's page (the server's page is the owners'), authorized.
+  await jane.waitForURL(`${toolgate.url}/tenants/acme`);
+  await jane.waitForSelector('html[data-hydrated="true"]');
+  await row.getByText('active').waitFor();
+  await row.getByText(/jane/).waitFor();
+  await until(async () => assert.equal(await whoami(token, 'desk'), 'acme-team@desk.test'), 'acme calls as its account');
 });

@@ -383,6 +383,15 @@ pub async fn complete_prompt_argument(
 }
 
 /// The tenant's newest test invocations (the playground's history), newest first.
+/// The servers that take an account per tenant, with this tenant's authorization of each:
+/// what its administrators authorize (through [`crate::upstream::connect_link`]).
+pub async fn upstream_accounts(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+) -> Result<Vec<store::authorizations::Connectable>> {
+    store::authorizations::tenant_connectable(&services.pool, tenant.slug().as_str()).await
+}
+
 pub async fn test_runs(services: &Services, tenant: &ManagedTenant<'_>) -> Result<Vec<TestRun>> {
     store::invocations::test_runs(&services.pool, tenant.slug().as_str(), 20).await
 }

@@ -456,6 +456,30 @@ pub async fn connectable(pool: &PgPool, account: Uuid, everything: bool) -> Resu
         .collect())
 }
 
+/// The servers with an account per tenant that `tenant` uses (shared ones, and its own),
+/// each with the tenant's authorization if one was given.
+pub async fn tenant_connectable(pool: &PgPool, tenant: &str) -> Result<Vec<Connectable>> {
+    let servers = sqlx::query_scalar!(
+        "select s.name from mcp_oauth o join source s on s.id = o.source_id
+         join tenant t on t.slug = $1
+         where o.mode = 'tenant' and o.grant_type = 'authorization_code' and s.enabled
+           and (s.tenant_id is null or s.tenant_id = t.id)
+         order by s.name",
+        tenant,
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut theirs: Vec<Authorization> =
+        list(pool, None, None).await?.into_iter().filter(|a| a.tenant.as_deref() == Some(tenant)).collect();
+    Ok(servers
+        .into_iter()
+        .map(|server| {
+            let authorization = theirs.iter().position(|a| a.server == server).map(|i| theirs.remove(i));
+            Connectable { server, authorization }
+        })
+        .collect())
+}
+
 /// Forgets `account`'s own authorization `id`; whether it was theirs.
 pub async fn remove_own(pool: &PgPool, actor: &Actor, account: Uuid, id: Uuid) -> Result<bool> {
     let owned = sqlx::query_scalar!("select account_id from mcp_authorization where id = $1", id)

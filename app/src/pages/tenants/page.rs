@@ -13,7 +13,7 @@ use super::overrides::{ClearOverride, Overrides, SaveOverride};
 use super::people::{AccessCard, PeopleCards, PeopleData, SaveAccess};
 use super::standing::{ChangeTenant, StandingCard};
 use crate::error::PanelError;
-use crate::pages::ui::{grid, loaded, succeeded};
+use crate::pages::ui::{StatusBadge, grid, loaded, succeeded};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TenantView {
@@ -59,6 +59,17 @@ pub struct TenantView {
     pub owner_view: bool,
     /// Shared sources by name, which a ceiling may list.
     pub shared_sources: Vec<String>,
+    /// The servers that act as an account of each tenant, and this tenant's.
+    pub upstream_accounts: Vec<UpstreamAccount>,
+}
+
+/// A server that takes an account per tenant: where its administrators authorize one, and
+/// the tenant's authorization (state, until when, by whom) once given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UpstreamAccount {
+    pub server: String,
+    pub authorize: String,
+    pub authorized: Option<(String, String, String)>,
 }
 
 /// The owner's ceiling; each `None` is no limit.
@@ -171,6 +182,18 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
     } = tenants::detail(&state, &managed).await?;
     let TenantChoices { usable, tags: known_tags, shared_sources, default_tags, names } =
         tenants::choices(&state, &managed).await?;
+    let upstream_accounts = tenants::upstream_accounts(&state, &managed)
+        .await?
+        .into_iter()
+        .map(|row| UpstreamAccount {
+            authorize: engine::upstream::connect_link(None, &row.server) + "&for=tenant:" + slug.as_str(),
+            authorized: row.authorization.map(|a| {
+                let expires = a.expires_at.map_or_else(|| "not said".into(), minute);
+                (a.status.label().into(), expires, a.authorized_by)
+            }),
+            server: row.server,
+        })
+        .collect();
     let name_of = |id: uuid::Uuid| names.get(&id).cloned().unwrap_or_else(|| id.to_string());
     let tools = tools
         .into_iter()
@@ -256,6 +279,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         known_tags,
         shared_sources,
         owner_view: caller.owner().is_ok(),
+        upstream_accounts,
         ceiling: CeilingView {
             tags: tenant.ceiling.tags.clone(),
             sources: tenant.ceiling.sources.clone(),
@@ -326,12 +350,48 @@ pub fn TenantPage() -> impl IntoView {
                     <Overrides tenant=t.clone() save=save_override clear=clear_override />
                     <AccessCard tenant=t.clone() action=save_access />
                     <PeopleCards slug=t.slug.clone() data=people />
+                    <UpstreamAccounts tenant=t.clone() />
                     <Keys tenant=t.clone() create=create_key revoke=revoke_key />
                     <StandingCard tenant=t action=change_tenant />
                 }
             },
         )}
     }
+}
+
+/// The tenant's accounts at servers that act as each tenant's own (OAuth, per tenant): their
+/// state, and where to authorize one (again). Nothing when no server asks for one.
+#[component]
+fn UpstreamAccounts(tenant: TenantView) -> impl IntoView {
+    (!tenant.upstream_accounts.is_empty()).then(|| {
+        let rows = tenant.upstream_accounts;
+        view! {
+            <section class="card">
+                <h2>"Accounts at its servers"</h2>
+                <p class="muted">
+                    "These servers act as an account of each tenant: the tenant's calls use the account authorized here, \
+                     whoever makes them."
+                </p>
+                {grid(rows, "", &["Server", "State", "Until", "Authorized by", ""], move |row| {
+                    let (state, until, by) = match row.authorized {
+                        Some((state, until, by)) => (state, until, by),
+                        None => ("not authorized".into(), "—".into(), "—".into()),
+                    };
+                    let label = format!("Authorize for {}", tenant.slug);
+                    view! {
+                        <tr>
+                            <td>{row.server}</td>
+                            <td><StatusBadge status=state /></td>
+                            <td class="small">{until}</td>
+                            <td class="small">{by}</td>
+                            <td><a href=row.authorize rel="external">{label}</a></td>
+                        </tr>
+                    }
+                    .into_any()
+                })}
+            </section>
+        }
+    })
 }
 
 #[component]
