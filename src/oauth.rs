@@ -460,12 +460,12 @@ async fn upstream_start(
         let (source_id, owner) = engine::upstream::oauth::owner_for(&state.pool, &account, &server, wanted)
             .await
             .map_err(|err| err.to_string())?;
-        // Back where the person can see the connection: their own page, the server's (an
-        // owner's page), else the tenant's.
+        // Back where the connection shows: one's own page, the tenant's (a tenant
+        // administrator cannot open the server's), else the server's.
         let return_to = match wanted.strip_prefix("tenant:") {
             _ if wanted == "me" => "/connections".to_string(),
-            Some(slug) if account.role != engine::admin::Role::Owner => format!("/tenants/{slug}"),
-            _ => format!("/servers/{}", server.as_str()),
+            Some(slug) => format!("/tenants/{slug}"),
+            None => format!("/servers/{}", server.as_str()),
         };
         let actor = engine::store::Actor::admin(&account.username);
         let started_by = (account.id, &actor);

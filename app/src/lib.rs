@@ -28,9 +28,11 @@ use pages::{
 /// under it, or with a trailing `/` what starts so.
 const MEMBER_PAGES: &[&str] = &["/account", "/apps", "/connections", "/authorize/", "/oauth/upstream/start"];
 
-/// The pages only owners may open (a tenant administrator is shown [`NOT_ALLOWED_PAGE`]).
-const OWNER_PAGES: &[&str] =
-    &["/servers", "/tools", "/groups", "/config", "/tokens", "/accounts", "/sign-in"];
+/// The pages only owners may open (a tenant administrator is shown [`NOT_ALLOWED_PAGE`]), and
+/// what is under them; of the catalog, only the list (a tool's page shows a tenant
+/// administrator the tool as her tenants see it).
+const OWNER_PAGES: &[&str] = &["/servers", "/groups", "/config", "/tokens", "/accounts", "/sign-in"];
+const OWNERS_CATALOG: &str = "/tools";
 
 /// Where a tenant administrator who asked for an owner's page lands (`?page=` says which).
 pub const NOT_ALLOWED_PAGE: &str = "/not-allowed";
@@ -52,7 +54,8 @@ pub fn member_page(path: &str) -> bool {
 
 /// Whether only owners may open `path`.
 pub fn owner_page(path: &str) -> bool {
-    OWNER_PAGES.iter().any(|page| is_page(path, page))
+    let page = path.split(['?', '#']).next().unwrap_or_default();
+    page == OWNERS_CATALOG || OWNER_PAGES.iter().any(|owners| is_page(path, owners))
 }
 
 /// The HTML document around the app, rendered on the server. Its Content-Security-Policy
@@ -159,5 +162,6 @@ mod tests {
         assert!(!member_page("/accounts") && !member_page("/appsx") && !member_page("/authorize"));
         assert!(owner_page("/servers/echo") && owner_page("/tools?q=x") && owner_page("/accounts"));
         assert!(!owner_page("/tenants/acme") && !owner_page("/audit") && !owner_page("/account"));
+        assert!(!owner_page("/tools/0b7c4d1e-aaaa-4bbb-8ccc-123456789abc?tenant=acme"), "a tool's page");
     }
 }

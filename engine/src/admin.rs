@@ -497,8 +497,9 @@ pub async fn login(
         _ => (None, dummy_hash().await),
     };
     let verified = hash.verify(password).await;
-    // The audit log has each sign-in to an account and each refusal of one (not the guesses at
-    // names that are no account: those are only counted, above).
+    // The audit log has each sign-in to an account and its refusals: a wrong password once per
+    // address and window (the guesses after it are only counted, above, as are guesses at
+    // names that are no account), so that guessing from many addresses cannot bury the log.
     let audit = |action, actor: Actor, reason: Option<&str>| {
         let mut what = serde_json::json!({"with": "password", "address": address});
         if let Some(reason) = reason {
@@ -520,7 +521,9 @@ pub async fn login(
             Ok(AdminUser::from(account))
         }
         (false, Some(_)) => {
-            audit("sign_in_refused", Actor::system(), Some("wrong password")).await?;
+            if recent.by_user_here == 1 {
+                audit("sign_in_refused", Actor::system(), Some("wrong password")).await?;
+            }
             tracing::info!(username, address, "sign-in failed");
             Err(LoginError::InvalidCredentials)
         }

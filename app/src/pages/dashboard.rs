@@ -293,7 +293,8 @@ pub fn Dashboard() -> impl IntoView {
     let window = RwSignal::new("hour".to_string());
     let tenant = RwSignal::new(String::new());
     let overview = Resource::new(move || (window.get(), tenant.get()), |(w, t)| load_overview(w, t));
-    kept_current(overview, move || load_overview(window.get_untracked(), tenant.get_untracked()));
+    let chosen = move || (window.get_untracked(), tenant.get_untracked());
+    kept_current(overview, chosen, |(window, tenant)| load_overview(window, tenant), PartialEq::eq);
     let me = expect_context::<MeResource>();
     view! {
         <Title text="Dashboard" />

@@ -58,26 +58,41 @@ pub fn filters_in_address<const N: usize>(
 }
 
 /// Keeps what `resource` shows current while the page is open in the browser: every few
-/// seconds `load` runs again in the background, and `resource` takes its answer only when it
-/// differs from what is shown (a page redrawn for nothing would close what the user opened on
-/// it). A failed reload leaves the page as it was.
-pub fn kept_current<T, Fut>(resource: Resource<Result<T, PanelError>>, load: impl Fn() -> Fut + 'static)
-where
-    T: PartialEq + Send + Sync + 'static,
+/// seconds `load(source())` runs again in the background, and `resource` takes its answer when
+/// it differs from what is shown (`same` says when it does not: a page redrawn for nothing
+/// would close what the user opened on it). An answer for a source that changed meanwhile (the
+/// page moved on to another server) is dropped, a reload waits for the one before, and a failed
+/// one leaves the page as it was.
+pub fn kept_current<S, T, Fut>(
+    resource: Resource<Result<T, PanelError>>,
+    source: impl Fn() -> S + 'static,
+    load: impl Fn(S) -> Fut + 'static,
+    same: fn(&T, &T) -> bool,
+) where
+    S: PartialEq + 'static,
+    T: Send + Sync + 'static,
     Fut: Future<Output = Result<T, PanelError>> + 'static,
 {
     const PERIOD: std::time::Duration = std::time::Duration::from_secs(4);
-    let load = std::rc::Rc::new(load);
+    let reloading = std::rc::Rc::new(std::cell::Cell::new(false));
+    let (source, load) = (std::rc::Rc::new(source), std::rc::Rc::new(load));
     // Effects run only in the browser.
     Effect::new(move |_| {
-        let load = load.clone();
+        let (source, load, reloading) = (source.clone(), load.clone(), reloading.clone());
         let reload = move || {
-            let fresh = load();
+            if reloading.replace(true) {
+                return;
+            }
+            let (source, reloading) = (source.clone(), reloading.clone());
+            let asked = source();
+            let fresh = load(source());
             leptos::task::spawn_local(async move {
-                let Ok(fresh) = fresh.await else { return };
+                let answer = fresh.await;
+                reloading.set(false);
+                let Ok(fresh) = answer else { return };
                 let shown =
-                    resource.with_untracked(|shown| matches!(shown, Some(Ok(shown)) if *shown == fresh));
-                if !shown {
+                    resource.with_untracked(|shown| matches!(shown, Some(Ok(shown)) if same(shown, &fresh)));
+                if !shown && source() == asked {
                     resource.set(Some(Ok(fresh)));
                 }
             });

@@ -130,8 +130,16 @@ fn render_changes(declared: &Value, sent: &Value, findings: &[schema::lint::Find
             let (place, key) = change.path.rsplit_once('.').unwrap_or(("", change.path.as_str()));
             // A finding's pointer may end at the keyword it is about; its place is the node.
             let place_of = |f: &schema::lint::Finding| {
-                let at = f.pointer.trim_start_matches('/').replace('/', ".");
-                at.strip_suffix(&f.keyword).map(|at| at.trim_end_matches('.').to_string()).unwrap_or(at)
+                let mut segments: Vec<String> = f
+                    .pointer
+                    .split('/')
+                    .skip(1)
+                    .map(|segment| segment.replace("~1", "/").replace("~0", "~"))
+                    .collect();
+                if segments.last() == Some(&f.keyword) {
+                    segments.pop();
+                }
+                segments.join(".")
             };
             let here: Vec<_> = findings.iter().filter(|f| place_of(f) == place).collect();
             // A keyword's own rule; for anything else there (its description), all of them.

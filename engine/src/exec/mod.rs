@@ -41,6 +41,7 @@ use admission::Admission;
 pub use items::Subscription;
 pub use limits::{CallLimits, Limited};
 use limits::{Holder, Quotas};
+pub(crate) use record::keepable;
 pub use record::{CALL_SECONDS, CALLS_TOTAL, RECORDS_DROPPED, RECORDS_UNWRITTEN, RecordBuffer};
 use record::{Record, Recorder, Unfinished};
 

@@ -200,8 +200,7 @@ impl Recorder {
     /// Counts the call in the process's metrics and queues its invocation row.
     pub fn record(&self, mut record: Record) {
         if super::has_nul(&record.arguments) {
-            // PostgreSQL would refuse the row.
-            record.arguments = json!({"unrecorded": "the arguments contained U+0000"});
+            record.arguments = unrecordable();
         }
         let bytes = kept_arguments(&mut record.arguments)
             + record.tenant.len()
@@ -238,6 +237,22 @@ impl Recorder {
         meters.seconds.record(record.latency.as_secs_f64());
         meters.calls(tenant, tool, record.status).increment(1);
     }
+}
+
+/// What stands for arguments PostgreSQL would refuse to store (a U+0000 in a string).
+fn unrecordable() -> Value {
+    json!({"unrecorded": "the arguments contained U+0000"})
+}
+
+/// `arguments` as they may be kept elsewhere (an audit event), bounded as an invocation
+/// record keeps them.
+pub(crate) fn keepable(arguments: &Value) -> Value {
+    if super::has_nul(arguments) {
+        return unrecordable();
+    }
+    let mut kept = arguments.clone();
+    kept_arguments(&mut kept);
+    kept
 }
 
 /// Replaces `arguments` larger than [`RECORDED_ARGUMENTS`] as JSON text by a notice with their

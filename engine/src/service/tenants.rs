@@ -333,8 +333,10 @@ pub async fn invoke(
     hooks: CallHooks,
 ) -> Result<CallResult> {
     let view = view(services, tenant)?;
-    // Recorded before it runs: a run that never ends was still asked for.
-    let what = serde_json::json!({"tool": request.name, "arguments": request.arguments});
+    // Recorded before it runs (a run that never ends was still asked for), with its arguments
+    // bounded as the call's own record keeps them.
+    let what =
+        serde_json::json!({"tool": request.name, "arguments": crate::exec::keepable(&request.arguments)});
     let change = store::Change::new("test_call", "tenant", tenant.slug()).after(&what);
     store::record(&services.pool, tenant.actor(), &change).await?;
     services.executor.call_in(&view, &tenant.caller(), request, hooks).await

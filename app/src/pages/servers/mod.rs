@@ -113,7 +113,7 @@ pub fn ServersPage() -> impl IntoView {
     let register = ServerAction::<SaveServer>::new();
     let registered = succeeded(register);
     let servers = Resource::new(move || registered.get(), |_| list_servers());
-    kept_current(servers, list_servers);
+    kept_current(servers, || (), |()| list_servers(), PartialEq::eq);
     let query = leptos_router::hooks::use_query_map();
     let deleted = move || query.read().get("deleted");
     view! {

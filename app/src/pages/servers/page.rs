@@ -26,6 +26,22 @@ pub struct ServerView {
     pub items: Vec<ServerItem>,
 }
 
+impl ServerView {
+    /// Whether two answers differ in nothing but how long ago things happened (which moves
+    /// with every answer, and is no reason to redraw the page and close what is open on it).
+    fn same_but_when(&self, other: &ServerView) -> bool {
+        let timeless = |view: &ServerView| {
+            let mut view = view.clone();
+            view.health.last_seen_secs = None;
+            if let Some((_, secs)) = &mut view.health.last_error {
+                *secs = 0.0;
+            }
+            view
+        };
+        timeless(self) == timeless(other)
+    }
+}
+
 /// A prompt, resource or resource template the server offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerItem {
@@ -429,7 +445,8 @@ pub fn ServerPage() -> impl IntoView {
     let saved = succeeded(save);
     let detail =
         Resource::new(move || (name(), commanded.get(), saved.get()), |(name, _, _)| server_detail(name));
-    kept_current(detail, move || server_detail(name()));
+    let named = move || params.read_untracked().get("name").unwrap_or_default();
+    kept_current(detail, named, server_detail, ServerView::same_but_when);
     // The editor, read from the stored settings when opened.
     let editing = RwSignal::new(false);
     let editor = Resource::new(
