@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ui::{
-    ErrorNote, JsonBlock, StatusBadge, action_error, counted, filters_in_address, loaded, succeeded,
+    ErrorNote, JsonBlock, StatusBadge, action_error, counted, filters_in_address, grid, loaded, succeeded,
 };
 use crate::error::PanelError;
 
@@ -411,34 +411,20 @@ fn render_changes(changes: Vec<Value>) -> AnyView {
         Value::Null => view! { <span class="muted">"—"</span> }.into_any(),
         v => view! { <code>{v.to_string()}</code> }.into_any(),
     };
-    view! {
-        <div class="scroll">
-            <table class="grid render-changes">
-                <thead>
-                    <tr><th>"Field"</th><th>"Declared"</th><th>"Sent"</th><th>"Why"</th></tr>
-                </thead>
-                <tbody>
-                    {changes
-                        .into_iter()
-                        .map(|c| {
-                            let why = c["why"].as_array().map(|why| {
-                                why.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; ")
-                            });
-                            view! {
-                                <tr>
-                                    <td><code>{c["path"].as_str().unwrap_or_default().to_string()}</code></td>
-                                    <td>{value(&c["declared"])}</td>
-                                    <td>{value(&c["sent"])}</td>
-                                    <td class="small">{why.filter(|w| !w.is_empty()).unwrap_or_else(|| "normalised for this provider".into())}</td>
-                                </tr>
-                            }
-                        })
-                        .collect_view()}
-                </tbody>
-            </table>
-        </div>
-    }
-    .into_any()
+    grid(changes, "", &["Field", "Declared", "Sent", "Why"], move |c| {
+        let why = c["why"]
+            .as_array()
+            .map(|why| why.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "));
+        view! {
+            <tr>
+                <td><code>{c["path"].as_str().unwrap_or_default().to_string()}</code></td>
+                <td>{value(&c["declared"])}</td>
+                <td>{value(&c["sent"])}</td>
+                <td class="small">{why.filter(|w| !w.is_empty()).unwrap_or_else(|| "normalised for this provider".into())}</td>
+            </tr>
+        }
+        .into_any()
+    })
 }
 
 #[component]
