@@ -106,8 +106,10 @@ async fn prompts_and_resources_are_served_by_server_and_a_conflict_by_neither(po
     let token = common::admin_token(&pool, "items").await;
     let admin = reqwest::Client::new().get(app.url("/api/admin/v1/tenants/acme")).bearer_auth(&token);
     let detail = common::json_of(admin).await;
-    let static_text =
-        json!({"kind": "resource", "exposed": "test://static-text", "servers": ["alpha", "beta"]});
+    let static_text = json!({
+        "kind": "resource", "exposed": "test://static-text", "servers": ["alpha", "beta"],
+        "keys": ["test://static-text", "test://static-text"]
+    });
     assert!(detail["item_conflicts"].as_array().unwrap().contains(&static_text), "{detail}");
     assert!(
         detail["items"].as_array().unwrap().iter().any(|i| i["name"] == "a_test_simple_prompt"),
@@ -179,6 +181,165 @@ async fn prompts_and_resources_are_served_by_server_and_a_conflict_by_neither(po
         .await
         .unwrap();
     assert_eq!(gone.status(), 404);
+}
+
+/// Waits until `count` has moved past `before`.
+async fn until_moved(count: &std::sync::atomic::AtomicUsize, before: usize, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while count.load(Ordering::SeqCst) == before {
+        assert!(std::time::Instant::now() < deadline, "no list_changed for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_tenant_hides_renames_and_describes_single_prompts_and_resources(pool: PgPool) {
+    let python = || venv_program_of("mcp1", "python");
+    let (_alpha, alpha_port) = common::python_server(python(), "conformance_server.py", &[]).await;
+    let (_beta, beta_port) = common::python_server(python(), "conformance_server.py", &[]).await;
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    register(&pool, "alpha", "a", &[], alpha_port).await;
+    register(&pool, "beta", "b", &[], beta_port).await;
+    until_rest(&app, &key, "/api/v1/prompts", |listed| names(listed, "prompts", "name").len() == 8).await;
+    let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.clone());
+    let counter = ListChangedCounter::default();
+    let client = counter.clone().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let token = common::admin_token(&pool, "items").await;
+    let admin = reqwest::Client::new();
+    let choose = |server: &str, kind: &str, key: &str| {
+        admin
+            .put(app.url("/api/admin/v1/tenants/acme/items"))
+            .query(&[("server", server), ("kind", kind), ("key", key)])
+            .bearer_auth(&token)
+    };
+
+    // Hiding beta's resource settles that conflict: alpha's is served, the others stay withheld.
+    let before = counter.resources_changed.load(Ordering::SeqCst);
+    let hidden = choose("beta", "resource", "test://static-text")
+        .json(&json!({"enabled": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(hidden.status(), 200);
+    let hidden: serde_json::Value = hidden.json().await.unwrap();
+    assert_eq!(
+        (hidden["server"].as_str(), hidden["enabled"].as_bool()),
+        (Some("beta"), Some(false)),
+        "{hidden}"
+    );
+    until_moved(&counter.resources_changed, before, "resources").await;
+    let uris: Vec<String> =
+        client.list_all_resources().await.unwrap().into_iter().map(|r| r.uri).collect();
+    assert_eq!(uris, ["test://static-text"]);
+    let read = client.read_resource(ReadResourceRequestParams::new("test://static-text")).await.unwrap();
+    assert!(serde_json::to_string(&read).unwrap().contains("static text resource"), "{read:?}");
+
+    // A prompt renamed and described for this tenant; its old name is no longer served.
+    let before = counter.prompts_changed.load(Ordering::SeqCst);
+    let renamed = choose("alpha", "prompt", "test_simple_prompt")
+        .json(&json!({"name": "simple", "description": "Greets, simply."}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(renamed.status(), 200);
+    until_moved(&counter.prompts_changed, before, "prompts").await;
+    let prompts = client.list_all_prompts().await.unwrap();
+    let simple = prompts.iter().find(|p| p.name == "simple").expect("renamed");
+    assert_eq!(simple.description.as_deref(), Some("Greets, simply."));
+    assert!(!prompts.iter().any(|p| p.name == "a_test_simple_prompt"));
+    client.get_prompt(GetPromptRequestParams::new("simple")).await.unwrap();
+    let gone = client.get_prompt(GetPromptRequestParams::new("a_test_simple_prompt")).await.unwrap_err();
+    assert!(gone.to_string().contains("not found"), "{gone}");
+
+    // Refused, each saying why: a name another prompt has, a renamed resource, an unknown item,
+    // a description over 8 KiB.
+    let refusals = [
+        (
+            choose("beta", "prompt", "test_simple_prompt").json(&json!({"name": "simple"})),
+            422,
+            "prompt `test_simple_prompt` of server `alpha`",
+        ),
+        (
+            choose("alpha", "resource", "test://static-text").json(&json!({"name": "x"})),
+            422,
+            "only a prompt takes another name",
+        ),
+        (
+            choose("alpha", "prompt", "nothing").json(&json!({"enabled": false})),
+            404,
+            "prompt `nothing` of server `alpha`",
+        ),
+        (
+            choose("alpha", "prompt", "test_simple_prompt").json(&json!({"description": "x".repeat(9000)})),
+            422,
+            "at most 8192 bytes",
+        ),
+    ];
+    for (request, status, says) in refusals {
+        let answer = request.send().await.unwrap();
+        assert_eq!(answer.status(), status);
+        let text = answer.text().await.unwrap();
+        assert!(text.contains(says), "{text}");
+    }
+
+    // The tenant's page and the admin API show the choices.
+    let detail = common::json_of(admin.get(app.url("/api/admin/v1/tenants/acme")).bearer_auth(&token)).await;
+    assert_eq!(detail["item_overrides"].as_array().unwrap().len(), 2, "{detail}");
+    assert!(app.login(common::PASSWORD).await.status().is_success());
+    let page = app.get("/tenants/acme").await.text().await.unwrap();
+    assert!(page.contains("This tenant&#x27;s choices") || page.contains("This tenant's choices"), "{page}");
+    assert!(page.contains("named simple"), "{page}");
+
+    // The configuration document keeps them by server and key, and applies them back.
+    let config = || admin.get(app.url("/api/admin/v1/config")).bearer_auth(&token);
+    let mut document = common::json_of(config()).await;
+    let acme = &document["tenants"][0];
+    assert_eq!(
+        acme["prompts"]["alpha"]["test_simple_prompt"],
+        json!({"name": "simple", "description": "Greets, simply."})
+    );
+    assert_eq!(acme["resources"]["beta"]["test://static-text"], json!({"enabled": false}));
+    let apply = |document: &serde_json::Value| {
+        admin.put(app.url("/api/admin/v1/config")).bearer_auth(&token).json(document).send()
+    };
+    let same: serde_json::Value = apply(&document).await.unwrap().json().await.unwrap();
+    assert_eq!(same["changes"], json!([]), "{same}");
+    document["tenants"][0].as_object_mut().unwrap().remove("resources");
+    document["tenants"][0]["resource_templates"] =
+        json!({"alpha": {"test://template/{id}/data": {"enabled": false}}});
+    let applied: serde_json::Value = apply(&document).await.unwrap().json().await.unwrap();
+    assert_eq!(applied["applied"], true, "{applied}");
+    let acme = common::json_of(config()).await["tenants"][0].clone();
+    assert!(acme.get("resources").is_none(), "{acme}");
+    document["tenants"][0]["prompts"] = json!({"nowhere": {"x": {"enabled": false}}});
+    let refused = apply(&document).await.unwrap();
+    assert_eq!(refused.status(), 422);
+    let text = refused.text().await.unwrap();
+    assert!(
+        text.contains("tenants.acme.prompts.nowhere.x: server `nowhere` is not among the document's servers"),
+        "{text}"
+    );
+
+    // Beta's template is the one served now; removing the prompt's choice brings its name back.
+    until_rest(&app, &key, "/api/v1/resources", |listed| {
+        names(listed, "resources", "uri").is_empty()
+            && names(listed, "resourceTemplates", "uriTemplate").len() == 1
+    })
+    .await;
+    let removed = admin
+        .delete(app.url("/api/admin/v1/tenants/acme/items"))
+        .query(&[("server", "alpha"), ("kind", "prompt"), ("key", "test_simple_prompt")])
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(removed.status(), 204);
+    until_rest(&app, &key, "/api/v1/prompts", |listed| {
+        names(listed, "prompts", "name").contains(&"a_test_simple_prompt".to_string())
+    })
+    .await;
+    client.cancel().await.unwrap();
 }
 
 const WATCHED: &str = "test://watched-resource";

@@ -7,6 +7,8 @@
 //! a group or an override may name a tool of a server that has not been discovered, and binds
 //! to it once discovery finds it. Built-in and external sources are not part of the document.
 
+mod items;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +22,7 @@ use crate::exec::CallLimits;
 use crate::model::{Name, SourceKind, Tag, TenantSlug, parse_tags, tag_strings};
 use crate::secret::SecretBox;
 use crate::sso::{self, SignInConfig};
+use crate::store::item_overrides;
 use crate::store::overrides::{self, OverrideInput};
 use crate::store::servers::{self, ServerConfig, StoredSecrets};
 use crate::store::settings::Settings;
@@ -108,6 +111,15 @@ pub struct TenantConfig {
     /// Per-tool overrides, by default exposed name.
     #[serde(default)]
     pub tools: BTreeMap<String, OverrideInput>,
+    /// Choices for single prompts, by server and the server's own prompt name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub prompts: items::ByServer,
+    /// Choices for single resources, by server and URI.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resources: items::ByServer,
+    /// Choices for single resource templates, by server and URI template.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resource_templates: items::ByServer,
     /// The owner's limit on the tags, sources and groups the tenant may use; left out = none.
     #[serde(default, skip_serializing_if = "Ceiling::is_open")]
     pub ceiling: Ceiling,
@@ -223,6 +235,9 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
 
     let choices = tenants::all_group_choices(&mut **tx).await?;
     let override_rows = overrides::all(&mut **tx).await?;
+    let item_rows = item_overrides::all(&mut **tx).await?;
+    let server_names: HashMap<Uuid, Name> =
+        all_sources.iter().filter_map(|source| Some((source.id, Name::parse(&source.name).ok()?))).collect();
     let mut tenants = Vec::new();
     let mut preset_secrets = HashMap::new();
     for tenant in &tenant_rows {
@@ -247,13 +262,16 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
             preset_secrets.insert((tenant.slug.clone(), key.clone()), (row.source_id, sealed));
             tools.insert(key, input);
         }
-        tenants.push(TenantConfig {
+        let mut config = TenantConfig {
             slug,
             name: Some(tenant.name.clone()),
             enabled_tags: tenant.enabled_tags.as_deref().map(parse_tags).transpose()?,
             groups,
             meta_tool: tenant.meta_tool,
             tools,
+            prompts: BTreeMap::new(),
+            resources: BTreeMap::new(),
+            resource_templates: BTreeMap::new(),
             ceiling: tenant.ceiling.clone(),
             limits: tenant.limits,
             tool_limits: tenant.tool_limits.clone(),
@@ -261,7 +279,9 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
             api_keys: tenant.api_keys,
             oauth: tenant.oauth,
             enabled: tenant.enabled,
-        });
+        };
+        items::export(&mut config, tenant.id, &item_rows, &server_names);
+        tenants.push(config);
     }
 
     let document = Document {
@@ -354,7 +374,7 @@ impl Document {
                 return Err(Error::Invalid(format!("tenants.{}: {refusal}", tenant.slug)));
             }
         }
-        Ok(())
+        items::check(self)
     }
 }
 
@@ -409,6 +429,9 @@ fn tenant_view(tenant: &TenantConfig, stored: &PresetSecrets, moved: &HashSet<Uu
         "groups": tenant.groups,
         "meta_tool": tenant.meta_tool,
         "tools": tools,
+        "prompts": tenant.prompts,
+        "resources": tenant.resources,
+        "resource_templates": tenant.resource_templates,
         "ceiling": tenant.ceiling,
         "limits": tenant.limits,
         "tool_limits": tenant.tool_limits,
@@ -658,6 +681,7 @@ pub async fn apply(
             kept.push((source_id, upstream));
         }
         overrides::retain(&mut *tx, id, &kept).await?;
+        items::apply(&mut tx, id, tenant).await?;
         for key in tenant.tool_limits.keys() {
             index.resolve(key, Some(id)).map_err(at(format!("tenants.{}.tool_limits.{key}", tenant.slug)))?;
         }

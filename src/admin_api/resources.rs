@@ -13,6 +13,7 @@ use engine::model::{Tag, TenantSlug};
 use engine::service::{Admin, Services, global, servers, tenants};
 use engine::store::SecretInput;
 use engine::store::audit::AuditFilter;
+use engine::store::item_overrides::{ItemOverrideInput, ItemRef};
 use engine::store::overrides::OverrideInput;
 use engine::store::servers::ServerConfig;
 use engine::store::tenants::TenantUpdate;
@@ -31,6 +32,7 @@ pub(super) fn router() -> Router<Services> {
         .route("/api/admin/v1/tenants/{slug}", get(tenant).patch(update_tenant).delete(delete_tenant))
         .route("/api/admin/v1/tenants/{slug}/groups/{group}", put(set_group))
         .route("/api/admin/v1/tenants/{slug}/tools/{id}", put(set_override).delete(clear_override))
+        .route("/api/admin/v1/tenants/{slug}/items", put(set_item_override).delete(clear_item_override))
         .route("/api/admin/v1/servers", get(servers).post(create_server))
         .route("/api/admin/v1/servers/test", post(test_server))
         .route("/api/admin/v1/servers/{name}", get(server).put(update_server).delete(delete_server))
@@ -199,6 +201,28 @@ async fn clear_override(
     Path((slug, id)): Path<(String, Uuid)>,
 ) -> Answer {
     tenants::clear_override(&state, &admin.tenant(&slug)?, id).await?;
+    no_content()
+}
+
+/// `PUT /api/admin/v1/tenants/{slug}/items?server=…&kind=…&key=…`: the tenant's choice for
+/// one prompt, resource or template of a server.
+async fn set_item_override(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path(slug): Path<String>,
+    Query(item): Query<ItemRef>,
+    Body(body): Body<ItemOverrideInput>,
+) -> Answer {
+    ok(tenants::set_item_override(&state, &admin.tenant(&slug)?, &item, &body).await?)
+}
+
+async fn clear_item_override(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path(slug): Path<String>,
+    Query(item): Query<ItemRef>,
+) -> Answer {
+    tenants::clear_item_override(&state, &admin.tenant(&slug)?, &item).await?;
     no_content()
 }
 

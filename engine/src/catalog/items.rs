@@ -62,6 +62,22 @@ impl CatalogItem {
         }
     }
 
+    /// This item as a tenant's choice leaves it: a prompt under `name`, and described as
+    /// `description`.
+    pub fn chosen(&self, name: Option<&str>, description: Option<&str>) -> CatalogItem {
+        let mut chosen = self.clone();
+        let mut definition = (*self.definition).clone();
+        if let Some(name) = name.filter(|_| self.kind == ItemKind::Prompt) {
+            chosen.exposed = name.to_string();
+            definition["name"] = Value::String(chosen.exposed.clone());
+        }
+        if let Some(description) = description {
+            definition["description"] = Value::String(description.to_string());
+        }
+        chosen.definition = Arc::new(definition);
+        chosen
+    }
+
     /// Whether this template's URIs include `uri`.
     pub fn matches(&self, uri: &str) -> bool {
         self.matcher.as_ref().is_some_and(|matcher| matcher.is_match(uri))
@@ -114,6 +130,8 @@ pub struct ItemConflict {
     pub kind: ItemKind,
     pub exposed: String,
     pub servers: Vec<String>,
+    /// Each server's own key for it (a prompt's name before its prefix), as `servers`.
+    pub keys: Vec<String>,
 }
 
 /// Why a URI cannot be read.
@@ -152,6 +170,7 @@ impl TenantItems {
                     kind: many[0].kind,
                     exposed: many[0].exposed.clone(),
                     servers: many.iter().map(|item| item.source_name.clone()).collect(),
+                    keys: many.iter().map(|item| item.key.clone()).collect(),
                 }),
             }
         }
@@ -267,7 +286,8 @@ mod tests {
             vec![ItemConflict {
                 kind: ItemKind::Resource,
                 exposed: "same://x".into(),
-                servers: vec!["a".into(), "b".into()]
+                servers: vec!["a".into(), "b".into()],
+                keys: vec!["same://x".into(), "same://x".into()],
             }]
         );
         assert_eq!(items.prompt("a_hello").unwrap().definition["name"], "a_hello");

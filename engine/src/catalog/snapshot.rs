@@ -20,6 +20,8 @@ use crate::exec::validate::ArgumentValidator;
 use crate::model::SourceKind;
 use crate::schema;
 use crate::store::catalog::{ItemRow, Loaded, ToolRow};
+use crate::store::item_overrides::StoredItemOverride;
+use crate::store::items::ItemKind;
 use crate::store::overrides::StoredOverride;
 
 /// The timeout of a tool that sets none.
@@ -564,6 +566,11 @@ pub(super) fn build(loaded: &Loaded, bases: &Arc<Bases>, version: u64, force_too
     let group_name: HashMap<Uuid, &str> = loaded.groups.iter().map(|g| (g.id, g.name.as_str())).collect();
     let tenant_group: HashMap<(Uuid, Uuid), bool> =
         loaded.tenant_groups.iter().map(|&(t, g, active)| ((t, g), active)).collect();
+    let item_choices: HashMap<(Uuid, Uuid, ItemKind, &str), &StoredItemOverride> = loaded
+        .item_overrides
+        .iter()
+        .map(|ov| ((ov.tenant_id, ov.source_id, ov.kind, ov.key.as_str()), ov))
+        .collect();
     let mut overrides: HashMap<(Uuid, Uuid), &StoredOverride> = HashMap::new();
     for ov in &loaded.overrides {
         // An override of a tool not discovered yet waits for it.
@@ -644,7 +651,17 @@ pub(super) fn build(loaded: &Loaded, bases: &Arc<Bases>, version: u64, force_too
                 && tenant.may_use(b.owner, &b.item.source_name, &b.tags)
                 && visibility::admitted_by_tags(whitelist, &b.tags)
         });
-        view.items = Arc::new(TenantItems::new(items.map(|b| b.item.clone()).collect()));
+        let items = items.filter_map(|b| {
+            let item = &b.item;
+            match item_choices.get(&(tenant.id, item.source_id, item.kind, item.key.as_str())) {
+                None => Some(item.clone()),
+                Some(ov) if !ov.enabled => None,
+                Some(ov) => {
+                    Some(Arc::new(item.chosen(ov.exposed_name.as_deref(), ov.description.as_deref())))
+                }
+            }
+        });
+        view.items = Arc::new(TenantItems::new(items.collect()));
         view.limits = Arc::new(limits);
         view.access = Access { api_keys: tenant.api_keys, oauth: tenant.oauth, enabled: tenant.enabled };
         if tenant.meta_tool {

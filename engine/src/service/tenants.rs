@@ -24,6 +24,7 @@ use crate::model::{Name, TenantSlug};
 use crate::store;
 use crate::store::SecretInput;
 use crate::store::invocations::TestRun;
+use crate::store::item_overrides::{ItemOverride, ItemOverrideInput, ItemRef};
 use crate::store::items::ItemKind;
 use crate::store::keys::ApiKey;
 use crate::store::overrides::{Override, OverrideInput};
@@ -49,6 +50,8 @@ pub struct TenantDetail {
     pub items: Vec<EffectiveItem>,
     /// Prompt names, URIs and templates offered by more than one server (none is served).
     pub item_conflicts: Vec<ItemConflict>,
+    /// The tenant's choices for single prompts, resources and templates.
+    pub item_overrides: Vec<ItemOverride>,
     pub snapshot_version: u64,
 }
 
@@ -58,6 +61,8 @@ pub struct EffectiveItem {
     pub kind: ItemKind,
     /// What clients know it by: a prompt's exposed name, a URI, a URI template.
     pub name: String,
+    /// Its server's own key for it: a prompt's name before its prefix, a URI, a template.
+    pub key: String,
     pub source: String,
     pub description: String,
     /// Its listed definition's size in tokens, roughly (4 bytes a token).
@@ -90,6 +95,7 @@ fn effective_items(items: &TenantItems) -> Vec<EffectiveItem> {
     all.map(|item| EffectiveItem {
         kind: item.kind,
         name: item.exposed.clone(),
+        key: item.key.clone(),
         source: item.source_name.clone(),
         description: item.definition["description"].as_str().unwrap_or_default().to_string(),
         approx_tokens: item.definition.to_string().len().div_ceil(4),
@@ -258,6 +264,47 @@ fn refuse_taken_name(
     Ok(())
 }
 
+/// Sets the tenant's choice for a prompt, resource or template of a server it may use; any
+/// other is answered as unknown. A prompt's new name must be free among the tenant's prompts.
+pub async fn set_item_override(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+    item: &ItemRef,
+    input: &ItemOverrideInput,
+) -> Result<ItemOverride> {
+    if let Some(name) = &input.name {
+        let snapshot = services.catalog.snapshot();
+        let items =
+            snapshot.tenant(tenant.slug().as_str()).map(|view| view.items.clone()).unwrap_or_default();
+        let other = items
+            .prompt(name)
+            .filter(|other| other.source_name != item.server.as_str() || other.key != item.key);
+        let claimed = items.conflicts.iter().any(|c| c.kind == ItemKind::Prompt && c.exposed == *name);
+        if let Some(other) = other {
+            return Err(crate::Error::Invalid(format!(
+                "`{name}` is the name of prompt `{}` of server `{}` for this tenant already: two prompts of one name \
+                 are both left out of its list; choose another",
+                other.key, other.source_name
+            )));
+        }
+        if claimed {
+            return Err(crate::Error::Invalid(format!(
+                "`{name}` is claimed by several of this tenant's prompts already, none of them served; choose another"
+            )));
+        }
+    }
+    store::item_overrides::set(&services.pool, tenant.actor(), tenant.slug(), item, input).await
+}
+
+/// Removes the tenant's choice for an item: it is served as its server lists it.
+pub async fn clear_item_override(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+    item: &ItemRef,
+) -> Result<()> {
+    store::item_overrides::clear(&services.pool, tenant.actor(), tenant.slug(), item).await
+}
+
 /// Enables or disables `tools` for the tenant, each keeping the rest of its override (name,
 /// description, timeout, presets, stored secret presets).
 pub async fn set_enabled(
@@ -405,6 +452,7 @@ pub async fn detail(services: &Services, managed: &ManagedTenant<'_>) -> Result<
     let tenant = store::tenants::get(pool, slug).await?;
     let mut groups = store::tenants::group_activations(pool, slug).await?;
     let mut overrides = store::overrides::list(pool, slug).await?;
+    let mut item_overrides = store::item_overrides::list(pool, slug).await?;
     if managed.owner().is_err() {
         groups.retain(|group| tenant.ceiling.admits_group(&group.group));
         let usable: HashSet<Uuid> = store::sources::tools(pool)
@@ -414,6 +462,13 @@ pub async fn detail(services: &Services, managed: &ManagedTenant<'_>) -> Result<
             .map(|tool| tool.id)
             .collect();
         overrides.retain(|o| usable.contains(&o.tool_id));
+        let servers: HashSet<String> = store::sources::list(pool)
+            .await?
+            .into_iter()
+            .filter(|source| tenant.may_use(source.tenant_id, &source.name, &source.tags))
+            .map(|source| source.name)
+            .collect();
+        item_overrides.retain(|o| servers.contains(&o.server));
     }
     let keys = store::keys::list(pool, slug).await?;
     let snapshot = catalog.snapshot();
@@ -446,6 +501,7 @@ pub async fn detail(services: &Services, managed: &ManagedTenant<'_>) -> Result<
         }),
         items: view.map(|view| effective_items(&view.items)).unwrap_or_default(),
         item_conflicts: view.map(|view| view.items.conflicts.clone()).unwrap_or_default(),
+        item_overrides,
         snapshot_version: snapshot.version,
     })
 }

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::Result;
 use super::groups::{self, Group};
+use super::item_overrides::StoredItemOverride;
 use super::items::ItemKind;
 use super::overrides::StoredOverride;
 use super::settings::{self, Settings};
@@ -65,6 +66,7 @@ pub(crate) struct Loaded {
     /// (tenant, group, active)
     pub tenant_groups: Vec<(Uuid, Uuid, bool)>,
     pub overrides: Vec<StoredOverride>,
+    pub item_overrides: Vec<StoredItemOverride>,
     /// Unrevoked API keys.
     pub keys: Vec<KeyRow>,
 }
@@ -121,6 +123,7 @@ pub(crate) async fn load(
         .map(|r| (r.tenant_id, r.group_id, r.active))
         .collect();
     let overrides = super::overrides::all(&mut *tx).await?;
+    let item_overrides = super::item_overrides::all(&mut *tx).await?;
     let keys = sqlx::query_as!(
         KeyRow,
         r#"select id, tenant_id, key_hash, expires_at, limits as "limits: Json<CallLimits>"
@@ -141,6 +144,7 @@ pub(crate) async fn load(
         members,
         tenant_groups,
         overrides,
+        item_overrides,
         keys,
     })
 }

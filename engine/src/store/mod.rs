@@ -8,6 +8,7 @@ pub mod authorizations;
 pub(crate) mod catalog;
 pub mod groups;
 pub mod invocations;
+pub mod item_overrides;
 pub mod items;
 pub mod keys;
 pub mod mcp_sessions;

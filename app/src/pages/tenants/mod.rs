@@ -3,6 +3,7 @@
 //! and the tenant itself (rename, disable, delete).
 
 mod choices;
+mod items;
 mod keys;
 mod limits;
 mod overrides;

@@ -7,6 +7,10 @@ use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
 
 use super::choices::{CeilingCard, GroupToggles, SaveCeiling, SaveGroups, SaveTags, TagToggles};
+use super::items::{
+    ClearItemChoice, EffectiveItems, ItemChoice, ItemConflictView, ItemKey, ItemOverrideView, ItemView,
+    SaveItemChoice,
+};
 use super::keys::{CreateKey, Keys, RevokeKey};
 use super::limits::{Limits, LimitsCard, SaveLimits};
 use super::overrides::{ClearOverride, Overrides, SaveOverride};
@@ -34,6 +38,8 @@ pub struct TenantView {
     /// The prompts, resources and templates its MCP clients see, and those two servers offer.
     pub items: Vec<ItemView>,
     pub item_conflicts: Vec<ItemConflictView>,
+    /// The tenant's choices for single prompts, resources and templates.
+    pub item_overrides: Vec<ItemOverrideView>,
     pub keys: Vec<KeyView>,
     /// Every tool the tenant may use (shared within its ceiling, or its own), for the
     /// override editor.
@@ -100,23 +106,6 @@ pub struct EffectiveTool {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ItemView {
-    /// "prompt", "resource", "resource template".
-    pub kind: String,
-    pub name: String,
-    pub source: String,
-    pub description: String,
-    pub approx_tokens: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ItemConflictView {
-    pub kind: String,
-    pub name: String,
-    pub servers: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConflictView {
     pub name: String,
     pub tool_ids: Vec<String>,
@@ -178,6 +167,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         meta_tool,
         items,
         item_conflicts,
+        item_overrides,
         ..
     } = tenants::detail(&state, &managed).await?;
     let TenantChoices { usable, tags: known_tags, shared_sources, default_tags, names } =
@@ -220,6 +210,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
             .into_iter()
             .map(|item| ItemView {
                 kind: item.kind.label().into(),
+                item: ItemKey { server: item.source.clone(), kind: item.kind.as_str().into(), key: item.key },
                 name: item.name,
                 source: item.source,
                 description: item.description,
@@ -228,7 +219,28 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
             .collect(),
         item_conflicts: item_conflicts
             .into_iter()
-            .map(|c| ItemConflictView { kind: c.kind.label().into(), name: c.exposed, servers: c.servers })
+            .map(|c| ItemConflictView {
+                kind: c.kind.label().into(),
+                name: c.exposed,
+                items: c
+                    .servers
+                    .into_iter()
+                    .zip(c.keys)
+                    .map(|(server, key)| ItemKey { server, kind: c.kind.as_str().into(), key })
+                    .collect(),
+            })
+            .collect(),
+        item_overrides: item_overrides
+            .into_iter()
+            .map(|o| ItemOverrideView {
+                kind: o.kind.label().into(),
+                choice: ItemChoice {
+                    item: ItemKey { server: o.server, kind: o.kind.as_str().into(), key: o.key },
+                    enabled: o.enabled,
+                    name: o.name.unwrap_or_default(),
+                    description: o.description.unwrap_or_default(),
+                },
+            })
             .collect(),
         groups: groups
             .into_iter()
@@ -316,7 +328,11 @@ pub fn TenantPage() -> impl IntoView {
     let save_limits = ServerAction::<SaveLimits>::new();
     let save_access = ServerAction::<SaveAccess>::new();
     let change_tenant = ServerAction::<ChangeTenant>::new();
+    let save_item = ServerAction::<SaveItemChoice>::new();
+    let clear_item = ServerAction::<ClearItemChoice>::new();
     let changes = [
+        succeeded(save_item),
+        succeeded(clear_item),
         succeeded(change_tenant),
         succeeded(save_access),
         succeeded(save_ceiling),
@@ -346,7 +362,7 @@ pub fn TenantPage() -> impl IntoView {
                     <TagToggles tenant=t.clone() action=save_tags />
                     <GroupToggles tenant=t.clone() action=save_groups />
                     <EffectiveTools tenant=t.clone() />
-                    <EffectiveItems tenant=t.clone() />
+                    <EffectiveItems tenant=t.clone() save=save_item clear=clear_item />
                     <Overrides tenant=t.clone() save=save_override clear=clear_override />
                     <AccessCard tenant=t.clone() action=save_access />
                     <PeopleCards slug=t.slug.clone() data=people />
@@ -457,51 +473,4 @@ fn EffectiveTools(tenant: TenantView) -> impl IntoView {
             </div>
         </section>
     }
-}
-
-/// The prompts, resources and templates the tenant's MCP clients see, and the ones two servers
-/// offer (withheld).
-#[component]
-fn EffectiveItems(tenant: TenantView) -> impl IntoView {
-    if tenant.items.is_empty() && tenant.item_conflicts.is_empty() {
-        return ().into_any();
-    }
-    let tokens: usize = tenant.items.iter().map(|item| item.approx_tokens).sum();
-    view! {
-        <section class="card">
-            <h2>"Prompts and resources its clients see"</h2>
-            <p class="muted">
-                {tenant.items.len()} " items, about " {tokens} " tokens of definitions when a client lists them all."
-            </p>
-            {tenant
-                .item_conflicts
-                .into_iter()
-                .map(|c| {
-                    view! {
-                        <p class="notice error">
-                            {format!(
-                                "Conflict: the {} `{}` is offered by {}. Neither is served until one server leaves this tenant's view (its tags, the ceiling, or a prefix for prompts).",
-                                c.kind,
-                                c.name,
-                                c.servers.join(" and "),
-                            )}
-                        </p>
-                    }
-                })
-                .collect_view()}
-            {grid(tenant.items, "None is served: each is in a conflict above.", &["Kind", "Name", "Source", "Description", "≈ tokens"], |item| {
-                view! {
-                    <tr>
-                        <td>{item.kind}</td>
-                        <td><code>{item.name}</code></td>
-                        <td>{item.source}</td>
-                        <td class="description">{item.description}</td>
-                        <td>{item.approx_tokens}</td>
-                    </tr>
-                }
-                .into_any()
-            })}
-        </section>
-    }
-    .into_any()
 }
