@@ -229,8 +229,7 @@ async fn a_tenant_hides_renames_and_describes_single_prompts_and_resources(pool:
         "{hidden}"
     );
     until_moved(&counter.resources_changed, before, "resources").await;
-    let uris: Vec<String> =
-        client.list_all_resources().await.unwrap().into_iter().map(|r| r.uri).collect();
+    let uris: Vec<String> = client.list_all_resources().await.unwrap().into_iter().map(|r| r.uri).collect();
     assert_eq!(uris, ["test://static-text"]);
     let read = client.read_resource(ReadResourceRequestParams::new("test://static-text")).await.unwrap();
     assert!(serde_json::to_string(&read).unwrap().contains("static text resource"), "{read:?}");
@@ -439,4 +438,47 @@ async fn subscriptions_pass_updates_on_and_end_upstream_with_their_last_holder(p
     }
     drop(subscription);
     until_upstream_subscribed(&app, &key, "").await;
+}
+
+/// Has the listen server publish an update of `uri`, through a call of its tool over REST.
+async fn touch(app: &TestApp, key: &str, uri: &str) {
+    let request = reqwest::Client::new()
+        .post(app.url("/api/v1/tools/f_touch/invoke"))
+        .bearer_auth(key)
+        .json(&json!({"arguments": {"uri": uri}}));
+    assert_eq!(common::json_of(request).await["output"]["content"][0]["text"], format!("touched {uri}"));
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+#[allow(deprecated)] // The session is of the handshake era; the upstream speaks 2026-07-28.
+async fn subscriptions_reach_a_server_on_2026_07_28_through_its_listen_stream(pool: PgPool) {
+    let (_upstream, port) =
+        common::python_server(venv_program_of("", "python"), "listen_server.py", &[]).await;
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    register(&pool, "fresh", "f", &[], port).await;
+    common::until_listed(&app.url(""), &key, "f_touch").await;
+    let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.clone());
+    let counter = ListChangedCounter::default();
+    let client = counter.clone().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let updated = || counter.resources_updated.lock().unwrap().clone();
+
+    // Subscribed: the server's update reaches the session, and only for that resource.
+    client.subscribe(SubscribeRequestParams::new(WATCHED)).await.unwrap();
+    touch(&app, &key, "test://other-resource").await;
+    touch(&app, &key, WATCHED).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while updated().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the update never reached the session");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(updated(), [WATCHED]);
+
+    // Unsubscribed: the stream opens again without it, and nothing more arrives.
+    client.unsubscribe(UnsubscribeRequestParams::new(WATCHED)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    touch(&app, &key, WATCHED).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(updated(), [WATCHED], "an update arrived after the unsubscription");
+    client.cancel().await.unwrap();
 }

@@ -461,6 +461,41 @@ test('the playground gets a prompt with the server\'s suggestions as you type, a
   await page.getByRole('alert').getByText('resource `demo://nowhere/1` not found').waitFor();
 });
 
+test('a tenant renames, describes and hides single prompts and resources, and takes each choice back', async () => {
+  await open(page, toolgate, '/tenants/acme');
+  const items = page.locator('section#items');
+  const named = (name) => items.locator('tr', { has: page.locator('code', { hasText: new RegExp(`^${name}$`) }) });
+  await named('everything_simple-prompt').getByRole('button', { name: 'Edit' }).click();
+  await items.locator('input[name=item-name]').fill('hello');
+  await items.locator('textarea[name=item-description]').fill('Says hello.');
+  await items.getByRole('button', { name: 'Save choice' }).click();
+  await named('hello').getByText('Says hello.').waitFor();
+  await items.locator('ul.item-choices li', { hasText: 'named hello' }).waitFor();
+  assert.equal(await named('everything_simple-prompt').count(), 0);
+
+  // A name another prompt has is refused, saying whose it is.
+  await named('everything_args-prompt').getByRole('button', { name: 'Edit' }).click();
+  await items.locator('input[name=item-name]').fill('hello');
+  await items.getByRole('button', { name: 'Save choice' }).click();
+  await items.getByRole('alert').getByText('`hello` is the name of prompt `simple-prompt` of server `everything`').waitFor();
+  await items.getByRole('button', { name: 'Cancel' }).click();
+
+  // A hidden resource leaves the list for the tenant's choices.
+  const document = named('demo://resource/static/document/architecture.md');
+  await document.getByRole('button', { name: 'Hide' }).click();
+  await items.locator('ul.item-choices li', { hasText: 'demo://resource/static/document/architecture.md of everything: hidden' }).waitFor();
+  assert.equal(await document.count(), 0);
+  await page.screenshot({ path: `${screenshots}/tenant-item-choices.png`, fullPage: true });
+
+  // Each choice taken back: the items are served as their server lists them.
+  for (let left = 2; left > 0; left--) {
+    await items.locator('ul.item-choices li').first().getByRole('button', { name: 'Remove' }).click();
+    await eventually(page, async () => assert.equal(await items.locator('ul.item-choices li').count(), left - 1), 'a choice stayed');
+  }
+  await named('everything_simple-prompt').waitFor();
+  await document.waitFor();
+});
+
 test('configuration as code: export, edit, preview the changes, apply exactly what was previewed', async () => {
   await open(page, toolgate, '/config');
   await page.getByRole('button', { name: 'Load the current configuration' }).click();

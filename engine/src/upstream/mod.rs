@@ -33,6 +33,7 @@ use uuid::Uuid;
 mod connect;
 mod direct;
 mod handler;
+mod listen;
 pub mod oauth;
 mod slot;
 mod sse;
@@ -541,6 +542,8 @@ impl Inner {
             updates: self.updates.clone(),
             id: Slot::next_id(),
             subscribed: tokio::sync::Mutex::default(),
+            listening: watch::Sender::new(Vec::new()),
+            listen_again: tokio::sync::Notify::new(),
             authorization: match key.endpoint.credential {
                 Credential::OAuth { id, .. } => Some((id, key.endpoint.url.clone().unwrap_or_default())),
                 _ => None,

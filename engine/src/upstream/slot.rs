@@ -13,8 +13,8 @@ use tracing::Instrument;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
     DEFAULT_MRTR_MAX_ROUNDS, InputRequests, InputResponses, LoggingLevel, PaginatedRequestParams, RequestId,
-    RequestMetaObject, ServerNotification, ServerResult, SubscribeRequest, SubscribeRequestParams,
-    SubscriptionFilter, UnsubscribeRequest, UnsubscribeRequestParams,
+    RequestMetaObject, ServerResult, SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::{Value, json};
@@ -82,6 +82,10 @@ pub(super) struct Slot {
     /// The resources subscribed to through this connection, with how many subscriptions
     /// hold each; a new connection subscribes to them again.
     pub(super) subscribed: tokio::sync::Mutex<HashMap<String, usize>>,
+    /// On 2026-07-28, the resources the server acknowledged on the connection's listen stream.
+    pub(super) listening: watch::Sender<Vec<String>>,
+    /// On 2026-07-28, what `subscribed` holds changed: the listen stream opens again.
+    pub(super) listen_again: tokio::sync::Notify,
     /// The OAuth authorization whose token the connection carries, and the server's URL.
     pub(super) authorization: Option<(Uuid, String)>,
     /// A stdio server's standard error, its newest lines.
@@ -248,11 +252,11 @@ impl Slot {
                     });
                     if self.discovers {
                         self.discover(&peer, connection, &self.member_names()).await;
-                        if is_stateless(&peer) {
-                            // Ends with the connection's stream.
-                            let (slot, peer) = (self.clone(), peer.clone());
-                            tokio::spawn(async move { slot.follow_changes(&peer, connection).await });
-                        }
+                    }
+                    if is_stateless(&peer) {
+                        // Ends with the connection.
+                        let (slot, peer) = (self.clone(), peer.clone());
+                        tokio::spawn(async move { slot.follow(&peer, connection).await });
                     }
                     // A call or a listing that finds the connection broken takes it down
                     // ([`Slot::lose`]); this task then reconnects.
@@ -346,49 +350,6 @@ impl Slot {
             s.peer = None;
             s.direct = None;
         });
-    }
-
-    /// Rediscovers whenever a server on revision 2026-07-28 says its tools (or prompts, or
-    /// resources) changed, for as long as its `subscriptions/listen` stream lasts — and once
-    /// when the stream opens: the revision replays nothing, so a change between the first
-    /// discovery and the acknowledgment would otherwise be missed.
-    async fn follow_changes(&self, peer: &Peer<RoleClient>, connection: u64) {
-        let Some(capabilities) = peer.peer_info().map(|info| info.capabilities.clone()) else { return };
-        let tools = capabilities.tools.is_some_and(|tools| tools.list_changed == Some(true));
-        let prompts = capabilities.prompts.is_some_and(|prompts| prompts.list_changed == Some(true));
-        let resources = capabilities.resources.is_some_and(|resources| resources.list_changed == Some(true));
-        if !(tools || prompts || resources) {
-            return;
-        }
-        let mut filter = SubscriptionFilter::builder();
-        if tools {
-            filter = filter.tools_list_changed();
-        }
-        if prompts {
-            filter = filter.prompts_list_changed();
-        }
-        if resources {
-            filter = filter.resources_list_changed();
-        }
-        let mut subscription = match peer.listen(filter.build()).await {
-            Ok(subscription) => subscription,
-            Err(err) => {
-                tracing::warn!(servers = %self.label(), error = %err, "upstream refused subscriptions/listen");
-                return;
-            }
-        };
-        self.discover(peer, connection, &self.member_names()).await;
-        while let Ok(Some(notification)) = subscription.next().await {
-            if matches!(
-                notification,
-                ServerNotification::ToolListChangedNotification(_)
-                    | ServerNotification::PromptListChangedNotification(_)
-                    | ServerNotification::ResourceListChangedNotification(_)
-            ) {
-                tracing::info!(servers = %self.label(), "upstream list changed; rediscovering");
-                self.discover(peer, connection, &self.member_names()).await;
-            }
-        }
     }
 
     /// The token an OAuth server's connection carries: `None` for another server.
@@ -561,16 +522,15 @@ impl Slot {
     }
 
     /// Subscribes to updates of `uri` at `server` through this connection (asking the server
-    /// only for the first subscription to it), until the answer is dropped. `resources/subscribe`
-    /// is of the handshake era; a server on 2026-07-28 is refused. Subscriptions of a
-    /// connection are sent one at a time, so the server's state follows the counts.
+    /// only for the first subscription to it), until the answer is dropped: with
+    /// `resources/subscribe` in the handshake era, on the connection's listen stream on
+    /// 2026-07-28 ([`Slot::subscribe_listening`]). Subscriptions of a connection are sent one at
+    /// a time, so the server's state follows the counts.
     #[allow(deprecated)]
     pub(super) async fn subscribe(&self, server: &str, uri: &str) -> Result<SlotSubscription, ToolError> {
         let (peer, _) = self.peer(server).await?;
         if is_stateless(&peer) {
-            return Err(ToolError::tool(format!(
-                "MCP server `{server}` speaks revision 2026-07-28, whose resource updates Toolgate does not relay yet"
-            )));
+            return self.subscribe_listening(&peer, server, uri).await;
         }
         let mut subscribed = self.subscribed.lock().await;
         if !subscribed.contains_key(uri) {
@@ -582,7 +542,20 @@ impl Slot {
         Ok(SlotSubscription { slot: self.me.clone(), server: server.to_string(), uri: uri.to_string() })
     }
 
-    /// One subscription to `uri` fewer; the server is told to stop once none is left.
+    /// One more subscription to `uri` at `server` through this connection, on 2026-07-28: the
+    /// first one opens the listen stream again with it.
+    pub(super) async fn hold(&self, server: &str, uri: &str) -> SlotSubscription {
+        let mut subscribed = self.subscribed.lock().await;
+        let count = subscribed.entry(uri.to_string()).or_default();
+        *count += 1;
+        if *count == 1 {
+            self.listen_again.notify_one();
+        }
+        SlotSubscription { slot: self.me.clone(), server: server.to_string(), uri: uri.to_string() }
+    }
+
+    /// One subscription to `uri` fewer; the server is told to stop once none is left (on
+    /// 2026-07-28, by a listen stream without it).
     #[allow(deprecated)]
     async fn unsubscribe(&self, server: &str, uri: &str) {
         let mut subscribed = self.subscribed.lock().await;
@@ -592,6 +565,10 @@ impl Slot {
             return;
         }
         subscribed.remove(uri);
+        if self.state.borrow().peer.as_ref().is_some_and(is_stateless) {
+            self.listen_again.notify_one();
+            return;
+        }
         let request =
             ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(UnsubscribeRequestParams::new(uri)));
         match tokio::time::timeout(self.config.connect_timeout, self.forward(server, request)).await {
@@ -606,6 +583,10 @@ impl Slot {
     /// Subscribes a new connection to what the last one was subscribed to.
     #[allow(deprecated)]
     async fn resubscribe(&self, peer: Peer<RoleClient>) {
+        if is_stateless(&peer) {
+            // Its listen stream carries them ([`Slot::follow`]).
+            return;
+        }
         let subscribed = self.subscribed.lock().await;
         for uri in subscribed.keys() {
             let sent = tokio::time::timeout(
