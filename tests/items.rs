@@ -341,6 +341,62 @@ async fn a_tenant_hides_renames_and_describes_single_prompts_and_resources(pool:
     client.cancel().await.unwrap();
 }
 
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn prompts_and_resources_in_a_group_are_served_where_it_is_active(pool: PgPool) {
+    let (_alpha, port) =
+        common::python_server(venv_program_of("mcp1", "python"), "conformance_server.py", &[]).await;
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    register(&pool, "alpha", "a", &[], port).await;
+    until_rest(&app, &key, "/api/v1/prompts", |listed| names(listed, "prompts", "name").len() == 4).await;
+    let token = common::admin_token(&pool, "groups").await;
+    let admin = reqwest::Client::new();
+    let send = |request: reqwest::RequestBuilder| request.bearer_auth(&token).send();
+    let created =
+        send(admin.put(app.url("/api/admin/v1/groups/docs")).json(&json!({"active_by_default": false})));
+    assert_eq!(created.await.unwrap().status(), 200);
+    let members = json!([
+        {"server": "alpha", "kind": "prompt", "key": "test_simple_prompt"},
+        {"server": "alpha", "kind": "resource", "key": "test://static-text"},
+    ]);
+    let set = send(admin.put(app.url("/api/admin/v1/groups/docs/items")).json(&members)).await.unwrap();
+    assert_eq!(set.status(), 204);
+    let listed =
+        common::json_of(admin.get(app.url("/api/admin/v1/groups/docs/items")).bearer_auth(&token)).await;
+    assert_eq!(listed, members);
+    let unknown = json!([{"server": "alpha", "kind": "prompt", "key": "nothing"}]);
+    let refused = send(admin.put(app.url("/api/admin/v1/groups/docs/items")).json(&unknown)).await.unwrap();
+    assert_eq!(refused.status(), 404);
+
+    // The group is inactive: its prompt and resource are not served; the rest are.
+    let served = |listed: &serde_json::Value| {
+        let prompts = names(listed, "prompts", "name");
+        (prompts.len(), prompts.contains(&"a_test_simple_prompt".to_string()))
+    };
+    until_rest(&app, &key, "/api/v1/prompts", |listed| served(listed) == (3, false)).await;
+    until_rest(&app, &key, "/api/v1/resources", |listed| {
+        let uris = names(listed, "resources", "uri");
+        !uris.is_empty() && !uris.contains(&"test://static-text".to_string())
+    })
+    .await;
+
+    // The tenant turns the group on: both are served.
+    let on =
+        send(admin.put(app.url("/api/admin/v1/tenants/acme/groups/docs")).json(&json!({"active": true})));
+    assert_eq!(on.await.unwrap().status(), 204);
+    until_rest(&app, &key, "/api/v1/prompts", |listed| served(listed) == (4, true)).await;
+    until_rest(&app, &key, "/api/v1/resources", |listed| {
+        names(listed, "resources", "uri").contains(&"test://static-text".to_string())
+    })
+    .await;
+
+    // The configuration document names them by server, kind and key, and applies them back.
+    let document = common::json_of(admin.get(app.url("/api/admin/v1/config")).bearer_auth(&token)).await;
+    assert_eq!(document["groups"][0]["items"], members, "{document}");
+    let same = send(admin.put(app.url("/api/admin/v1/config")).json(&document)).await.unwrap();
+    assert_eq!(same.json::<serde_json::Value>().await.unwrap()["changes"], json!([]));
+}
+
 const WATCHED: &str = "test://watched-resource";
 
 /// What the upstream says it is subscribed to, asked through a call of its tool over REST.

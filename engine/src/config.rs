@@ -22,7 +22,7 @@ use crate::exec::CallLimits;
 use crate::model::{Name, SourceKind, Tag, TenantSlug, parse_tags, tag_strings};
 use crate::secret::SecretBox;
 use crate::sso::{self, SignInConfig};
-use crate::store::item_overrides;
+use crate::store::item_overrides::{self, ItemRef};
 use crate::store::overrides::{self, OverrideInput};
 use crate::store::servers::{self, ServerConfig, StoredSecrets};
 use crate::store::settings::Settings;
@@ -90,6 +90,9 @@ pub struct GroupConfig {
     /// Member tools by default exposed name.
     #[serde(default)]
     pub tools: Vec<String>,
+    /// Member prompts, resources and templates, by server, kind and the server's own key.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub items: Vec<ItemRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -218,6 +221,7 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
     }
 
     let members = groups::all_members(&mut **tx).await?;
+    let item_members = groups::item_members(&mut **tx).await?;
     let mut groups = Vec::new();
     for group in groups::list(&mut **tx).await? {
         let tools: BTreeSet<String> = members
@@ -230,6 +234,11 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
             description: group.description,
             active_by_default: group.active_by_default,
             tools: tools.into_iter().collect(),
+            items: item_members
+                .iter()
+                .filter(|(name, _)| *name == group.name)
+                .map(|(_, item)| item.clone())
+                .collect(),
         });
     }
 
@@ -384,10 +393,12 @@ fn settings_view(document: &Document) -> Value {
 
 fn group_view(group: &GroupConfig) -> Value {
     let tools: BTreeSet<&String> = group.tools.iter().collect();
+    let items: BTreeSet<&ItemRef> = group.items.iter().collect();
     json!({
         "description": group.description,
         "active_by_default": group.active_by_default,
         "tools": tools,
+        "items": items,
     })
 }
 
@@ -669,6 +680,7 @@ pub async fn apply(
             .map(|key| index.resolve(key, None).map_err(at(&place)))
             .collect::<Result<Vec<_>>>()?;
         groups::replace_members(&mut tx, id, &members).await?;
+        items::apply_group(&mut tx, id, group).await.map_err(at(&place))?;
     }
     for tenant in desired.tenants.iter().filter(|t| changed_any("tenant", t.slug.as_str())) {
         let id = tenant_ids[tenant.slug.as_str()];

@@ -48,6 +48,7 @@ pub(super) fn router() -> Router<Services> {
         .route("/api/admin/v1/groups", get(groups))
         .route("/api/admin/v1/groups/{name}", put(put_group).delete(delete_group))
         .route("/api/admin/v1/groups/{name}/tools", put(set_members))
+        .route("/api/admin/v1/groups/{name}/items", get(group_items).put(set_item_members))
         .route("/api/admin/v1/audit", get(audit))
 }
 
@@ -425,6 +426,28 @@ async fn set_members(
     Body(body): Body<Members>,
 ) -> Answer {
     global::set_members(&state, &admin.owner()?, &name(&group)?, &body.tools).await?;
+    no_content()
+}
+
+/// `GET /api/admin/v1/groups/{name}/items`: the group's prompts, resources and templates.
+async fn group_items(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path(group): Path<String>,
+) -> Answer {
+    let all = global::group_items(&state, &admin.owner()?).await?;
+    let name = name(&group)?;
+    ok(all.into_iter().filter(|(g, _)| g == name.as_str()).map(|(_, item)| item).collect::<Vec<_>>())
+}
+
+/// `PUT /api/admin/v1/groups/{name}/items` `[{server, kind, key}]`.
+async fn set_item_members(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path(group): Path<String>,
+    Body(items): Body<Vec<ItemRef>>,
+) -> Answer {
+    global::set_item_members(&state, &admin.owner()?, &name(&group)?, &items).await?;
     no_content()
 }
 

@@ -1,10 +1,11 @@
-//! Tool groups: named sets of tools, active by default or not, switched per tenant on the
-//! tenant's page.
+//! Tool groups: named sets of tools (and of prompts, resources and templates), active by
+//! default or not, switched per tenant on the tenant's page.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
+use super::tenants::ItemKey;
 use super::ui::{Confirm, ErrorNote, action_error, loaded, succeeded};
 use crate::error::PanelError;
 
@@ -15,6 +16,8 @@ pub struct GroupRow {
     pub active_by_default: bool,
     /// Member tool ids.
     pub tools: Vec<String>,
+    /// Member prompts, resources and templates.
+    pub items: Vec<ItemKey>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,6 +25,8 @@ pub struct GroupsView {
     pub groups: Vec<GroupRow>,
     /// Every tool: (id, exposed name, its source).
     pub tools: Vec<(String, String, String)>,
+    /// Every prompt, resource and template the servers offer.
+    pub items: Vec<ItemKey>,
 }
 
 #[server]
@@ -31,6 +36,8 @@ pub async fn load_groups() -> Result<GroupsView, PanelError> {
     let state = state();
     let tools = engine::service::servers::tools(&state, &owner).await?;
     let groups = engine::service::global::groups(&state, &owner).await?;
+    let members = engine::service::global::group_items(&state, &owner).await?;
+    let items = engine::service::global::offered_items(&state, &owner).await?;
     Ok(GroupsView {
         groups: groups
             .into_iter()
@@ -40,22 +47,30 @@ pub async fn load_groups() -> Result<GroupsView, PanelError> {
                     .filter(|t| t.groups.contains(&g.name))
                     .map(|t| t.id.to_string())
                     .collect(),
+                items: members
+                    .iter()
+                    .filter(|(group, _)| *group == g.name)
+                    .map(|(_, item)| ItemKey::from(item.clone()))
+                    .collect(),
                 name: g.name,
                 description: g.description,
                 active_by_default: g.active_by_default,
             })
             .collect(),
         tools: tools.into_iter().map(|t| (t.id.to_string(), t.exposed_name, t.source)).collect(),
+        items: items.into_iter().map(ItemKey::from).collect(),
     })
 }
 
-/// Creates or updates a group with exactly `tools` (ids, comma-separated) as members.
-#[server]
+/// Creates or updates a group with exactly `tools` (ids, comma-separated) and `items` as
+/// members.
+#[server(input = leptos::server_fn::codec::Json)]
 pub async fn save_group(
     name: String,
     description: String,
     active_by_default: bool,
     tools: String,
+    items: Vec<ItemKey>,
     create: bool,
 ) -> Result<(), PanelError> {
     use crate::server::{comma_list, owner, state};
@@ -69,8 +84,10 @@ pub async fn save_group(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| PanelError::invalid("a member is not a tool id"))?;
     // A new group never replaces one of the same name; an edit is chosen on the group's row.
+    let items = items.into_iter().map(crate::pages::tenants::item_ref).collect::<Result<Vec<_>, _>>()?;
     global::put_group(&state, &owner, &name, description.trim(), active_by_default, !create).await?;
-    Ok(global::set_members(&state, &owner, &name, &members).await?)
+    global::set_members(&state, &owner, &name, &members).await?;
+    Ok(global::set_item_members(&state, &owner, &name, &items).await?)
 }
 
 #[server]
@@ -92,6 +109,7 @@ pub fn GroupsPage() -> impl IntoView {
     let description = RwSignal::new(String::new());
     let active = RwSignal::new(true);
     let members = RwSignal::new(Vec::<String>::new());
+    let item_members = RwSignal::new(Vec::<ItemKey>::new());
     let tool_filter = RwSignal::new(String::new());
     // Whether the form edits the group chosen below (its name fixed) or makes a new one.
     let editing = RwSignal::new(false);
@@ -101,6 +119,7 @@ pub fn GroupsPage() -> impl IntoView {
         description.set(String::new());
         active.set(true);
         members.set(Vec::new());
+        item_members.set(Vec::new());
     };
     // A saved group leaves an empty form for the next one.
     Effect::new(move |_| {
@@ -114,11 +133,12 @@ pub fn GroupsPage() -> impl IntoView {
         description.set(g.description);
         active.set(g.active_by_default);
         members.set(g.tools);
+        item_members.set(g.items);
     };
     view! {
         <Title text="Groups" />
         <h1>"Groups"</h1>
-        <p class="muted">"A tool in groups is visible to a tenant when one of its groups is active for that tenant; tenants switch groups on their page."</p>
+        <p class="muted">"A tool, prompt or resource in groups is visible to a tenant when one of its groups is active for that tenant; tenants switch groups on their page."</p>
         {loaded(
             groups,
             move |view_data| {
@@ -130,7 +150,7 @@ pub fn GroupsPage() -> impl IntoView {
                     } else {
                         view! {
                             <table class="grid">
-                                <thead><tr><th>"Group"</th><th>"By default"</th><th>"Tools"</th><th></th></tr></thead>
+                                <thead><tr><th>"Group"</th><th>"By default"</th><th>"Tools"</th><th>"Prompts and resources"</th><th></th></tr></thead>
                                 <tbody>
                                     {view_data.groups.into_iter().map(|g| {
                                         let (chosen, gone) = (g.clone(), g.name.clone());
@@ -144,6 +164,7 @@ pub fn GroupsPage() -> impl IntoView {
                                                 <td><strong>{g.name.clone()}</strong><div class="muted small">{g.description.clone()}</div></td>
                                                 <td>{if g.active_by_default { "active" } else { "inactive" }}</td>
                                                 <td>{g.tools.iter().map(name_of).collect::<Vec<_>>().join(", ")}</td>
+                                                <td>{g.items.iter().map(ItemKey::label).collect::<Vec<_>>().join(", ")}</td>
                                                 <td>
                                                     <button type="button" class="link" on:click=move |_| edit(chosen.clone())>"Edit"</button>
                                                     <Confirm
@@ -177,7 +198,7 @@ pub fn GroupsPage() -> impl IntoView {
                         <input
                             type="search"
                             name="tool-filter"
-                            placeholder="Find a tool"
+                            placeholder="Find a tool, prompt or resource"
                             prop:value=move || tool_filter.get()
                             on:input=move |ev| tool_filter.set(event_target_value(&ev))
                         />
@@ -202,13 +223,37 @@ pub fn GroupsPage() -> impl IntoView {
                                 }
                             }).collect_view()}
                         </div>
+                        {(!view_data.items.is_empty()).then(|| view! {
+                            <h3>"Prompts and resources"</h3>
+                            <div class="switches group-items">
+                                {view_data.items.into_iter().map(|item| {
+                                    let (checked, toggled) = (item.clone(), item.clone());
+                                    let label = item.label();
+                                    let lowered = label.to_lowercase();
+                                    let hidden = move || !lowered.contains(&tool_filter.read().trim().to_lowercase());
+                                    view! {
+                                        <label class="switch" class:hidden=hidden>
+                                            <input
+                                                type="checkbox"
+                                                prop:checked=move || item_members.read().contains(&checked)
+                                                on:change=move |ev| {
+                                                    let on = event_target_checked(&ev);
+                                                    item_members.update(|m| { m.retain(|x| x != &toggled); if on { m.push(toggled.clone()); } });
+                                                }
+                                            />
+                                            <span>{label}</span>
+                                        </label>
+                                    }
+                                }).collect_view()}
+                            </div>
+                        })}
                         <div class="actions">
                             <button
                                 type="button"
                                 class="primary"
                                 disabled=move || save.pending().get()
                                 on:click=move |_| {
-                                    save.dispatch(SaveGroup { name: name.get(), description: description.get(), active_by_default: active.get(), tools: members.get().join(","), create: !editing.get() });
+                                    save.dispatch(SaveGroup { name: name.get(), description: description.get(), active_by_default: active.get(), tools: members.get().join(","), items: item_members.get(), create: !editing.get() });
                                 }
                             >
                                 "Save group"

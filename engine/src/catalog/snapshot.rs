@@ -571,6 +571,13 @@ pub(super) fn build(loaded: &Loaded, bases: &Arc<Bases>, version: u64, force_too
         .iter()
         .map(|ov| ((ov.tenant_id, ov.source_id, ov.kind, ov.key.as_str()), ov))
         .collect();
+    let mut item_groups: HashMap<(Uuid, ItemKind, &str), Vec<Uuid>> = HashMap::new();
+    for member in &loaded.item_members {
+        item_groups
+            .entry((member.source_id, member.kind, member.key.as_str()))
+            .or_default()
+            .push(member.group_id);
+    }
     let mut overrides: HashMap<(Uuid, Uuid), &StoredOverride> = HashMap::new();
     for ov in &loaded.overrides {
         // An override of a tool not discovered yet waits for it.
@@ -602,6 +609,10 @@ pub(super) fn build(loaded: &Loaded, bases: &Arc<Bases>, version: u64, force_too
         let mut equippable = Vec::new();
         let ceiling = &tenant.ceiling;
         let allowed_group = |group: &Uuid| ceiling.admits_group(group_name[group]);
+        let active = |group: &Uuid| {
+            allowed_group(group)
+                && tenant_group.get(&(tenant.id, *group)).copied().unwrap_or(group_default[group])
+        };
         for base in bases
             .list
             .iter()
@@ -613,9 +624,7 @@ pub(super) fn build(loaded: &Loaded, bases: &Arc<Bases>, version: u64, force_too
             }
             let ov = overrides.get(&(tenant.id, base.tool.tool_id)).copied();
             groups_active.clear();
-            groups_active.extend(base.tool.groups.iter().map(|g| {
-                allowed_group(g) && tenant_group.get(&(tenant.id, *g)).copied().unwrap_or(group_default[g])
-            }));
+            groups_active.extend(base.tool.groups.iter().map(active));
             let facts = Facts {
                 tools_enabled,
                 source_enabled: base.source_enabled,
@@ -646,10 +655,12 @@ pub(super) fn build(loaded: &Loaded, bases: &Arc<Bases>, version: u64, force_too
         }
         let mut view = tenant_tools(tenant.id, &tenant.slug, tenant.meta_tool, visible);
         let items = bases.items.iter().filter(|b| {
+            let groups = item_groups.get(&(b.item.source_id, b.item.kind, b.item.key.as_str()));
             tools_enabled
                 && b.source_enabled
                 && tenant.may_use(b.owner, &b.item.source_name, &b.tags)
                 && visibility::admitted_by_tags(whitelist, &b.tags)
+                && groups.is_none_or(|groups| groups.iter().any(active))
         });
         let items = items.filter_map(|b| {
             let item = &b.item;

@@ -1,18 +1,19 @@
 //! A tenant's choices for single prompts, resources and resource templates in the document:
 //! `tenants[].prompts`, `.resources` and `.resource_templates`, each by server name and then
 //! the server's own key (a prompt's name before its prefix, a URI, a URI template), so that a
-//! choice can pick one of two servers offering the same URI and holds before discovery.
+//! choice can pick one of two servers offering the same URI and holds before discovery; and the
+//! groups' prompts, resources and templates (`groups[].items`), named alike.
 
 use std::collections::{BTreeMap, HashMap};
 
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
-use super::{Document, TenantConfig, at};
+use super::{Document, GroupConfig, TenantConfig, at};
 use crate::model::Name;
 use crate::store::item_overrides::{self, ItemOverrideInput, StoredItemOverride};
 use crate::store::items::ItemKind;
-use crate::store::{Error, Result, sources};
+use crate::store::{Error, Result, groups, sources};
 
 /// Choices of one kind: by server, then by the server's own key.
 pub type ByServer = BTreeMap<Name, BTreeMap<String, ItemOverrideInput>>;
@@ -77,8 +78,18 @@ pub(super) fn export(
 }
 
 /// Each choice names a server of the document the tenant may use (shared or its own) and fits
-/// its kind.
+/// its kind; each group's item is of a server of the document.
 pub(super) fn check(document: &Document) -> Result<()> {
+    for group in &document.groups {
+        if let Some(item) =
+            group.items.iter().find(|item| !document.servers.iter().any(|s| s.name == item.server))
+        {
+            return Err(Error::Invalid(format!(
+                "groups.{}.items: server `{}` is not among the document's servers",
+                group.name, item.server
+            )));
+        }
+    }
     for tenant in &document.tenants {
         for (place, kind, server, _, input) in tenant.item_choices() {
             let declared = document.servers.iter().find(|s| s.name == *server);
@@ -96,15 +107,38 @@ pub(super) fn check(document: &Document) -> Result<()> {
     Ok(())
 }
 
+/// The id of every server, by name.
+async fn server_ids(tx: &mut Transaction<'_, Postgres>) -> Result<HashMap<String, Uuid>> {
+    Ok(sources::list(&mut **tx).await?.into_iter().map(|source| (source.name, source.id)).collect())
+}
+
+fn server_id(ids: &HashMap<String, Uuid>, server: &Name) -> Result<Uuid> {
+    ids.get(server.as_str())
+        .copied()
+        .ok_or_else(|| Error::Invalid(format!("server `{server}` is not among the document's servers")))
+}
+
+/// Makes `group`'s items the stored ones of the group `id`.
+pub(super) async fn apply_group(
+    tx: &mut Transaction<'_, Postgres>,
+    id: Uuid,
+    group: &GroupConfig,
+) -> Result<()> {
+    let ids = server_ids(tx).await?;
+    let members = group
+        .items
+        .iter()
+        .map(|item| Ok((server_id(&ids, &item.server)?, item.kind, item.key.clone())))
+        .collect::<Result<Vec<_>>>()?;
+    groups::replace_item_members(tx, id, &members).await
+}
+
 /// Makes `tenant`'s choices the stored ones of the tenant `id`.
 pub(super) async fn apply(tx: &mut Transaction<'_, Postgres>, id: Uuid, tenant: &TenantConfig) -> Result<()> {
-    let sources: HashMap<String, Uuid> =
-        sources::list(&mut **tx).await?.into_iter().map(|source| (source.name, source.id)).collect();
+    let ids = server_ids(tx).await?;
     let mut kept = Vec::new();
     for (place, kind, server, key, input) in tenant.item_choices() {
-        let source_id = *sources.get(server.as_str()).ok_or_else(|| {
-            Error::Invalid(format!("{place}: server `{server}` is not among the document's servers"))
-        })?;
+        let source_id = server_id(&ids, server).map_err(at(&place))?;
         item_overrides::write(&mut **tx, id, source_id, kind, key, input).await?;
         kept.push((source_id, kind, key.clone()));
     }

@@ -12,6 +12,7 @@ use crate::store;
 use crate::store::audit::{AuditEvent, AuditFilter};
 use crate::store::groups::Group;
 use crate::store::invocations::{Activity, Window};
+use crate::store::item_overrides::ItemRef;
 use crate::store::settings::Settings;
 use crate::store::tokens::{AdminToken, NewToken};
 
@@ -70,6 +71,26 @@ pub async fn delete_group(services: &Services, owner: &Owner, name: &Name) -> Re
 /// Makes the group's members exactly `tools`.
 pub async fn set_members(services: &Services, owner: &Owner, name: &Name, tools: &[Uuid]) -> Result<()> {
     store::groups::set_members(&services.pool, owner.actor(), name, tools).await
+}
+
+/// Every group's prompts, resources and templates, by group name.
+pub async fn group_items(services: &Services, _: &Owner) -> Result<Vec<(String, ItemRef)>> {
+    store::groups::item_members(&services.pool).await
+}
+
+/// Makes the group's prompts, resources and templates exactly `items`.
+pub async fn set_item_members(
+    services: &Services,
+    owner: &Owner,
+    name: &Name,
+    items: &[ItemRef],
+) -> Result<()> {
+    store::groups::set_item_members(&services.pool, owner.actor(), name, items).await
+}
+
+/// Every prompt, resource and template the servers offer, by server, kind and key.
+pub async fn offered_items(services: &Services, _: &Owner) -> Result<Vec<ItemRef>> {
+    store::items::offered(&services.pool).await
 }
 
 /// Adds `tools` to the group, keeping its members; how many were new.

@@ -7,7 +7,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::Result;
-use super::groups::{self, Group};
+use super::groups::{self, Group, ItemMember};
 use super::item_overrides::StoredItemOverride;
 use super::items::ItemKind;
 use super::overrides::StoredOverride;
@@ -67,6 +67,8 @@ pub(crate) struct Loaded {
     pub tenant_groups: Vec<(Uuid, Uuid, bool)>,
     pub overrides: Vec<StoredOverride>,
     pub item_overrides: Vec<StoredItemOverride>,
+    /// The groups' prompts, resources and templates.
+    pub item_members: Vec<ItemMember>,
     /// Unrevoked API keys.
     pub keys: Vec<KeyRow>,
 }
@@ -124,6 +126,7 @@ pub(crate) async fn load(
         .collect();
     let overrides = super::overrides::all(&mut *tx).await?;
     let item_overrides = super::item_overrides::all(&mut *tx).await?;
+    let item_members = groups::all_item_members(&mut *tx).await?;
     let keys = sqlx::query_as!(
         KeyRow,
         r#"select id, tenant_id, key_hash, expires_at, limits as "limits: Json<CallLimits>"
@@ -145,6 +148,7 @@ pub(crate) async fn load(
         tenant_groups,
         overrides,
         item_overrides,
+        item_members,
         keys,
     })
 }

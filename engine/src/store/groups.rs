@@ -4,7 +4,9 @@ use serde::Serialize;
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
-use super::{Actor, Change, Error, Result, commit};
+use super::item_overrides::ItemRef;
+use super::items::ItemKind;
+use super::{Actor, Change, Error, Result, commit, sources};
 use crate::model::Name;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -196,6 +198,89 @@ pub(crate) async fn replace_members(
             group_id,
             source_id,
             upstream
+        )
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// A prompt, resource or template in a group, by its server's id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ItemMember {
+    pub group_id: Uuid,
+    pub source_id: Uuid,
+    pub kind: ItemKind,
+    pub key: String,
+}
+
+/// Every group's prompts, resources and templates.
+pub(crate) async fn all_item_members(db: impl PgExecutor<'_>) -> Result<Vec<ItemMember>> {
+    Ok(sqlx::query_as!(
+        ItemMember,
+        r#"select group_id, source_id, kind as "kind: ItemKind", key from item_group_member
+           order by group_id, source_id, kind, key"#
+    )
+    .fetch_all(db)
+    .await?)
+}
+
+/// Every group's prompts, resources and templates, by group name.
+pub async fn item_members(db: impl PgExecutor<'_>) -> Result<Vec<(String, ItemRef)>> {
+    let rows = sqlx::query!(
+        r#"select g.name as "group", s.name as server, m.kind as "kind: ItemKind", m.key
+           from item_group_member m join tool_group g on g.id = m.group_id join source s on s.id = m.source_id
+           order by 1, 2, 3, 4"#
+    )
+    .fetch_all(db)
+    .await?;
+    rows.into_iter()
+        .map(|r| Ok((r.group, ItemRef { server: Name::parse(&r.server)?, kind: r.kind, key: r.key })))
+        .collect()
+}
+
+/// Makes the group's prompts, resources and templates exactly `items` (each of a server that
+/// offers it). Audited.
+#[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name, count = items.len()))]
+pub async fn set_item_members(pool: &PgPool, actor: &Actor, name: &Name, items: &[ItemRef]) -> Result<()> {
+    let mut items = items.to_vec();
+    items.sort();
+    items.dedup();
+    let mut tx = pool.begin().await?;
+    let group = get(&mut *tx, name).await?;
+    let before: Vec<ItemRef> =
+        item_members(&mut *tx).await?.into_iter().filter(|(g, _)| *g == group.name).map(|(_, i)| i).collect();
+    let mut members = Vec::with_capacity(items.len());
+    for item in &items {
+        let unknown =
+            || Error::not_found(format!("{} `{}` of server `{}`", item.kind.label(), item.key, item.server));
+        let source = sources::get(&mut *tx, &item.server).await.map_err(|_| unknown())?;
+        if !super::items::is_listed(&mut *tx, source.id, item.kind, &item.key).await? {
+            return Err(unknown());
+        }
+        members.push((source.id, item.kind, item.key.clone()));
+    }
+    replace_item_members(&mut tx, group.id, &members).await?;
+    let change = Change::new("set_item_members", "group", name).before(&before).after(&items);
+    commit(tx, actor, change).await
+}
+
+/// Makes the group's prompts, resources and templates exactly `members` (source id, kind,
+/// key), unaudited (the caller's transaction records the change).
+pub(crate) async fn replace_item_members(
+    tx: &mut sqlx::PgConnection,
+    group_id: Uuid,
+    members: &[(Uuid, ItemKind, String)],
+) -> Result<()> {
+    sqlx::query!("delete from item_group_member where group_id = $1", group_id).execute(&mut *tx).await?;
+    for (source_id, kind, key) in members {
+        sqlx::query!(
+            "insert into item_group_member (group_id, source_id, kind, key) values ($1, $2, $3, $4)
+             on conflict do nothing",
+            group_id,
+            source_id,
+            *kind as ItemKind,
+            key
         )
         .execute(&mut *tx)
         .await?;

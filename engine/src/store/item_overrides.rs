@@ -55,7 +55,7 @@ impl ItemOverrideInput {
 }
 
 /// Which item: its server, its kind and its own key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ItemRef {
     pub server: Name,
@@ -206,15 +206,7 @@ async fn offered(tx: &mut Transaction<'_, Postgres>, tenant: &Tenant, item: &Ite
     if !tenant.may_use(source.tenant_id, &source.name, &source.tags) {
         return Err(unknown());
     }
-    let listed = sqlx::query_scalar!(
-        "select exists (select from upstream_item where source_id = $1 and kind = $2 and key = $3)",
-        source.id,
-        item.kind as ItemKind,
-        item.key
-    )
-    .fetch_one(&mut **tx)
-    .await?;
-    if listed != Some(true) {
+    if !super::items::is_listed(&mut **tx, source.id, item.kind, &item.key).await? {
         return Err(unknown());
     }
     Ok(source.id)

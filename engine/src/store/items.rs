@@ -8,6 +8,7 @@ use serde_json::Value;
 use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
+use super::item_overrides::ItemRef;
 use super::servers::{self, OnDefinitionChange};
 use super::{Actor, Change, Error, Result, commit, sources};
 use crate::model::Name;
@@ -88,6 +89,36 @@ pub async fn of_server(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<Vec<I
         source_id
     )
     .fetch_all(db)
+    .await?)
+}
+
+/// Every item every server lists, by server name, kind and key.
+pub async fn offered(db: impl PgExecutor<'_>) -> Result<Vec<ItemRef>> {
+    let rows = sqlx::query!(
+        r#"select s.name as server, i.kind as "kind: ItemKind", i.key
+           from upstream_item i join source s on s.id = i.source_id order by 1, 2, 3"#
+    )
+    .fetch_all(db)
+    .await?;
+    rows.into_iter()
+        .map(|r| Ok(ItemRef { server: Name::parse(&r.server)?, kind: r.kind, key: r.key }))
+        .collect()
+}
+
+/// Whether the server `source_id` lists the item `key` of `kind` now.
+pub(crate) async fn is_listed(
+    db: impl PgExecutor<'_>,
+    source_id: Uuid,
+    kind: ItemKind,
+    key: &str,
+) -> Result<bool> {
+    Ok(sqlx::query_scalar!(
+        r#"select exists (select from upstream_item where source_id = $1 and kind = $2 and key = $3) as "listed!""#,
+        source_id,
+        kind as ItemKind,
+        key
+    )
+    .fetch_one(db)
     .await?)
 }
 

@@ -18,6 +18,20 @@ pub struct ItemKey {
     pub key: String,
 }
 
+impl ItemKey {
+    /// How people read it: "prompt `x` of server".
+    pub fn label(&self) -> String {
+        format!("{} `{}` of {}", self.kind.replace('_', " "), self.key, self.server)
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl From<engine::store::item_overrides::ItemRef> for ItemKey {
+    fn from(item: engine::store::item_overrides::ItemRef) -> Self {
+        ItemKey { server: item.server.to_string(), kind: item.kind.as_str().into(), key: item.key }
+    }
+}
+
 /// A choice as the editor holds it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ItemChoice {
@@ -53,8 +67,9 @@ pub struct ItemOverrideView {
     pub kind: String,
 }
 
+/// The engine's name for `item`.
 #[cfg(feature = "ssr")]
-fn item_ref(item: ItemKey) -> Result<engine::store::item_overrides::ItemRef, PanelError> {
+pub(crate) fn item_ref(item: ItemKey) -> Result<engine::store::item_overrides::ItemRef, PanelError> {
     let invalid = |what: &str| PanelError::invalid(format!("which {what}?"));
     Ok(engine::store::item_overrides::ItemRef {
         server: engine::model::Name::parse(&item.server).map_err(|_| invalid("server"))?,
@@ -224,7 +239,7 @@ fn ItemEditor(
         <Show when=move || editing.read().is_some()>
             <div class="form-grid item-editor">
                 <p class="wide">
-                    {move || editing.read().as_ref().map(|c| format!("{} `{}` of {}", c.item.kind.replace('_', " "), c.item.key, c.item.server))}
+                    {move || editing.read().as_ref().map(|c| c.item.label())}
                 </p>
                 <label class="check">
                     <input

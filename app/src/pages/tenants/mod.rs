@@ -16,6 +16,9 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use serde::{Deserialize, Serialize};
 
+pub(crate) use items::ItemKey;
+#[cfg(feature = "ssr")]
+pub(crate) use items::item_ref;
 pub use page::TenantPage;
 
 use super::shell::OwnersOnly;
