@@ -461,7 +461,7 @@ test('the playground gets a prompt with the server\'s suggestions as you type, a
   await page.getByRole('alert').getByText('resource `demo://nowhere/1` not found').waitFor();
 });
 
-test('a tenant renames, describes and hides single prompts and resources, and takes each choice back', async () => {
+test('a tenant renames, describes and hides single prompts and resources, and takes each choice back; a group holds prompts', async () => {
   await open(page, toolgate, '/tenants/acme');
   const items = page.locator('section#items');
   const named = (name) => items.locator('tr', { has: page.locator('code', { hasText: new RegExp(`^${name}$`) }) });
@@ -494,6 +494,22 @@ test('a tenant renames, describes and hides single prompts and resources, and ta
   }
   await named('everything_simple-prompt').waitFor();
   await document.waitFor();
+
+  // In a group inactive by default, a prompt is served only where a tenant turns the group on.
+  await open(page, toolgate, '/groups');
+  await page.locator('input[name="group-name"]').fill('greetings');
+  await page.getByLabel('Active by default').uncheck();
+  await page.getByLabel('prompt `simple-prompt` of everything').check();
+  await page.getByRole('button', { name: 'Save group' }).click();
+  await page.getByRole('cell', { name: 'prompt `simple-prompt` of everything' }).waitFor();
+  await open(page, toolgate, '/tenants/acme');
+  await named('everything_args-prompt').waitFor();
+  assert.equal(await named('everything_simple-prompt').count(), 0);
+  await open(page, toolgate, '/groups');
+  const row = page.getByRole('row', { name: /greetings/ });
+  await row.getByRole('button', { name: 'Delete…' }).click();
+  await row.getByRole('button', { name: /^Delete `greetings`/ }).click();
+  await row.waitFor({ state: 'detached' });
 });
 
 test('configuration as code: export, edit, preview the changes, apply exactly what was previewed', async () => {

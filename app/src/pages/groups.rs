@@ -149,6 +149,7 @@ pub fn GroupsPage() -> impl IntoView {
                         view! { <p class="muted">"No group yet."</p> }.into_any()
                     } else {
                         view! {
+                            <div class="scroll">
                             <table class="grid">
                                 <thead><tr><th>"Group"</th><th>"By default"</th><th>"Tools"</th><th>"Prompts and resources"</th><th></th></tr></thead>
                                 <tbody>
@@ -179,6 +180,7 @@ pub fn GroupsPage() -> impl IntoView {
                                     }).collect_view()}
                                 </tbody>
                             </table>
+                            </div>
                         }.into_any()
                     }}
                     <section class="card form-card">
