@@ -22,6 +22,28 @@ const transport = new StreamableHTTPClientTransport(new URL(url), {
 await client.connect(transport);
 const negotiated = client.getNegotiatedProtocolVersion();
 assert.equal(negotiated, { auto: "2026-07-28", legacy: "2025-11-25" }[mode], `${mode} mode negotiated ${negotiated}`);
+
+// A document subscribed to (`resources/subscribe` in legacy mode, `subscriptions/listen` on
+// 2026-07-28); server-everything sends its updates once its toggle tool starts them.
+const WATCHED = "demo://resource/static/document/architecture.md";
+const toggle = () => client.callTool({ name: "ev_toggle-subscriber-updates", arguments: {} });
+const updated = new Promise((resolve) =>
+  client.setNotificationHandler("notifications/resources/updated", (notification) => {
+    if (notification.params.uri === WATCHED) resolve();
+  }),
+);
+const watching = mode === "auto"
+  ? await client.listen({ resourceSubscriptions: [WATCHED] })
+  : await client.subscribeResource({ uri: WATCHED });
+if (mode === "auto") assert.deepEqual(watching.honoredFilter.resourceSubscriptions, [WATCHED]);
+await toggle();
+await Promise.race([
+  updated,
+  new Promise((_, reject) => setTimeout(() => reject(new Error("no resource update within 15 s")), 15_000).unref()),
+]);
+await (mode === "auto" ? watching.close() : client.unsubscribeResource({ uri: WATCHED }));
+await toggle();
+
 const tools = await runRow({
   names: async () => (await client.listTools({}, { cacheMode: "bypass" })).tools.map((tool) => tool.name),
   client,
@@ -31,4 +53,4 @@ const tools = await runRow({
   listen: mode === "auto" ? () => client.listen({ toolsListChanged: true }) : undefined,
 });
 await client.close();
-console.log(`ok: TypeScript client 2.x (${mode}) on ${negotiated}, ${tools} tools; call, structured, progress, elicitation, sampling, prompts, resources, completion, list_changed`);
+console.log(`ok: TypeScript client 2.x (${mode}) on ${negotiated}, ${tools} tools; call, structured, progress, elicitation, sampling, prompts, resources, completion, subscription, list_changed`);

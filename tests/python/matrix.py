@@ -85,6 +85,11 @@ async def item_cells(client, types=None) -> None:
     assert "7" in dynamic.contents[0].text, dynamic
 
 
+# A document server-everything lists; its updates start with its `toggle-subscriber-updates` tool.
+WATCHED = "demo://resource/static/document/architecture.md"
+TOGGLE = "ev_toggle-subscriber-updates"
+
+
 def check_listed(tools) -> None:
     for name in ("write_text_file", "view_text_file", "run_command", "ev_echo"):
         assert name in tools, f"{name} missing from {sorted(tools)}"
