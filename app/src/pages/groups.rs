@@ -58,7 +58,7 @@ pub async fn load_groups() -> Result<GroupsView, PanelError> {
             })
             .collect(),
         tools: tools.into_iter().map(|t| (t.id.to_string(), t.exposed_name, t.source)).collect(),
-        items: items.into_iter().map(ItemKey::from).collect(),
+        items: items.into_iter().map(|offered| ItemKey::from(offered.item)).collect(),
     })
 }
 

@@ -10,6 +10,7 @@ mod connections;
 mod dashboard;
 mod groups;
 mod invite;
+mod items;
 mod login;
 pub(crate) mod playground;
 mod servers;

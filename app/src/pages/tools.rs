@@ -7,8 +7,10 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::items::CatalogItems;
 use super::ui::{
-    ErrorNote, JsonBlock, StatusBadge, action_error, counted, filters_in_address, grid, loaded, succeeded,
+    ErrorNote, JsonBlock, StatusBadge, action_error, counted, filters_in_address, grid, loaded, seen_by,
+    succeeded,
 };
 use crate::error::PanelError;
 
@@ -373,17 +375,7 @@ pub fn ToolsPage() -> impl IntoView {
                                     <td>
                                         <StatusBadge status=t.state.clone() />
                                     </td>
-                                    <td class="seen-by small">
-                                        {if t.tenants.is_empty() {
-                                            view! { <span class="muted">"no tenant"</span> }.into_any()
-                                        } else {
-                                            t.tenants
-                                                .iter()
-                                                .map(|slug| view! { <a href=format!("/tenants/{slug}")>{slug.clone()}</a> " " })
-                                                .collect_view()
-                                                .into_any()
-                                        }}
-                                    </td>
+                                    <td class="seen-by small">{seen_by(t.tenants.clone())}</td>
                                     <td class="description">{t.description.clone()}</td>
                                 </tr>
                             </For>
@@ -394,6 +386,7 @@ pub fn ToolsPage() -> impl IntoView {
                 }
             },
         )}
+        <CatalogItems />
     }
 }
 

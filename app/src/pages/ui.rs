@@ -127,6 +127,18 @@ pub fn grid<T>(
     .into_any()
 }
 
+/// The tenants that see something now, each a link to its page; "no tenant" for none.
+pub fn seen_by(tenants: Vec<String>) -> AnyView {
+    if tenants.is_empty() {
+        return view! { <span class="muted">"no tenant"</span> }.into_any();
+    }
+    tenants
+        .into_iter()
+        .map(|slug| view! { <a href=format!("/tenants/{slug}")>{slug.clone()}</a> " " })
+        .collect_view()
+        .into_any()
+}
+
 /// The name and expiry fields of a new key or token (`what`: `key`, `token`), named
 /// `<what>-name` and `<what>-expiry`; the expiry is whole days, empty for never.
 #[component]

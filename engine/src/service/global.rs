@@ -13,6 +13,7 @@ use crate::store::audit::{AuditEvent, AuditFilter};
 use crate::store::groups::Group;
 use crate::store::invocations::{Activity, Window};
 use crate::store::item_overrides::ItemRef;
+use crate::store::items::OfferedItem;
 use crate::store::settings::Settings;
 use crate::store::tokens::{AdminToken, NewToken};
 
@@ -89,7 +90,7 @@ pub async fn set_item_members(
 }
 
 /// Every prompt, resource and template the servers offer, by server, kind and key.
-pub async fn offered_items(services: &Services, _: &Owner) -> Result<Vec<ItemRef>> {
+pub async fn offered_items(services: &Services, _: &Owner) -> Result<Vec<OfferedItem>> {
     store::items::offered(&services.pool).await
 }
 

@@ -2,16 +2,18 @@
 //! what an owner does with them (register, change, test, refresh, approve definitions).
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
 
 use serde::Serialize;
 use uuid::Uuid;
 
 use super::{Owner, Services};
 use crate::Result;
+use crate::catalog::TenantTools;
 use crate::model::{Name, TenantSlug};
 use crate::store::authorizations::Authorization;
 use crate::store::invocations::{self, Activity, FailedCall, Window};
-use crate::store::items::ItemDefinition;
+use crate::store::items::{ItemDefinition, ItemKind};
 use crate::store::servers::{DiscoveryReport, PendingChange, Server, ServerConfig};
 use crate::store::sources::ToolRecord;
 use crate::store::{self, SecretInput};
@@ -159,13 +161,27 @@ pub async fn tools(services: &Services, _: &Owner) -> Result<Vec<ToolRecord>> {
     store::sources::tools(&services.pool).await
 }
 
-/// The tenants whose LLMs see each tool now (by tool id), from the live catalog.
+/// The tenants whose LLMs see each tool now (from the live catalog).
 pub fn seen_by(services: &Services, _: &Owner) -> HashMap<Uuid, Vec<String>> {
+    seen(services, |view| view.tools().iter().map(|tool| tool.tool_id).collect())
+}
+
+/// The tenants whose clients see each prompt, resource and template now (from the live
+/// catalog), by server, kind and the server's own key.
+pub fn items_seen_by(services: &Services, _: &Owner) -> HashMap<(String, ItemKind, String), Vec<String>> {
+    seen(services, |view| {
+        let items = view.items.prompts().iter().chain(view.items.resources()).chain(view.items.templates());
+        items.map(|item| (item.source_name.clone(), item.kind, item.key.clone())).collect()
+    })
+}
+
+/// The tenants (sorted) whose view of the live catalog holds each of what `held` lists.
+fn seen<K: Eq + Hash>(services: &Services, held: impl Fn(&TenantTools) -> Vec<K>) -> HashMap<K, Vec<String>> {
     let snapshot = services.catalog.snapshot();
-    let mut seen: HashMap<Uuid, Vec<String>> = HashMap::new();
+    let mut seen: HashMap<K, Vec<String>> = HashMap::new();
     for view in snapshot.tenants() {
-        for tool in view.tools() {
-            seen.entry(tool.tool_id).or_default().push(view.slug.to_string());
+        for key in held(view) {
+            seen.entry(key).or_default().push(view.slug.to_string());
         }
     }
     seen.values_mut().for_each(|slugs| slugs.sort());

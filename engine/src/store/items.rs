@@ -92,16 +92,27 @@ pub async fn of_server(db: impl PgExecutor<'_>, source_id: Uuid) -> Result<Vec<I
     .await?)
 }
 
+/// An item a server lists, as the catalog shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OfferedItem {
+    pub item: ItemRef,
+    pub description: String,
+}
+
 /// Every item every server lists, by server name, kind and key.
-pub async fn offered(db: impl PgExecutor<'_>) -> Result<Vec<ItemRef>> {
+pub async fn offered(db: impl PgExecutor<'_>) -> Result<Vec<OfferedItem>> {
     let rows = sqlx::query!(
-        r#"select s.name as server, i.kind as "kind: ItemKind", i.key
-           from upstream_item i join source s on s.id = i.source_id order by 1, 2, 3"#
+        r#"select s.name as server, i.kind as "kind: ItemKind", i.key,
+                  coalesce(i.definition->>'description', '') as "description!"
+           from upstream_item i join source s on s.id = i.source_id order by 1, 3, 4"#
     )
     .fetch_all(db)
     .await?;
     rows.into_iter()
-        .map(|r| Ok(ItemRef { server: Name::parse(&r.server)?, kind: r.kind, key: r.key }))
+        .map(|r| {
+            let item = ItemRef { server: Name::parse(&r.server)?, kind: r.kind, key: r.key };
+            Ok(OfferedItem { item, description: r.description })
+        })
         .collect()
 }
 
