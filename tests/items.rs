@@ -304,6 +304,12 @@ async fn a_tenant_hides_renames_and_describes_single_prompts_and_resources(pool:
     };
     let same: serde_json::Value = apply(&document).await.unwrap().json().await.unwrap();
     assert_eq!(same["changes"], json!([]), "{same}");
+    // Written out, a default (`enabled: true`, a server with no choice) changes nothing either.
+    let mut spelled = document.clone();
+    spelled["tenants"][0]["prompts"]["alpha"]["test_simple_prompt"]["enabled"] = json!(true);
+    spelled["tenants"][0]["resource_templates"] = json!({"beta": {}});
+    let same: serde_json::Value = apply(&spelled).await.unwrap().json().await.unwrap();
+    assert_eq!(same["changes"], json!([]), "{same}");
     document["tenants"][0].as_object_mut().unwrap().remove("resources");
     document["tenants"][0]["resource_templates"] =
         json!({"alpha": {"test://template/{id}/data": {"enabled": false}}});
@@ -367,6 +373,8 @@ async fn prompts_and_resources_in_a_group_are_served_where_it_is_active(pool: Pg
     let unknown = json!([{"server": "alpha", "kind": "prompt", "key": "nothing"}]);
     let refused = send(admin.put(app.url("/api/admin/v1/groups/docs/items")).json(&unknown)).await.unwrap();
     assert_eq!(refused.status(), 404);
+    let nowhere = send(admin.get(app.url("/api/admin/v1/groups/nowhere/items"))).await.unwrap();
+    assert_eq!(nowhere.status(), 404);
 
     // The group is inactive: its prompt and resource are not served; the rest are.
     let served = |listed: &serde_json::Value| {

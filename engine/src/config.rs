@@ -434,15 +434,16 @@ fn tenant_view(tenant: &TenantConfig, stored: &PresetSecrets, moved: &HashSet<Uu
         }
         tools.insert(key.clone(), shown);
     }
+    let items = items::view(tenant);
     Ok(json!({
         "name": tenant.name(),
         "enabled_tags": tenant.enabled_tags,
         "groups": tenant.groups,
         "meta_tool": tenant.meta_tool,
         "tools": tools,
-        "prompts": tenant.prompts,
-        "resources": tenant.resources,
-        "resource_templates": tenant.resource_templates,
+        "prompts": items["prompts"],
+        "resources": items["resources"],
+        "resource_templates": items["resource_templates"],
         "ceiling": tenant.ceiling,
         "limits": tenant.limits,
         "tool_limits": tenant.tool_limits,
@@ -667,6 +668,7 @@ pub async fn apply(
         groups::remove(&mut *tx, &change.name).await?;
     }
     let index = ToolIndex(sources::with_tools(&mut *tx).await?);
+    let server_ids = items::server_ids(&mut tx).await?;
     for group in desired.groups.iter().filter(|g| changed_any("group", g.name.as_str())) {
         let place = format!("groups.{}", group.name);
         let id = groups::upsert(&mut *tx, &group.name, &group.description, group.active_by_default, true)
@@ -680,7 +682,7 @@ pub async fn apply(
             .map(|key| index.resolve(key, None).map_err(at(&place)))
             .collect::<Result<Vec<_>>>()?;
         groups::replace_members(&mut tx, id, &members).await?;
-        items::apply_group(&mut tx, id, group).await.map_err(at(&place))?;
+        items::apply_group(&mut tx, &server_ids, id, group).await.map_err(at(&place))?;
     }
     for tenant in desired.tenants.iter().filter(|t| changed_any("tenant", t.slug.as_str())) {
         let id = tenant_ids[tenant.slug.as_str()];
@@ -693,7 +695,7 @@ pub async fn apply(
             kept.push((source_id, upstream));
         }
         overrides::retain(&mut *tx, id, &kept).await?;
-        items::apply(&mut tx, id, tenant).await?;
+        items::apply(&mut tx, &server_ids, id, tenant).await?;
         for key in tenant.tool_limits.keys() {
             index.resolve(key, Some(id)).map_err(at(format!("tenants.{}.tool_limits.{key}", tenant.slug)))?;
         }

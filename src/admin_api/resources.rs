@@ -435,9 +435,7 @@ async fn group_items(
     Extension(admin): Extension<Admin>,
     Path(group): Path<String>,
 ) -> Answer {
-    let all = global::group_items(&state, &admin.owner()?).await?;
-    let name = name(&group)?;
-    ok(all.into_iter().filter(|(g, _)| g == name.as_str()).map(|(_, item)| item).collect::<Vec<_>>())
+    ok(global::items_of_group(&state, &admin.owner()?, &name(&group)?).await?)
 }
 
 /// `PUT /api/admin/v1/groups/{name}/items` `[{server, kind, key}]`.

@@ -58,7 +58,18 @@ pub async fn load_groups() -> Result<GroupsView, PanelError> {
             })
             .collect(),
         tools: tools.into_iter().map(|t| (t.id.to_string(), t.exposed_name, t.source)).collect(),
-        items: items.into_iter().map(|offered| ItemKey::from(offered.item)).collect(),
+        items: {
+            // A member its server no longer lists stays choosable, to be let go.
+            let mut all: Vec<ItemKey> =
+                items.into_iter().map(|offered| ItemKey::from(offered.item)).collect();
+            for (_, member) in members {
+                let member = ItemKey::from(member);
+                if !all.contains(&member) {
+                    all.push(member);
+                }
+            }
+            all
+        },
     })
 }
 

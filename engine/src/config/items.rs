@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use serde_json::{Map, Value, json};
 use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
@@ -59,6 +60,38 @@ fn section(kind: ItemKind) -> &'static str {
     }
 }
 
+/// `tenant`'s choices as the diff compares them: each as the export writes it (`enabled` only
+/// when false), a server without any left out.
+pub(super) fn view(tenant: &TenantConfig) -> Value {
+    let of = |kind| {
+        let mut servers = Map::new();
+        for (server, choices) in tenant.items_of(kind).iter().filter(|(_, choices)| !choices.is_empty()) {
+            let choices = choices.iter().map(|(key, input)| {
+                let written =
+                    ItemOverrideInput { enabled: input.enabled.filter(|enabled| !enabled), ..input.clone() };
+                (key.clone(), serde_json::to_value(written).expect("choices serialise"))
+            });
+            servers.insert(server.to_string(), Value::Object(choices.collect()));
+        }
+        Value::Object(servers)
+    };
+    json!({
+        "prompts": of(ItemKind::Prompt),
+        "resources": of(ItemKind::Resource),
+        "resource_templates": of(ItemKind::ResourceTemplate),
+    })
+}
+
+/// A key is what the store keeps: 1 to 2048 bytes.
+fn check_key(place: &str, key: &str) -> Result<()> {
+    match key.len() {
+        1..=2048 => Ok(()),
+        _ => Err(Error::Invalid(format!(
+            "{place}: a key (a prompt's name, a URI, a URI template) is 1 to 2048 bytes"
+        ))),
+    }
+}
+
 /// Fills `tenant`'s choices from the stored ones of the tenant `id` (`servers` names sources).
 pub(super) fn export(
     tenant: &mut TenantConfig,
@@ -77,8 +110,9 @@ pub(super) fn export(
     }
 }
 
-/// Each choice names a server of the document the tenant may use (shared or its own) and fits
-/// its kind; each group's item is of a server of the document.
+/// Each choice names a server of the document that is shared or the tenant's own (the
+/// ceiling applies when it is served, as to tools) and fits its kind; each group's item is of
+/// a server of the document.
 pub(super) fn check(document: &Document) -> Result<()> {
     for group in &document.groups {
         if let Some(item) =
@@ -91,7 +125,8 @@ pub(super) fn check(document: &Document) -> Result<()> {
         }
     }
     for tenant in &document.tenants {
-        for (place, kind, server, _, input) in tenant.item_choices() {
+        for (place, kind, server, key, input) in tenant.item_choices() {
+            check_key(&place, key)?;
             let declared = document.servers.iter().find(|s| s.name == *server);
             match declared {
                 None => Err(Error::Invalid(format!(
@@ -108,7 +143,7 @@ pub(super) fn check(document: &Document) -> Result<()> {
 }
 
 /// The id of every server, by name.
-async fn server_ids(tx: &mut Transaction<'_, Postgres>) -> Result<HashMap<String, Uuid>> {
+pub(super) async fn server_ids(tx: &mut Transaction<'_, Postgres>) -> Result<HashMap<String, Uuid>> {
     Ok(sources::list(&mut **tx).await?.into_iter().map(|source| (source.name, source.id)).collect())
 }
 
@@ -121,24 +156,28 @@ fn server_id(ids: &HashMap<String, Uuid>, server: &Name) -> Result<Uuid> {
 /// Makes `group`'s items the stored ones of the group `id`.
 pub(super) async fn apply_group(
     tx: &mut Transaction<'_, Postgres>,
+    ids: &HashMap<String, Uuid>,
     id: Uuid,
     group: &GroupConfig,
 ) -> Result<()> {
-    let ids = server_ids(tx).await?;
     let members = group
         .items
         .iter()
-        .map(|item| Ok((server_id(&ids, &item.server)?, item.kind, item.key.clone())))
+        .map(|item| Ok((server_id(ids, &item.server)?, item.kind, item.key.clone())))
         .collect::<Result<Vec<_>>>()?;
     groups::replace_item_members(tx, id, &members).await
 }
 
 /// Makes `tenant`'s choices the stored ones of the tenant `id`.
-pub(super) async fn apply(tx: &mut Transaction<'_, Postgres>, id: Uuid, tenant: &TenantConfig) -> Result<()> {
-    let ids = server_ids(tx).await?;
+pub(super) async fn apply(
+    tx: &mut Transaction<'_, Postgres>,
+    ids: &HashMap<String, Uuid>,
+    id: Uuid,
+    tenant: &TenantConfig,
+) -> Result<()> {
     let mut kept = Vec::new();
     for (place, kind, server, key, input) in tenant.item_choices() {
-        let source_id = server_id(&ids, server).map_err(at(&place))?;
+        let source_id = server_id(ids, server).map_err(at(&place))?;
         item_overrides::write(&mut **tx, id, source_id, kind, key, input).await?;
         kept.push((source_id, kind, key.clone()));
     }

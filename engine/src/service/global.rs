@@ -79,6 +79,13 @@ pub async fn group_items(services: &Services, _: &Owner) -> Result<Vec<(String, 
     store::groups::item_members(&services.pool).await
 }
 
+/// The group's prompts, resources and templates.
+pub async fn items_of_group(services: &Services, _: &Owner, name: &Name) -> Result<Vec<ItemRef>> {
+    let group = store::groups::get(&services.pool, name).await?;
+    let all = store::groups::item_members(&services.pool).await?;
+    Ok(all.into_iter().filter(|(g, _)| *g == group.name).map(|(_, item)| item).collect())
+}
+
 /// Makes the group's prompts, resources and templates exactly `items`.
 pub async fn set_item_members(
     services: &Services,

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::item_overrides::ItemRef;
 use super::items::ItemKind;
-use super::{Actor, Change, Error, Result, commit, sources};
+use super::{Actor, Change, Error, Result, commit};
 use crate::model::Name;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -239,8 +239,8 @@ pub async fn item_members(db: impl PgExecutor<'_>) -> Result<Vec<(String, ItemRe
         .collect()
 }
 
-/// Makes the group's prompts, resources and templates exactly `items` (each of a server that
-/// offers it). Audited.
+/// Makes the group's prompts, resources and templates exactly `items` (each new one of a server
+/// that lists it). Audited.
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name, count = items.len()))]
 pub async fn set_item_members(pool: &PgPool, actor: &Actor, name: &Name, items: &[ItemRef]) -> Result<()> {
     let mut items = items.to_vec();
@@ -248,16 +248,13 @@ pub async fn set_item_members(pool: &PgPool, actor: &Actor, name: &Name, items: 
     items.dedup();
     let mut tx = pool.begin().await?;
     let group = get(&mut *tx, name).await?;
-    let before: Vec<ItemRef> =
+    let mut before: Vec<ItemRef> =
         item_members(&mut *tx).await?.into_iter().filter(|(g, _)| *g == group.name).map(|(_, i)| i).collect();
+    before.sort();
     let mut members = Vec::with_capacity(items.len());
     for item in &items {
-        let unknown =
-            || Error::not_found(format!("{} `{}` of server `{}`", item.kind.label(), item.key, item.server));
-        let source = sources::get(&mut *tx, &item.server).await.map_err(|_| unknown())?;
-        if !super::items::is_listed(&mut *tx, source.id, item.kind, &item.key).await? {
-            return Err(unknown());
-        }
+        // A member kept need not be listed now (its server may list it again).
+        let source = super::items::source_of(&mut tx, item, before.binary_search(item).is_err()).await?;
         members.push((source.id, item.kind, item.key.clone()));
     }
     replace_item_members(&mut tx, group.id, &members).await?;

@@ -1,7 +1,9 @@
 //! A tenant's choices for one prompt, resource or resource template of a server: hide it,
 //! give a prompt another name, describe it differently. An item is named by its server and its
 //! own key (a prompt's name, a URI, a URI template), so that a choice can pick one of two
-//! servers offering the same URI, and holds before the item is discovered.
+//! servers offering the same URI and survives a change of the server's prefix; the
+//! configuration document may name an item not discovered yet, the admin API and the panel
+//! only one its server lists.
 
 use serde::{Deserialize, Serialize};
 use sqlx::{PgExecutor, PgPool, Postgres, Transaction};
@@ -10,7 +12,7 @@ use uuid::Uuid;
 use super::items::ItemKind;
 use super::overrides::MAX_DESCRIPTION_BYTES;
 use super::tenants::Tenant;
-use super::{Actor, Change, Error, Result, commit, sources};
+use super::{Actor, Change, Error, Result, commit};
 use crate::catalog::naming;
 use crate::model::{Name, TenantSlug};
 
@@ -72,17 +74,6 @@ pub struct ItemOverride {
     pub enabled: bool,
     pub name: Option<String>,
     pub description: Option<String>,
-}
-
-impl ItemOverride {
-    /// The choice as written.
-    pub fn input(&self) -> ItemOverrideInput {
-        ItemOverrideInput {
-            enabled: (!self.enabled).then_some(false),
-            name: self.name.clone(),
-            description: self.description.clone(),
-        }
-    }
 }
 
 /// A choice as stored, for a catalog rebuild and the configuration document.
@@ -196,18 +187,23 @@ pub(crate) async fn retain(
     Ok(())
 }
 
-/// The source of `item` when `tenant` may use its server and the server offers it; refused
-/// alike when the server is another tenant's or beyond the ceiling, so that the refusal tells
-/// nothing of it.
-async fn offered(tx: &mut Transaction<'_, Postgres>, tenant: &Tenant, item: &ItemRef) -> Result<Uuid> {
-    let unknown =
-        || Error::not_found(format!("{} `{}` of server `{}`", item.kind.label(), item.key, item.server));
-    let source = sources::get(&mut **tx, &item.server).await.map_err(|_| unknown())?;
+/// The source of `item` when `tenant` may use its server (and with `listed`, when the server
+/// lists the item); refused alike when the server is another tenant's or beyond the ceiling,
+/// so that the refusal tells nothing of it.
+async fn usable(
+    tx: &mut Transaction<'_, Postgres>,
+    tenant: &Tenant,
+    item: &ItemRef,
+    listed: bool,
+) -> Result<Uuid> {
+    let source = super::items::source_of(tx, item, listed).await?;
     if !tenant.may_use(source.tenant_id, &source.name, &source.tags) {
-        return Err(unknown());
-    }
-    if !super::items::is_listed(&mut **tx, source.id, item.kind, &item.key).await? {
-        return Err(unknown());
+        return Err(Error::not_found(format!(
+            "{} `{}` of server `{}`",
+            item.kind.label(),
+            item.key,
+            item.server
+        )));
     }
     Ok(source.id)
 }
@@ -224,7 +220,7 @@ pub async fn set(
     input.check(item.kind)?;
     let mut tx = pool.begin().await?;
     let tenant = super::tenants::get(&mut *tx, slug).await?;
-    let source_id = offered(&mut tx, &tenant, item).await?;
+    let source_id = usable(&mut tx, &tenant, item, true).await?;
     let before = fetch(&mut *tx, tenant.id, source_id, item).await?;
     write(&mut *tx, tenant.id, source_id, item.kind, &item.key, input).await?;
     let after = fetch(&mut *tx, tenant.id, source_id, item).await?.expect("just written");
@@ -250,12 +246,15 @@ pub async fn clear(pool: &PgPool, actor: &Actor, slug: &TenantSlug, item: &ItemR
             item.server
         ))
     };
-    let source = sources::get(&mut *tx, &item.server).await.map_err(|_| missing())?;
-    let before = fetch(&mut *tx, tenant.id, source.id, item).await?.ok_or_else(missing)?;
+    let source_id = match usable(&mut tx, &tenant, item, false).await {
+        Err(Error::NotFound(_)) => return Err(missing()),
+        found => found?,
+    };
+    let before = fetch(&mut *tx, tenant.id, source_id, item).await?.ok_or_else(missing)?;
     sqlx::query!(
         "delete from item_override where tenant_id = $1 and source_id = $2 and kind = $3 and key = $4",
         tenant.id,
-        source.id,
+        source_id,
         item.kind as ItemKind,
         item.key
     )

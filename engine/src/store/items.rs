@@ -116,6 +116,25 @@ pub async fn offered(db: impl PgExecutor<'_>) -> Result<Vec<OfferedItem>> {
         .collect()
 }
 
+/// The source of `item`'s server, and with `listed` only when the server lists the item; an
+/// unknown one is refused as `item`.
+pub(crate) async fn source_of(
+    db: &mut sqlx::PgConnection,
+    item: &ItemRef,
+    listed: bool,
+) -> Result<sources::Source> {
+    let unknown =
+        || Error::not_found(format!("{} `{}` of server `{}`", item.kind.label(), item.key, item.server));
+    let source = match sources::get(&mut *db, &item.server).await {
+        Err(Error::NotFound(_)) => return Err(unknown()),
+        found => found?,
+    };
+    if listed && !is_listed(&mut *db, source.id, item.kind, &item.key).await? {
+        return Err(unknown());
+    }
+    Ok(source)
+}
+
 /// Whether the server `source_id` lists the item `key` of `kind` now.
 pub(crate) async fn is_listed(
     db: impl PgExecutor<'_>,

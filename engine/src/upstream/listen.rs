@@ -2,14 +2,29 @@
 //! `subscriptions/listen` stream: that its tools, prompts or resources changed, and that a
 //! resource a client named changed. A connection holds one such stream for as long as it
 //! lasts; its filter is fixed when it opens, so a new subscription to a resource (or the last
-//! one ending) opens it again, and a new connection opens one for what is subscribed already.
+//! one ending) opens a new stream — read until the new one is acknowledged, so nothing is
+//! lost between them — and a stream that ends is opened again.
 
+use std::time::Duration;
+
+use futures::FutureExt;
 use rmcp::model::{ServerNotification, SubscriptionFilter};
-use rmcp::service::{Peer, RoleClient};
+use rmcp::service::{Peer, RoleClient, Subscription};
 
 use super::slot::{Slot, SlotSubscription};
 use crate::exec::ResourceUpdated;
 use crate::tool::ToolError;
+
+/// The most resources one connection's stream names (each is sent again whenever the set
+/// changes).
+const MOST_RESOURCES: usize = 1024;
+
+/// How long a change of the resources waits for more before the stream opens again, so that
+/// many sessions subscribing at once open it once.
+const GATHER: Duration = Duration::from_millis(50);
+
+/// The pause before a stream that ended, or was refused, is opened again.
+const RETRY: Duration = Duration::from_secs(1);
 
 /// Which lists a connection hears about changes to.
 struct Lists {
@@ -18,13 +33,27 @@ struct Lists {
     resources: bool,
 }
 
+impl Lists {
+    fn any(&self) -> bool {
+        self.tools || self.prompts || self.resources
+    }
+}
+
+/// The next notification of `current`; `None` once it ended; never while there is none.
+async fn next_of(current: &mut Option<Subscription>) -> Option<ServerNotification> {
+    match current {
+        Some(subscription) => subscription.next().await.ok().flatten(),
+        None => std::future::pending().await,
+    }
+}
+
 impl Slot {
     /// Follows the server of the connection numbered `connection` through its
     /// `subscriptions/listen` stream until the connection goes: rediscovers (when this
-    /// connection discovers) whenever a list changed — and once when the stream first opens:
-    /// the revision replays nothing, so a change between the first discovery and the
-    /// acknowledgment would otherwise be missed — and passes on the updates of the resources
-    /// subscribed to through this connection.
+    /// connection discovers) whenever a list changed — and when a stream opens after none or
+    /// after one that ended: the revision replays nothing, so what changed meanwhile would
+    /// otherwise be missed — and passes on the updates of the resources subscribed to through
+    /// this connection.
     pub(super) async fn follow(&self, peer: &Peer<RoleClient>, connection: u64) {
         let Some(capabilities) = peer.peer_info().map(|info| info.capabilities.clone()) else { return };
         let changed = |offered: Option<bool>| self.discovers && offered == Some(true);
@@ -33,68 +62,100 @@ impl Slot {
             prompts: changed(capabilities.prompts.as_ref().and_then(|prompts| prompts.list_changed)),
             resources: changed(capabilities.resources.as_ref().and_then(|resources| resources.list_changed)),
         };
-        let mut rediscover = lists.tools || lists.prompts || lists.resources;
-        let mut gone = self.state.subscribe();
-        let gone = gone.wait_for(|state| state.peer.is_none() || state.connection != connection);
+        let mut state = self.state.subscribe();
+        let gone = async move {
+            let _ = state.wait_for(|state| state.peer.is_none() || state.connection != connection).await;
+        };
         tokio::pin!(gone);
-        loop {
+        let mut current: Option<Subscription> = None;
+        let mut rediscover = lists.any();
+        'following: loop {
+            // Open the stream for what is wanted now, reading the current one meanwhile.
             let filter = self.filter(&lists).await;
-            let opened = match filter == SubscriptionFilter::default() {
-                true => None,
-                false => tokio::select! {
-                    opened = peer.listen(filter) => Some(opened),
-                    _ = &mut gone => return,
-                },
-            };
-            let mut subscription = match opened {
-                None => {
-                    self.listening.send_replace(Vec::new());
+            let mut retry = false;
+            if filter == SubscriptionFilter::default() {
+                current = None;
+                self.listening.send_replace((connection, Vec::new()));
+            } else {
+                let open = tokio::time::timeout(self.config.connect_timeout, peer.listen(filter));
+                tokio::pin!(open);
+                let opened = loop {
                     tokio::select! {
-                        () = self.listen_again.notified() => continue,
-                        _ = &mut gone => return,
+                        opened = &mut open => break opened,
+                        next = next_of(&mut current) => match next {
+                            Some(notification) => self.take(peer, connection, notification).await,
+                            None => {
+                                current = None;
+                                rediscover = lists.any();
+                            }
+                        },
+                        () = &mut gone => break 'following,
                     }
+                };
+                // What the stream being replaced still holds.
+                while let Some(Ok(Some(notification))) =
+                    current.as_mut().and_then(|s| s.next().now_or_never())
+                {
+                    self.take(peer, connection, notification).await;
                 }
-                Some(Err(err)) => {
-                    tracing::warn!(servers = %self.label(), error = %err, "upstream refused subscriptions/listen");
-                    self.listening.send_replace(Vec::new());
-                    tokio::select! {
-                        () = self.listen_again.notified() => continue,
-                        _ = &mut gone => return,
+                current = match opened {
+                    Ok(Ok(subscription)) => Some(subscription),
+                    Ok(Err(err)) => {
+                        tracing::warn!(servers = %self.label(), error = %err, "upstream refused subscriptions/listen");
+                        None
                     }
+                    Err(_) => {
+                        tracing::warn!(servers = %self.label(), "upstream did not acknowledge subscriptions/listen");
+                        None
+                    }
+                };
+                let acknowledged =
+                    current.as_ref().and_then(|s| s.acknowledged().resource_subscriptions.clone());
+                self.listening.send_replace((connection, acknowledged.unwrap_or_default()));
+                retry = current.is_none();
+                if current.is_some() && std::mem::take(&mut rediscover) {
+                    self.discover(peer, connection, &self.member_names()).await;
                 }
-                Some(Ok(subscription)) => subscription,
-            };
-            let acknowledged = subscription.acknowledged().resource_subscriptions.clone();
-            self.listening.send_replace(acknowledged.unwrap_or_default());
-            if std::mem::take(&mut rediscover) {
+            }
+            // Read it until the resources change, it ends, or the connection goes.
+            loop {
+                tokio::select! {
+                    next = next_of(&mut current) => match next {
+                        Some(notification) => self.take(peer, connection, notification).await,
+                        None => {
+                            current = None;
+                            rediscover = lists.any();
+                            self.listening.send_replace((connection, Vec::new()));
+                            retry = true;
+                        }
+                    },
+                    () = self.listen_again.notified() => {
+                        tokio::time::sleep(GATHER).await;
+                        break;
+                    }
+                    () = tokio::time::sleep(RETRY), if retry => break,
+                    () = &mut gone => break 'following,
+                }
+            }
+        }
+        self.listening.send_replace((connection, Vec::new()));
+    }
+
+    /// Passes on what the stream carried: a resource's update to the sessions subscribed
+    /// through this connection; a list's change as a rediscovery.
+    async fn take(&self, peer: &Peer<RoleClient>, connection: u64, notification: ServerNotification) {
+        match notification {
+            ServerNotification::ResourceUpdatedNotification(updated) => {
+                // Nobody listening is no failure.
+                let _ = self.updates.send(ResourceUpdated { connection: self.id, uri: updated.params.uri });
+            }
+            ServerNotification::ToolListChangedNotification(_)
+            | ServerNotification::PromptListChangedNotification(_)
+            | ServerNotification::ResourceListChangedNotification(_) => {
+                tracing::info!(servers = %self.label(), "upstream list changed; rediscovering");
                 self.discover(peer, connection, &self.member_names()).await;
             }
-            loop {
-                let notification = tokio::select! {
-                    next = subscription.next() => match next {
-                        Ok(Some(notification)) => notification,
-                        // The stream ended, with the connection or by the server's choice.
-                        _ => return,
-                    },
-                    // Dropped, the stream is cancelled at the server.
-                    () = self.listen_again.notified() => break,
-                };
-                match notification {
-                    ServerNotification::ResourceUpdatedNotification(updated) => {
-                        // Nobody listening is no failure.
-                        let _ = self
-                            .updates
-                            .send(ResourceUpdated { connection: self.id, uri: updated.params.uri });
-                    }
-                    ServerNotification::ToolListChangedNotification(_)
-                    | ServerNotification::PromptListChangedNotification(_)
-                    | ServerNotification::ResourceListChangedNotification(_) => {
-                        tracing::info!(servers = %self.label(), "upstream list changed; rediscovering");
-                        self.discover(peer, connection, &self.member_names()).await;
-                    }
-                    _ => {}
-                }
-            }
+            _ => {}
         }
     }
 
@@ -118,11 +179,29 @@ impl Slot {
         filter.build()
     }
 
-    /// Subscribes to updates of `uri` at `server`, on revision 2026-07-28: once the
-    /// connection's stream has opened again with it and the server acknowledged it.
+    /// One more subscription to `uri` at `server` through this connection, on 2026-07-28: the
+    /// first one to a resource opens the stream again with it.
+    async fn hold(&self, server: &str, uri: &str) -> Result<SlotSubscription, ToolError> {
+        let mut subscribed = self.subscribed.lock().await;
+        if !subscribed.contains_key(uri) && subscribed.len() >= MOST_RESOURCES {
+            return Err(ToolError::tool(format!(
+                "MCP server `{server}` is sent updates of {MOST_RESOURCES} resources already through this connection"
+            )));
+        }
+        let count = subscribed.entry(uri.to_string()).or_default();
+        *count += 1;
+        if *count == 1 {
+            self.listen_again.notify_one();
+        }
+        Ok(self.subscription(server, uri))
+    }
+
+    /// Subscribes to updates of `uri` at `server` through the connection numbered
+    /// `connection`, on 2026-07-28: once its stream has opened again with it and the server
+    /// acknowledged it.
     pub(super) async fn subscribe_listening(
         &self,
-        peer: &Peer<RoleClient>,
+        (peer, connection): (&Peer<RoleClient>, u64),
         server: &str,
         uri: &str,
     ) -> Result<SlotSubscription, ToolError> {
@@ -132,9 +211,10 @@ impl Slot {
                 "MCP server `{server}` does not offer resource subscriptions"
             )));
         }
-        let held = self.hold(server, uri).await;
+        let held = self.hold(server, uri).await?;
         let mut listening = self.listening.subscribe();
-        let taken = listening.wait_for(|uris| uris.iter().any(|listened| listened == uri));
+        let taken =
+            listening.wait_for(|(on, uris)| *on == connection && uris.iter().any(|listened| listened == uri));
         match tokio::time::timeout(self.config.connect_timeout, taken).await {
             Ok(Ok(_)) => Ok(held),
             // Dropping `held` lets go of the subscription again.

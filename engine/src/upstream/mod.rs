@@ -542,7 +542,7 @@ impl Inner {
             updates: self.updates.clone(),
             id: Slot::next_id(),
             subscribed: tokio::sync::Mutex::default(),
-            listening: watch::Sender::new(Vec::new()),
+            listening: watch::Sender::new((0, Vec::new())),
             listen_again: tokio::sync::Notify::new(),
             authorization: match key.endpoint.credential {
                 Credential::OAuth { id, .. } => Some((id, key.endpoint.url.clone().unwrap_or_default())),

@@ -82,8 +82,9 @@ pub(super) struct Slot {
     /// The resources subscribed to through this connection, with how many subscriptions
     /// hold each; a new connection subscribes to them again.
     pub(super) subscribed: tokio::sync::Mutex<HashMap<String, usize>>,
-    /// On 2026-07-28, the resources the server acknowledged on the connection's listen stream.
-    pub(super) listening: watch::Sender<Vec<String>>,
+    /// On 2026-07-28, the resources the server acknowledged on the listen stream of the
+    /// connection numbered first.
+    pub(super) listening: watch::Sender<(u64, Vec<String>)>,
     /// On 2026-07-28, what `subscribed` holds changed: the listen stream opens again.
     pub(super) listen_again: tokio::sync::Notify,
     /// The OAuth authorization whose token the connection carries, and the server's URL.
@@ -250,13 +251,13 @@ impl Slot {
                         let (slot, peer) = (self.clone(), peer.clone());
                         async move { slot.resubscribe(peer).await }
                     });
-                    if self.discovers {
-                        self.discover(&peer, connection, &self.member_names()).await;
-                    }
                     if is_stateless(&peer) {
                         // Ends with the connection.
                         let (slot, peer) = (self.clone(), peer.clone());
                         tokio::spawn(async move { slot.follow(&peer, connection).await });
+                    }
+                    if self.discovers {
+                        self.discover(&peer, connection, &self.member_names()).await;
                     }
                     // A call or a listing that finds the connection broken takes it down
                     // ([`Slot::lose`]); this task then reconnects.
@@ -528,9 +529,9 @@ impl Slot {
     /// a time, so the server's state follows the counts.
     #[allow(deprecated)]
     pub(super) async fn subscribe(&self, server: &str, uri: &str) -> Result<SlotSubscription, ToolError> {
-        let (peer, _) = self.peer(server).await?;
+        let (peer, connection) = self.peer(server).await?;
         if is_stateless(&peer) {
-            return self.subscribe_listening(&peer, server, uri).await;
+            return self.subscribe_listening((&peer, connection), server, uri).await;
         }
         let mut subscribed = self.subscribed.lock().await;
         if !subscribed.contains_key(uri) {
@@ -539,18 +540,11 @@ impl Slot {
             self.forward(server, request).await?;
         }
         *subscribed.entry(uri.to_string()).or_default() += 1;
-        Ok(SlotSubscription { slot: self.me.clone(), server: server.to_string(), uri: uri.to_string() })
+        Ok(self.subscription(server, uri))
     }
 
-    /// One more subscription to `uri` at `server` through this connection, on 2026-07-28: the
-    /// first one opens the listen stream again with it.
-    pub(super) async fn hold(&self, server: &str, uri: &str) -> SlotSubscription {
-        let mut subscribed = self.subscribed.lock().await;
-        let count = subscribed.entry(uri.to_string()).or_default();
-        *count += 1;
-        if *count == 1 {
-            self.listen_again.notify_one();
-        }
+    /// A subscription to `uri` at `server` through this connection, counted already.
+    pub(super) fn subscription(&self, server: &str, uri: &str) -> SlotSubscription {
         SlotSubscription { slot: self.me.clone(), server: server.to_string(), uri: uri.to_string() }
     }
 
@@ -565,9 +559,15 @@ impl Slot {
             return;
         }
         subscribed.remove(uri);
-        if self.state.borrow().peer.as_ref().is_some_and(is_stateless) {
-            self.listen_again.notify_one();
-            return;
+        let peer = self.state.borrow().peer.clone();
+        match peer {
+            // The next connection subscribes to what is left.
+            None => return,
+            Some(peer) if is_stateless(&peer) => {
+                self.listen_again.notify_one();
+                return;
+            }
+            Some(_) => {}
         }
         let request =
             ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(UnsubscribeRequestParams::new(uri)));
