@@ -337,7 +337,10 @@ test('the catalog keeps its filters in the address and says when nothing matches
 
   await page.getByPlaceholder('Search names and descriptions').fill('no-such-tool-anywhere');
   await page.getByText('No tool matches these filters.').waitFor();
-  assert.equal(await page.locator('table.grid').count(), 0, 'no bare table header');
+  const toolTable = page.locator('table.grid').filter({ has: page.locator('th', { hasText: 'Tags' }) });
+  assert.equal(await toolTable.count(), 0, 'no bare table header');
+  // The prompts and resources are listed below, with who sees them.
+  await page.locator('section.catalog-items tr', { hasText: 'simple-prompt' }).getByRole('link', { name: 'acme' }).waitFor();
 });
 
 test('bulk actions in the catalog: disable and enable for a tenant, add to a group', async () => {
