@@ -5,11 +5,12 @@
 //! one ending) opens a new stream — read until the new one is acknowledged, so nothing is
 //! lost between them — and a stream that ends is opened again.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use rmcp::model::{ServerNotification, SubscriptionFilter};
 use rmcp::service::{Peer, RoleClient, Subscription};
+use tokio::sync::Notify;
 
 use super::slot::{Slot, SlotSubscription};
 use crate::exec::ResourceUpdated;
@@ -23,8 +24,13 @@ const MOST_RESOURCES: usize = 1024;
 /// many sessions subscribing at once open it once.
 const GATHER: Duration = Duration::from_millis(50);
 
-/// The pause before a stream that ended, or was refused, is opened again.
-const RETRY: Duration = Duration::from_secs(1);
+/// The first pause before a stream that ended, or was refused, is opened again; it doubles
+/// with each failure in a row, up to [`LONGEST_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_secs(1);
+const LONGEST_PAUSE: Duration = Duration::from_secs(60);
+
+/// A stream that lasted this long ended for a reason of its own: the pause starts over.
+const LASTED: Duration = Duration::from_secs(10);
 
 /// Which lists a connection hears about changes to.
 struct Lists {
@@ -50,10 +56,10 @@ async fn next_of(current: &mut Option<Subscription>) -> Option<ServerNotificatio
 impl Slot {
     /// Follows the server of the connection numbered `connection` through its
     /// `subscriptions/listen` stream until the connection goes: rediscovers (when this
-    /// connection discovers) whenever a list changed — and when a stream opens after none or
-    /// after one that ended: the revision replays nothing, so what changed meanwhile would
-    /// otherwise be missed — and passes on the updates of the resources subscribed to through
-    /// this connection.
+    /// connection discovers) whenever a list changed — and when a stream opens after one that
+    /// ended or failed: the revision replays nothing, so what changed meanwhile would otherwise
+    /// be missed — and passes on the updates of the resources subscribed to through this
+    /// connection. Rediscoveries run beside the reading, so a slow one never stalls the stream.
     pub(super) async fn follow(&self, peer: &Peer<RoleClient>, connection: u64) {
         let Some(capabilities) = peer.peer_info().map(|info| info.capabilities.clone()) else { return };
         let changed = |offered: Option<bool>| self.discovers && offered == Some(true);
@@ -62,20 +68,41 @@ impl Slot {
             prompts: changed(capabilities.prompts.as_ref().and_then(|prompts| prompts.list_changed)),
             resources: changed(capabilities.resources.as_ref().and_then(|resources| resources.list_changed)),
         };
+        let rediscovery = Notify::new();
+        let discovering = async {
+            loop {
+                rediscovery.notified().await;
+                self.discover(peer, connection, &self.member_names()).await;
+            }
+        };
         let mut state = self.state.subscribe();
         let gone = async move {
             let _ = state.wait_for(|state| state.peer.is_none() || state.connection != connection).await;
         };
-        tokio::pin!(gone);
+        tokio::select! {
+            biased;
+            () = gone => {}
+            () = self.read(peer, connection, &lists, &rediscovery) => {}
+            () = discovering => {}
+        }
+        self.publish(connection, Vec::new());
+    }
+
+    /// Keeps the connection's stream open for what is wanted, and takes what it carries.
+    async fn read(&self, peer: &Peer<RoleClient>, connection: u64, lists: &Lists, rediscovery: &Notify) {
         let mut current: Option<Subscription> = None;
+        // The revision replays nothing: a change between the connection's first discovery and
+        // the first acknowledgment would be missed without one more.
         let mut rediscover = lists.any();
-        'following: loop {
+        let mut pause = FIRST_PAUSE;
+        let mut opened_at = Instant::now();
+        loop {
             // Open the stream for what is wanted now, reading the current one meanwhile.
-            let filter = self.filter(&lists).await;
+            let filter = self.filter(lists).await;
             let mut retry = false;
             if filter == SubscriptionFilter::default() {
                 current = None;
-                self.listening.send_replace((connection, Vec::new()));
+                self.publish(connection, Vec::new());
             } else {
                 let open = tokio::time::timeout(self.config.connect_timeout, peer.listen(filter));
                 tokio::pin!(open);
@@ -83,67 +110,77 @@ impl Slot {
                     tokio::select! {
                         opened = &mut open => break opened,
                         next = next_of(&mut current) => match next {
-                            Some(notification) => self.take(peer, connection, notification).await,
+                            Some(notification) => self.take(notification, rediscovery),
                             None => {
                                 current = None;
                                 rediscover = lists.any();
                             }
                         },
-                        () = &mut gone => break 'following,
                     }
                 };
-                // What the stream being replaced still holds.
-                while let Some(Ok(Some(notification))) =
-                    current.as_mut().and_then(|s| s.next().now_or_never())
-                {
-                    self.take(peer, connection, notification).await;
-                }
-                current = match opened {
-                    Ok(Ok(subscription)) => Some(subscription),
-                    Ok(Err(err)) => {
-                        tracing::warn!(servers = %self.label(), error = %err, "upstream refused subscriptions/listen");
-                        None
+                match opened {
+                    Ok(Ok(subscription)) => {
+                        // What the stream being replaced still holds.
+                        while let Some(Ok(Some(notification))) =
+                            current.as_mut().and_then(|current| current.next().now_or_never())
+                        {
+                            self.take(notification, rediscovery);
+                        }
+                        let acknowledged = subscription.acknowledged().resource_subscriptions.clone();
+                        self.publish(connection, acknowledged.unwrap_or_default());
+                        current = Some(subscription);
+                        opened_at = Instant::now();
+                        if std::mem::take(&mut rediscover) {
+                            rediscovery.notify_one();
+                        }
                     }
-                    Err(_) => {
-                        tracing::warn!(servers = %self.label(), "upstream did not acknowledge subscriptions/listen");
-                        None
+                    // The current stream, if any, keeps serving what it names.
+                    failed => {
+                        match failed {
+                            Ok(Err(err)) => {
+                                tracing::warn!(servers = %self.label(), error = %err, "upstream refused subscriptions/listen")
+                            }
+                            _ => {
+                                tracing::warn!(servers = %self.label(), "upstream did not acknowledge subscriptions/listen")
+                            }
+                        }
+                        retry = true;
                     }
-                };
-                let acknowledged =
-                    current.as_ref().and_then(|s| s.acknowledged().resource_subscriptions.clone());
-                self.listening.send_replace((connection, acknowledged.unwrap_or_default()));
-                retry = current.is_none();
-                if current.is_some() && std::mem::take(&mut rediscover) {
-                    self.discover(peer, connection, &self.member_names()).await;
                 }
             }
-            // Read it until the resources change, it ends, or the connection goes.
+            // Read it until the resources change, it ends, or a retry is due.
             loop {
                 tokio::select! {
                     next = next_of(&mut current) => match next {
-                        Some(notification) => self.take(peer, connection, notification).await,
+                        Some(notification) => self.take(notification, rediscovery),
                         None => {
                             current = None;
                             rediscover = lists.any();
-                            self.listening.send_replace((connection, Vec::new()));
+                            self.publish(connection, Vec::new());
                             retry = true;
+                            if opened_at.elapsed() >= LASTED {
+                                pause = FIRST_PAUSE;
+                            }
                         }
                     },
                     () = self.listen_again.notified() => {
                         tokio::time::sleep(GATHER).await;
+                        // A change gathered meanwhile is in the next filter already.
+                        let _ = self.listen_again.notified().now_or_never();
                         break;
                     }
-                    () = tokio::time::sleep(RETRY), if retry => break,
-                    () = &mut gone => break 'following,
+                    () = tokio::time::sleep(pause), if retry => {
+                        pause = (pause * 2).min(LONGEST_PAUSE);
+                        break;
+                    }
                 }
             }
         }
-        self.listening.send_replace((connection, Vec::new()));
     }
 
     /// Passes on what the stream carried: a resource's update to the sessions subscribed
     /// through this connection; a list's change as a rediscovery.
-    async fn take(&self, peer: &Peer<RoleClient>, connection: u64, notification: ServerNotification) {
+    fn take(&self, notification: ServerNotification, rediscovery: &Notify) {
         match notification {
             ServerNotification::ResourceUpdatedNotification(updated) => {
                 // Nobody listening is no failure.
@@ -153,10 +190,23 @@ impl Slot {
             | ServerNotification::PromptListChangedNotification(_)
             | ServerNotification::ResourceListChangedNotification(_) => {
                 tracing::info!(servers = %self.label(), "upstream list changed; rediscovering");
-                self.discover(peer, connection, &self.member_names()).await;
+                rediscovery.notify_one();
             }
             _ => {}
         }
+    }
+
+    /// Says which resources the stream of the connection numbered `connection` carries; a
+    /// connection that has been replaced says nothing any more.
+    fn publish(&self, connection: u64, uris: Vec<String>) {
+        self.listening.send_if_modified(|(on, listened)| {
+            if *on > connection {
+                return false;
+            }
+            *on = connection;
+            *listened = uris;
+            true
+        });
     }
 
     /// What to listen for now: `lists`' changes, and updates of the resources subscribed to.

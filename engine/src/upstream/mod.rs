@@ -544,6 +544,7 @@ impl Inner {
             subscribed: tokio::sync::Mutex::default(),
             listening: watch::Sender::new((0, Vec::new())),
             listen_again: tokio::sync::Notify::new(),
+            discovering: tokio::sync::Mutex::default(),
             authorization: match key.endpoint.credential {
                 Credential::OAuth { id, .. } => Some((id, key.endpoint.url.clone().unwrap_or_default())),
                 _ => None,

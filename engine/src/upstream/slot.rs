@@ -87,6 +87,8 @@ pub(super) struct Slot {
     pub(super) listening: watch::Sender<(u64, Vec<String>)>,
     /// On 2026-07-28, what `subscribed` holds changed: the listen stream opens again.
     pub(super) listen_again: tokio::sync::Notify,
+    /// Held by a discovery: two at once would write the same rows.
+    pub(super) discovering: tokio::sync::Mutex<()>,
     /// The OAuth authorization whose token the connection carries, and the server's URL.
     pub(super) authorization: Option<(Uuid, String)>,
     /// A stdio server's standard error, its newest lines.
@@ -395,6 +397,7 @@ impl Slot {
         connection: u64,
         servers: &[String],
     ) -> Vec<Result<servers::DiscoveryReport, UpstreamError>> {
+        let _one_at_a_time = self.discovering.lock().await;
         let listed = match tokio::time::timeout(self.config.connect_timeout, list_tools(peer)).await {
             Ok(Err(err)) if is_transport(&err) => {
                 let failure = service_failure(&err);

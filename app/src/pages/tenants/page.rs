@@ -8,8 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::choices::{CeilingCard, GroupToggles, SaveCeiling, SaveGroups, SaveTags, TagToggles};
 use super::items::{
-    ClearItemChoice, EffectiveItems, ItemChoice, ItemConflictView, ItemKey, ItemOverrideView, ItemView,
-    SaveItemChoice,
+    ClearItemChoice, EffectiveItems, ItemConflictView, ItemOverrideView, ItemView, SaveItemChoice,
 };
 use super::keys::{CreateKey, Keys, RevokeKey};
 use super::limits::{Limits, LimitsCard, SaveLimits};
@@ -150,6 +149,7 @@ pub struct OverrideView {
 pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
     use engine::service::tenants::{self, TenantChoices};
 
+    use super::items::{ItemChoice, ItemKey};
     use crate::server::{caller, issuer, minute, state};
     let caller = caller().await?;
     let managed = caller.tenant(&slug)?;
