@@ -216,47 +216,14 @@ pub fn GroupsPage() -> impl IntoView {
                             on:input=move |ev| tool_filter.set(event_target_value(&ev))
                         />
                         <div class="switches">
-                            {view_data.tools.into_iter().map(|(id, tool, source)| {
-                                let (checked_id, toggled_id) = (id.clone(), id.clone());
-                                let lowered = tool.to_lowercase();
-                                let hidden = move || !lowered.contains(&tool_filter.read().trim().to_lowercase());
-                                view! {
-                                    <label class="switch" class:hidden=hidden>
-                                        <input
-                                            type="checkbox"
-                                            prop:checked=move || members.read().contains(&checked_id)
-                                            on:change=move |ev| {
-                                                let on = event_target_checked(&ev);
-                                                members.update(|m| { m.retain(|x| x != &toggled_id); if on { m.push(toggled_id.clone()); } });
-                                            }
-                                        />
-                                        <span>{tool}</span>
-                                        <span class="muted small">{source}</span>
-                                    </label>
-                                }
-                            }).collect_view()}
+                            {view_data.tools.into_iter().map(|(id, tool, source)| member_switch(members, id, tool, Some(source), tool_filter)).collect_view()}
                         </div>
                         {(!view_data.items.is_empty()).then(|| view! {
                             <h3>"Prompts and resources"</h3>
                             <div class="switches group-items">
                                 {view_data.items.into_iter().map(|item| {
-                                    let (checked, toggled) = (item.clone(), item.clone());
                                     let label = item.label();
-                                    let lowered = label.to_lowercase();
-                                    let hidden = move || !lowered.contains(&tool_filter.read().trim().to_lowercase());
-                                    view! {
-                                        <label class="switch" class:hidden=hidden>
-                                            <input
-                                                type="checkbox"
-                                                prop:checked=move || item_members.read().contains(&checked)
-                                                on:change=move |ev| {
-                                                    let on = event_target_checked(&ev);
-                                                    item_members.update(|m| { m.retain(|x| x != &toggled); if on { m.push(toggled.clone()); } });
-                                                }
-                                            />
-                                            <span>{label}</span>
-                                        </label>
-                                    }
+                                    member_switch(item_members, item, label, None, tool_filter)
                                 }).collect_view()}
                             </div>
                         })}
@@ -278,5 +245,38 @@ pub fn GroupsPage() -> impl IntoView {
                 }
             },
         )}
+    }
+}
+
+/// A switch that makes `value` a member (of `members`) or not, named `label` (with `detail`
+/// beside it), hidden while `filter` is not part of its label.
+fn member_switch<T: Clone + PartialEq + Send + Sync + 'static>(
+    members: RwSignal<Vec<T>>,
+    value: T,
+    label: String,
+    detail: Option<String>,
+    filter: RwSignal<String>,
+) -> impl IntoView {
+    let lowered = label.to_lowercase();
+    let hidden = move || !lowered.contains(&filter.read().trim().to_lowercase());
+    let checked = value.clone();
+    view! {
+        <label class="switch" class:hidden=hidden>
+            <input
+                type="checkbox"
+                prop:checked=move || members.read().contains(&checked)
+                on:change=move |ev| {
+                    let on = event_target_checked(&ev);
+                    members.update(|m| {
+                        m.retain(|x| x != &value);
+                        if on {
+                            m.push(value.clone());
+                        }
+                    });
+                }
+            />
+            <span>{label}</span>
+            {detail.map(|detail| view! { <span class="muted small">{detail}</span> })}
+        </label>
     }
 }
