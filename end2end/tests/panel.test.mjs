@@ -356,6 +356,17 @@ test('the other pages: tools, schema inspector, audit, dashboard', async () => {
   await page.getByRole('link', { name: 'untrusted_echo' }).click();
   await page.waitForURL(/\/tools\//);
   await page.getByRole('heading', { name: 'untrusted_echo' }).waitFor();
+  // acme's MCP clients get the schema as published, until the tenant chooses portable ones.
+  await page.getByText('What portable schemas on MCP would change').waitFor();
+  const inspector = new URL(page.url());
+  await open(page, toolgate, '/tenants/acme');
+  await page.getByLabel('Portable schemas on MCP').check();
+  await eventually(page, async () => {
+    await reload(page);
+    assert.ok(await page.getByLabel('Portable schemas on MCP').isChecked());
+  }, 'the portable schemas choice was never saved');
+  await open(page, toolgate, inspector.pathname + inspector.search);
+  await page.getByText('What the renderer changed for mcp').waitFor();
   await page.getByRole('tab', { name: 'OpenAI' }).click();
   await page.getByText('Findings for openai').waitFor();
   await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: toolgate.url });

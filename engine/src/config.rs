@@ -144,6 +144,10 @@ pub struct TenantConfig {
     /// Whether the tenant is served at all; left out = yes.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub enabled: bool,
+    /// Serve MCP clients portable (normalised) schemas instead of the schemas as published;
+    /// left out = as published.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub portable_mcp_schemas: bool,
 }
 
 impl TenantConfig {
@@ -288,6 +292,7 @@ async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Current> {
             api_keys: tenant.api_keys,
             oauth: tenant.oauth,
             enabled: tenant.enabled,
+            portable_mcp_schemas: tenant.portable_mcp_schemas,
         };
         items::export(&mut config, tenant.id, &item_rows, &server_names);
         tenants.push(config);
@@ -451,6 +456,7 @@ fn tenant_view(tenant: &TenantConfig, stored: &PresetSecrets, moved: &HashSet<Uu
         "api_keys": tenant.api_keys,
         "oauth": tenant.oauth,
         "enabled": tenant.enabled,
+        "portable_mcp_schemas": tenant.portable_mcp_schemas,
     }))
 }
 
@@ -651,6 +657,7 @@ pub async fn apply(
             api_keys: tenant.api_keys,
             oauth: tenant.oauth,
             enabled: tenant.enabled,
+            portable_mcp_schemas: tenant.portable_mcp_schemas,
         };
         let id = tenants::put(&mut *tx, &stored).await?;
         tenant_ids.insert(tenant.slug.to_string(), id);

@@ -448,6 +448,25 @@ fn references_into_the_schema_itself_are_inlined() {
     assert_eq!(normalised["properties"]["second"], json!({"type": "boolean", "description": "Whether"}));
 }
 
+/// A 2020-12 `$ref` to an `$anchor` (`#address`) is inlined like a pointer; main refused the
+/// schema, so the tool was served on no provider.
+#[test]
+fn references_to_an_anchor_are_inlined() {
+    let schema = json!({"type": "object",
+        "$defs": {"a": {"$anchor": "address", "type": "object", "properties": {"city": {"type": "string"}}}},
+        "properties": {"to": {"$ref": "#address", "description": "Where"}}
+    });
+    for provider in Provider::ALL {
+        let normalised = normalize(&schema, provider, false).unwrap();
+        let to = &normalised["properties"]["to"];
+        assert_eq!(to["properties"]["city"]["type"], "string", "{provider:?}: {normalised}");
+        assert!(to.get("$anchor").is_none() && normalised.get("$defs").is_none(), "{provider:?}: {normalised}");
+    }
+    let unknown = json!({"type": "object", "properties": {"to": {"$ref": "#nowhere"}}});
+    let err = normalize(&unknown, Provider::Mcp, false).unwrap_err();
+    assert!(err.to_string().contains("`$ref` #nowhere cannot be resolved"), "{err}");
+}
+
 /// Found by the `schema` fuzz target: nesting past the depth cap leaves an object without
 /// properties deep inside, which Gemini's `parameters` cannot hold.
 #[test]

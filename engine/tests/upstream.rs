@@ -562,10 +562,7 @@ async fn a_listing_that_finds_the_connection_broken_takes_it_down_at_once(pool: 
     let err = gw.upstreams.refresh("up").await.unwrap_err().to_string();
     // Which of the two the listing meets depends on whether rmcp's worker saw the close first.
     let cause = err.strip_prefix("listing tools failed: ").unwrap_or_default();
-    assert!(
-        cause.starts_with("error sending request") || cause == "the connection closed",
-        "{err}"
-    );
+    assert!(cause.starts_with("error sending request") || cause == "the connection closed", "{err}");
     assert!(!err.contains("rmcp::"), "said in rmcp's own words: {err}");
     let health = gw.upstreams.health();
     assert!(health.iter().all(is_down), "{health:?}");

@@ -272,11 +272,11 @@ async fn schema(
         )));
     };
     let snapshot = state.catalog.snapshot();
-    let tool = snapshot
+    let (view, tool) = snapshot
         .tenant(&query.tenant)
-        .and_then(|view| view.tools().iter().find(|t| t.tool_id == id))
+        .and_then(|view| Some((view, view.tools().iter().find(|t| t.tool_id == id)?)))
         .ok_or_else(|| not_found(format!("tool {id} is not visible to tenant `{}`", query.tenant)))?;
-    let inspection = tool.inspect(provider).map_err(|err| {
+    let inspection = tool.inspect(provider, view.portable_mcp_schemas).map_err(|err| {
         Failure::new(problem(StatusCode::UNPROCESSABLE_ENTITY, "unrenderable", err.to_string()))
     })?;
     Ok(Json(inspection).into_response())

@@ -133,6 +133,8 @@ struct TenantEdit {
     oauth: Option<bool>,
     /// The owner's switch: a disabled tenant is served nothing.
     enabled: Option<bool>,
+    /// MCP clients get portable (normalised) schemas instead of the schemas as published.
+    portable_mcp_schemas: Option<bool>,
 }
 
 /// Tells a key given as `null` (`Some(None)`) from a key left out (`None`).
@@ -157,6 +159,7 @@ async fn update_tenant(
         api_keys: body.api_keys,
         oauth: body.oauth,
         enabled: body.enabled,
+        portable_mcp_schemas: body.portable_mcp_schemas,
     };
     ok(tenants::update(&state, &admin.tenant(&slug)?, update).await?)
 }

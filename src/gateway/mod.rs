@@ -161,12 +161,12 @@ impl Credentials {
     }
 }
 
-/// Each tenant's tools rendered for one provider, converted to `T` and serialised, kept for
-/// one snapshot version: listing tools costs a lookup and a copy of bytes, not a rendering,
-/// until the configuration changes. Only the bytes are kept (the rendered values cost
-/// several times their size).
+/// Each tenant's tools rendered in one form, converted to `T` and serialised, kept for one
+/// snapshot version: listing tools costs a lookup and a copy of bytes, not a rendering, until
+/// the configuration changes. Only the bytes are kept (the rendered values cost several times
+/// their size).
 pub struct RenderCache<T> {
-    provider: Provider,
+    form: Form,
     convert: fn(serde_json::Value) -> Option<T>,
     entries: Mutex<HashMap<String, Arc<Rendered>>>,
     kept: Mutex<KeptTools<T>>,
@@ -191,10 +191,29 @@ struct Rendered {
     bodies: [OnceLock<Bytes>; 2],
 }
 
+/// What a [`RenderCache`] renders tools as.
+#[derive(Debug, Clone, Copy)]
+enum Form {
+    /// A provider's normalised rendering.
+    Normalised(Provider),
+    /// MCP's listing with the schemas as published.
+    PublishedMcp,
+}
+
 impl<T> RenderCache<T> {
+    /// Renders tools as `provider` receives them, normalised.
     pub fn new(provider: Provider, convert: fn(serde_json::Value) -> Option<T>) -> Self {
+        Self::of(Form::Normalised(provider), convert)
+    }
+
+    /// Renders tools as MCP lists them with their schemas as published.
+    pub fn published_mcp(convert: fn(serde_json::Value) -> Option<T>) -> Self {
+        Self::of(Form::PublishedMcp, convert)
+    }
+
+    fn of(form: Form, convert: fn(serde_json::Value) -> Option<T>) -> Self {
         RenderCache {
-            provider,
+            form,
             convert,
             entries: Mutex::default(),
             kept: Mutex::new(KeptTools { by_tool: HashMap::new(), swept: 0 }),
@@ -205,11 +224,17 @@ impl<T> RenderCache<T> {
     pub fn render(&self, tools: &[Arc<CatalogTool>]) -> Vec<T> {
         tools
             .iter()
-            .filter_map(|tool| match tool.render(self.provider) {
-                Ok(rendered) => (self.convert)(rendered),
-                Err(err) => {
-                    tracing::warn!(tool = %tool.exposed_name, provider = self.provider.as_str(), error = %err, "tool not served");
-                    None
+            .filter_map(|tool| {
+                let rendered = match self.form {
+                    Form::Normalised(provider) => tool.render(provider),
+                    Form::PublishedMcp => tool.mcp_definition(false),
+                };
+                match rendered {
+                    Ok(rendered) => (self.convert)(rendered),
+                    Err(err) => {
+                        tracing::warn!(tool = %tool.exposed_name, form = ?self.form, error = %err, "tool not served");
+                        None
+                    }
                 }
             })
             .collect()

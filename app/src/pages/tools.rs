@@ -231,7 +231,7 @@ pub async fn inspect_tool(
     let inspection = match tool {
         Some(tool) => Some(
             serde_json::to_value(
-                tool.inspect(provider)
+                tool.inspect(provider, chosen.is_some_and(|view| view.portable_mcp_schemas))
                     .map_err(|e| PanelError::rejected(StatusCode::UNPROCESSABLE_ENTITY, e))?,
             )
             .map_err(|e| PanelError::internal(&e))?,
@@ -448,6 +448,16 @@ pub fn ToolPage() -> impl IntoView {
                 };
                 let findings = inspection["findings"].as_array().cloned().unwrap_or_default();
                 let changes = inspection["changes"].as_array().cloned().unwrap_or_default();
+                // On MCP a tenant's clients get the schemas as published unless it chose portable ones.
+                let published = inspection["portable"] == false;
+                let (changes_heading, rendering_label) = if published {
+                    (
+                        "What portable schemas on MCP would change",
+                        "The tool as this tenant's MCP clients receive it (schemas as published)",
+                    )
+                } else {
+                    ("What the renderer changed for ", "The tool as this provider receives it")
+                };
                 let facts = view_data.facts.clone().map(|facts| {
                     let source = if facts.from_server {
                         view! { <a href=format!("/servers/{}", facts.source)>{facts.source.clone()}</a> }.into_any()
@@ -555,13 +565,19 @@ pub fn ToolPage() -> impl IntoView {
                         }
                             .into_any()
                     }}
-                    <h2>"What the renderer changed for " {view_data.provider.clone()}</h2>
+                    <h2>{changes_heading} {(!published).then(|| view_data.provider.clone())}</h2>
+                    {published.then(|| view! {
+                        <p class="muted">
+                            "This tenant's MCP clients get the schema as its server published it, presets removed. \
+                             With portable schemas on MCP (the tenant page) they would get the normalised one."
+                        </p>
+                    })}
                     {render_changes(changes)}
                     <div class="side-by-side">
                         <JsonBlock label="Raw schema (as declared)" value=inspection["raw"].clone() />
                         <JsonBlock label="What the LLM sees (presets removed)" value=inspection["llm_schema"].clone() />
                         <JsonBlock label="Normalised for this provider" value=inspection["normalised"].clone() />
-                        <JsonBlock label="The tool as this provider receives it" value=inspection["rendering"].clone() />
+                        <JsonBlock label=rendering_label value=inspection["rendering"].clone() />
                     </div>
                 }
                     .into_any()

@@ -78,9 +78,8 @@ impl CatalogTool {
             && self.meta == other.meta
     }
 
-    /// The tool as `provider` receives it: always the normalised, lint-clean rendering.
-    pub fn render(&self, provider: schema::Provider) -> Result<Value, schema::normalize::NormalizeError> {
-        let view = schema::render::ToolView {
+    fn view(&self) -> schema::render::ToolView<'_> {
+        schema::render::ToolView {
             name: &self.exposed_name,
             description: &self.description,
             input_schema: &self.input_schema,
@@ -88,8 +87,22 @@ impl CatalogTool {
             annotations: &self.annotations,
             meta: self.meta.as_deref(),
             strict: self.strict,
-        };
-        schema::render::render(&view, provider)
+        }
+    }
+
+    /// The tool as `provider` receives it: always the normalised, lint-clean rendering.
+    pub fn render(&self, provider: schema::Provider) -> Result<Value, schema::normalize::NormalizeError> {
+        schema::render::render(&self.view(), provider)
+    }
+
+    /// The tool as a tenant's MCP clients list it: its schemas as its server published them
+    /// (presets removed), or the portable rendering when the tenant chose portable schemas.
+    pub fn mcp_definition(&self, portable: bool) -> Result<Value, schema::normalize::NormalizeError> {
+        if portable {
+            self.render(schema::Provider::Mcp)
+        } else {
+            Ok(schema::render::published_mcp(&self.view()))
+        }
     }
 
     /// Roughly how many tokens the tool's definition costs an LLM request (its OpenAI
@@ -99,14 +112,18 @@ impl CatalogTool {
     }
 
     /// Everything the schema inspector shows for `provider`: the raw schema, the one the
-    /// tenant's LLM sees (presets removed), the normalised one, the rendering, and what the
-    /// provider would reject in the unnormalised schema.
+    /// tenant's LLM sees (presets removed), the normalised one, the rendering the tenant's
+    /// clients get (on MCP the published schemas unless `portable_mcp`), and what the provider
+    /// would reject in the unnormalised schema.
     pub fn inspect(
         &self,
         provider: schema::Provider,
+        portable_mcp: bool,
     ) -> Result<Inspection, schema::normalize::NormalizeError> {
-        let rendering = self.render(provider)?;
-        let normalised = schema::render::input_schema(&rendering, provider).clone();
+        let normalised_rendering = self.render(provider)?;
+        let normalised = schema::render::input_schema(&normalised_rendering, provider).clone();
+        let portable = provider != schema::Provider::Mcp || portable_mcp;
+        let rendering = if portable { normalised_rendering } else { self.mcp_definition(false)? };
         let findings = schema::lint::lint_tool(&self.exposed_name, &self.input_schema, provider, self.strict);
         Ok(Inspection {
             tool: self.exposed_name.clone(),
@@ -116,6 +133,7 @@ impl CatalogTool {
             llm_schema: (*self.input_schema).clone(),
             normalised,
             rendering,
+            portable,
             findings,
         })
     }
@@ -199,8 +217,12 @@ pub struct Inspection {
     pub llm_schema: Value,
     pub normalised: Value,
     pub rendering: Value,
+    /// Whether `rendering` carries the normalised schema: always but on MCP, where the tenant
+    /// chooses portable schemas or gets them as published.
+    pub portable: bool,
     pub findings: Vec<schema::lint::Finding>,
-    /// What the renderer changed for the provider, and why.
+    /// What the renderer changed for the provider (or would, with portable schemas on MCP),
+    /// and why.
     pub changes: Vec<RenderChange>,
 }
 
@@ -248,6 +270,8 @@ pub struct TenantTools {
     pub access: Access,
     /// The prompts, resources and resource templates of its servers.
     pub items: Arc<TenantItems>,
+    /// Its MCP clients get portable schemas ([`CatalogTool::mcp_definition`]).
+    pub portable_mcp_schemas: bool,
 }
 
 /// The ways into a tenant's endpoints it accepts.
@@ -340,6 +364,7 @@ impl TenantTools {
         equipped.limits = self.limits.clone();
         equipped.access = self.access;
         equipped.items = self.items.clone();
+        equipped.portable_mcp_schemas = self.portable_mcp_schemas;
         Ok(equipped)
     }
 }
@@ -675,6 +700,7 @@ pub(super) fn build(loaded: &Loaded, bases: &Arc<Bases>, version: u64, force_too
         view.items = Arc::new(TenantItems::new(items.collect()));
         view.limits = Arc::new(limits);
         view.access = Access { api_keys: tenant.api_keys, oauth: tenant.oauth, enabled: tenant.enabled };
+        view.portable_mcp_schemas = tenant.portable_mcp_schemas;
         if tenant.meta_tool {
             view.equippable = equippable;
             view.groups = if ceiling.groups.is_none() {
@@ -737,6 +763,7 @@ fn tenant_tools(
         limits: Arc::default(),
         access: Access::default(),
         items: Arc::default(),
+        portable_mcp_schemas: false,
     }
 }
 

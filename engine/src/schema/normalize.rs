@@ -20,7 +20,7 @@ pub enum NormalizeError {
     #[error("`$ref` {0} is recursive: the schema cannot be inlined for this provider")]
     Recursive(String),
     /// A `$ref` points outside the schema or to nothing.
-    #[error("`$ref` {0} cannot be resolved (only references into the schema itself, `#/...`, are)")]
+    #[error("`$ref` {0} cannot be resolved (only references into the schema itself, `#/...` or `#anchor`, are)")]
     Unresolved(String),
     /// Inlining would build a schema too big or too deep to serve (definitions that each use
     /// the next several times grow exponentially).
@@ -94,7 +94,11 @@ fn inline_refs(
                 }
                 let mut target = reference
                     .strip_prefix('#')
-                    .and_then(|pointer| document.pointer(pointer))
+                    .and_then(|fragment| match fragment {
+                        "" => Some(document),
+                        pointer if pointer.starts_with('/') => document.pointer(pointer),
+                        anchor => anchored(document, anchor),
+                    })
                     .cloned()
                     .ok_or_else(|| NormalizeError::Unresolved(reference.clone()))?;
                 stack.push(reference);
@@ -119,6 +123,16 @@ fn inline_refs(
         _ => {}
     }
     Ok(())
+}
+
+/// The subschema of `node` (or `node` itself) that declares `"$anchor": anchor`.
+fn anchored<'a>(node: &'a Value, anchor: &str) -> Option<&'a Value> {
+    match node {
+        Value::Object(map) if map.get("$anchor").is_some_and(|a| a == anchor) => Some(node),
+        Value::Object(map) => map.values().find_map(|value| anchored(value, anchor)),
+        Value::Array(items) => items.iter().find_map(|item| anchored(item, anchor)),
+        _ => None,
+    }
 }
 
 fn required_of(node: &Map<String, Value>) -> Vec<String> {

@@ -26,20 +26,7 @@ pub fn render(tool: &ToolView<'_>, provider: Provider) -> Result<Value, Normaliz
     let (name, description) = (tool.name, tool.description);
     let parameters = || normalize(tool.input_schema, provider, tool.strict);
     Ok(match provider {
-        Provider::Mcp => {
-            let mut rendered =
-                json!({"name": name, "description": description, "inputSchema": parameters()?});
-            if let Some(output) = tool.output_schema {
-                rendered["outputSchema"] = without_metadata(output);
-            }
-            if tool.annotations.as_object().is_some_and(|a| !a.is_empty()) {
-                rendered["annotations"] = tool.annotations.clone();
-            }
-            if let Some(meta) = tool.meta {
-                rendered["_meta"] = meta.clone();
-            }
-            rendered
-        }
+        Provider::Mcp => mcp_tool(tool, parameters()?, tool.output_schema.map(without_metadata)),
         Provider::OpenAi => json!({
             "type": "function",
             "function": {"name": name, "description": description, "parameters": parameters()?, "strict": tool.strict}
@@ -56,6 +43,28 @@ pub fn render(tool: &ToolView<'_>, provider: Provider) -> Result<Value, Normaliz
             Err(err) => return Err(err),
         },
     })
+}
+
+/// The tool as MCP lists it with its schemas as published (the input schema without presets):
+/// full JSON Schema 2020-12, which MCP clients are owed (SEP-2106) where they do not ask for
+/// the portable rendering of [`Provider::Mcp`].
+pub fn published_mcp(tool: &ToolView<'_>) -> Value {
+    mcp_tool(tool, tool.input_schema.clone(), tool.output_schema.cloned())
+}
+
+fn mcp_tool(tool: &ToolView<'_>, input_schema: Value, output_schema: Option<Value>) -> Value {
+    let mut rendered =
+        json!({"name": tool.name, "description": tool.description, "inputSchema": input_schema});
+    if let Some(output) = output_schema {
+        rendered["outputSchema"] = output;
+    }
+    if tool.annotations.as_object().is_some_and(|a| !a.is_empty()) {
+        rendered["annotations"] = tool.annotations.clone();
+    }
+    if let Some(meta) = tool.meta {
+        rendered["_meta"] = meta.clone();
+    }
+    rendered
 }
 
 /// The input schema inside a rendering of `provider`.

@@ -34,6 +34,9 @@ pub struct Tenant {
     pub oauth: bool,
     /// A disabled tenant is served nothing (an owner's switch; everything else is kept).
     pub enabled: bool,
+    /// MCP clients get the portable, normalised schemas (as REST does) instead of the
+    /// schemas as their servers published them.
+    pub portable_mcp_schemas: bool,
 }
 
 impl Tenant {
@@ -65,6 +68,7 @@ struct Row {
     api_keys_enabled: bool,
     oauth_enabled: bool,
     enabled: bool,
+    portable_mcp_schemas: bool,
 }
 
 impl From<Row> for Tenant {
@@ -88,6 +92,7 @@ impl From<Row> for Tenant {
             api_keys: row.api_keys_enabled,
             oauth: row.oauth_enabled,
             enabled: row.enabled,
+            portable_mcp_schemas: row.portable_mcp_schemas,
         }
     }
 }
@@ -106,6 +111,7 @@ pub struct TenantUpdate {
     pub api_keys: Option<bool>,
     pub oauth: Option<bool>,
     pub enabled: Option<bool>,
+    pub portable_mcp_schemas: Option<bool>,
 }
 
 impl TenantUpdate {
@@ -132,7 +138,7 @@ pub async fn get(db: impl PgExecutor<'_>, slug: &TenantSlug) -> Result<Tenant> {
         Row,
         r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
                 limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
-                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled
+                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled, portable_mcp_schemas
            from tenant where slug = $1"#,
         slug.as_str()
     )
@@ -147,7 +153,7 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Tenant>> {
         Row,
         r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
                 limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
-                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled
+                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled, portable_mcp_schemas
            from tenant order by slug"#
     )
     .fetch_all(db)
@@ -164,7 +170,7 @@ pub async fn create(pool: &PgPool, actor: &Actor, slug: &TenantSlug, name: &str)
         r#"insert into tenant (slug, name) values ($1, $2) on conflict (slug) do nothing
            returning id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
                 limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
-                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled"#,
+                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled, portable_mcp_schemas"#,
         slug.as_str(),
         name,
     )
@@ -200,6 +206,7 @@ pub async fn update(pool: &PgPool, actor: &Actor, slug: &TenantSlug, update: Ten
         api_keys: update.api_keys.unwrap_or(before.api_keys),
         oauth: update.oauth.unwrap_or(before.oauth),
         enabled: update.enabled.unwrap_or(before.enabled),
+        portable_mcp_schemas: update.portable_mcp_schemas.unwrap_or(before.portable_mcp_schemas),
         ..before.clone()
     };
     if choosing_tags
@@ -219,14 +226,15 @@ pub(crate) async fn put(db: impl PgExecutor<'_>, tenant: &Tenant) -> Result<Uuid
     let ceiling = &tenant.ceiling;
     let id = sqlx::query_scalar!(
         "insert into tenant (slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
-                             limits, tool_limits, user_limits, api_keys_enabled, oauth_enabled, enabled)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                             limits, tool_limits, user_limits, api_keys_enabled, oauth_enabled, enabled, portable_mcp_schemas)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
          on conflict (slug) do update set
             name = excluded.name, enabled_tags = excluded.enabled_tags, meta_tool = excluded.meta_tool,
             ceiling_tags = excluded.ceiling_tags, ceiling_sources = excluded.ceiling_sources,
             ceiling_groups = excluded.ceiling_groups, ceiling_shell = excluded.ceiling_shell, limits = excluded.limits, tool_limits = excluded.tool_limits,
             user_limits = excluded.user_limits, api_keys_enabled = excluded.api_keys_enabled,
-            oauth_enabled = excluded.oauth_enabled, enabled = excluded.enabled
+            oauth_enabled = excluded.oauth_enabled, enabled = excluded.enabled,
+            portable_mcp_schemas = excluded.portable_mcp_schemas
          returning id",
         tenant.slug,
         tenant.name,
@@ -242,6 +250,7 @@ pub(crate) async fn put(db: impl PgExecutor<'_>, tenant: &Tenant) -> Result<Uuid
         tenant.api_keys,
         tenant.oauth,
         tenant.enabled,
+        tenant.portable_mcp_schemas,
     )
     .fetch_one(db)
     .await?;

@@ -308,7 +308,7 @@ impl Shared {
         if !equipped && !offers {
             return None;
         }
-        let mut tools = self.lists.render_kept(view.tools());
+        let mut tools = self.lists_of(view).render_kept(view.tools());
         if offers {
             tools.extend(view.meta_tool_definition().and_then(|tool| serde_json::from_value(tool).ok()));
         }
@@ -325,23 +325,27 @@ impl Shared {
         let Some((view, equipped)) = self.view(tenant, session) else {
             return tool_list(Vec::new());
         };
-        let tools = self.own_listing(&view, equipped, era).unwrap_or_else(|| self.lists.render(view.tools()));
+        let tools = self
+            .own_listing(&view, equipped, era)
+            .unwrap_or_else(|| self.lists_of(&view).render(view.tools()));
         tool_list(tools)
     }
 
-    /// The tools and items a request sees, for telling changes apart.
+    /// The tools (and whether their schemas are portable) and items a request sees, for
+    /// telling changes apart.
     fn listed(
         &self,
         tenant: &str,
         session: Option<&SessionChoices>,
-    ) -> (Vec<Arc<CatalogTool>>, Arc<TenantItems>) {
+    ) -> ((bool, Vec<Arc<CatalogTool>>), Arc<TenantItems>) {
         self.view(tenant, session)
-            .map(|(view, _)| (view.tools().to_vec(), view.items.clone()))
+            .map(|(view, _)| ((view.portable_mcp_schemas, view.tools().to_vec()), view.items.clone()))
             .unwrap_or_default()
     }
 
     /// Calls `announce` with each of the tenant's lists (as `session` sees them) that changed
-    /// — a tool added or removed, or one's name, description, schemas or annotations; a prompt,
+    /// — a tool added or removed, or one's name, description, schemas or annotations, or the
+    /// form of the schemas (as published or portable); a prompt,
     /// resource or template added, removed or changed — until `announce` fails or the catalog
     /// closes.
     pub(super) async fn announce_changes<F, E>(
@@ -353,13 +357,14 @@ impl Shared {
         F: Future<Output = Result<(), E>>,
     {
         let mut versions = self.catalog.versions();
-        let (mut tools, mut items) = self.listed(tenant, session);
+        let ((mut portable, mut tools), mut items) = self.listed(tenant, session);
         while versions.changed().await.is_ok() {
-            let (now, now_items) = self.listed(tenant, session);
-            let tools_alike = now.len() == tools.len()
+            let ((now_portable, now), now_items) = self.listed(tenant, session);
+            let tools_alike = now_portable == portable
+                && now.len() == tools.len()
                 && now.iter().zip(&tools).all(|(a, b)| Arc::ptr_eq(a, b) || a.listed_alike(b));
             let (prompts_alike, resources_alike) = now_items.listed_alike(&items);
-            (tools, items) = (now, now_items);
+            (portable, tools, items) = (now_portable, now, now_items);
             let changed = [
                 (Changed::Tools, tools_alike),
                 (Changed::Prompts, prompts_alike),

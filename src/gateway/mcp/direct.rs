@@ -201,10 +201,12 @@ impl Endpoint {
         let Some(params) = call else {
             let result = match self.shared.own_listing(&view, equipped, era) {
                 Some(tools) => list_result(tools, era),
-                None => self
-                    .shared
-                    .lists
-                    .body(&self.shared.catalog, &access.tenant, era.index(), |tools| list_result(tools, era)),
+                None => self.shared.lists_of(&view).body(
+                    &self.shared.catalog,
+                    &access.tenant,
+                    era.index(),
+                    |tools| list_result(tools, era),
+                ),
             };
             return Some(respond_with(&id, &result));
         };

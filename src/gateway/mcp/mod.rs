@@ -71,7 +71,8 @@ pub fn service(
         catalog,
         executor,
         pool: pool.clone(),
-        lists: RenderCache::new(Provider::Mcp, |value| serde_json::from_value(value).ok()),
+        lists: RenderCache::published_mcp(|value| serde_json::from_value(value).ok()),
+        portable_lists: RenderCache::new(Provider::Mcp, |value| serde_json::from_value(value).ok()),
         rounds: Rounds::new(input_waits_per_key),
     });
     let mut config = StreamableHttpServerConfig::default();
@@ -99,8 +100,17 @@ struct Shared {
     executor: Executor,
     /// Where sessions keep what must follow them to another replica.
     pool: PgPool,
+    /// The tenants' tool lists with schemas as published, and portable where a tenant chose.
     lists: RenderCache<Tool>,
+    portable_lists: RenderCache<Tool>,
     rounds: Rounds<Listening>,
+}
+
+impl Shared {
+    /// The tool lists of `view`'s tenant, as it chose its MCP clients get schemas.
+    fn lists_of(&self, view: &TenantTools) -> &RenderCache<Tool> {
+        if view.portable_mcp_schemas { &self.portable_lists } else { &self.lists }
+    }
 }
 
 /// What one session chose, shared by its rmcp handler and the direct way.

@@ -16,7 +16,7 @@ use super::overrides::{ClearOverride, Overrides, SaveOverride};
 use super::people::{AccessCard, PeopleCards, PeopleData, SaveAccess};
 use super::standing::{ChangeTenant, StandingCard};
 use crate::error::PanelError;
-use crate::pages::ui::{StatusBadge, grid, loaded, succeeded};
+use crate::pages::ui::{ErrorNote, StatusBadge, action_error, grid, loaded, succeeded};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TenantView {
@@ -56,6 +56,8 @@ pub struct TenantView {
     pub oauth: bool,
     /// A disabled tenant is served nothing.
     pub enabled: bool,
+    /// Its MCP clients get portable schemas instead of the schemas as published.
+    pub portable_mcp_schemas: bool,
     /// The tenant's MCP endpoint, as clients reach it.
     pub endpoint: String,
     /// The REST API's base (`…/api/v1`), as clients reach it.
@@ -302,6 +304,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         tool_limits: tenant.tool_limits.into_iter().map(|(tool, limits)| (tool, limits.into())).collect(),
         user_limits: tenant.user_limits.into(),
         enabled: tenant.enabled,
+        portable_mcp_schemas: tenant.portable_mcp_schemas,
         api_keys: tenant.api_keys,
         oauth: tenant.oauth,
         endpoint,
@@ -330,7 +333,9 @@ pub fn TenantPage() -> impl IntoView {
     let change_tenant = ServerAction::<ChangeTenant>::new();
     let save_item = ServerAction::<SaveItemChoice>::new();
     let clear_item = ServerAction::<ClearItemChoice>::new();
+    let save_schemas = ServerAction::<SaveMcpSchemas>::new();
     let changes = [
+        succeeded(save_schemas),
         succeeded(save_item),
         succeeded(clear_item),
         succeeded(change_tenant),
@@ -361,7 +366,7 @@ pub fn TenantPage() -> impl IntoView {
                     <LimitsCard tenant=t.clone() action=save_limits />
                     <TagToggles tenant=t.clone() action=save_tags />
                     <GroupToggles tenant=t.clone() action=save_groups />
-                    <EffectiveTools tenant=t.clone() />
+                    <EffectiveTools tenant=t.clone() action=save_schemas />
                     <EffectiveItems tenant=t.clone() save=save_item clear=clear_item />
                     <Overrides tenant=t.clone() save=save_override clear=clear_override />
                     <AccessCard tenant=t.clone() action=save_access />
@@ -410,8 +415,21 @@ fn UpstreamAccounts(tenant: TenantView) -> impl IntoView {
     })
 }
 
+#[server]
+pub async fn save_mcp_schemas(slug: String, portable: bool) -> Result<(), PanelError> {
+    use engine::store::tenants::TenantUpdate;
+
+    use crate::server::{caller, state};
+    let caller = caller().await?;
+    let tenant = caller.tenant(&slug)?;
+    let update = TenantUpdate { portable_mcp_schemas: Some(portable), ..Default::default() };
+    engine::service::tenants::update(&state(), &tenant, update).await?;
+    Ok(())
+}
+
 #[component]
-fn EffectiveTools(tenant: TenantView) -> impl IntoView {
+fn EffectiveTools(tenant: TenantView, action: ServerAction<SaveMcpSchemas>) -> impl IntoView {
+    let slug = StoredValue::new(tenant.slug.clone());
     view! {
         <section class="card">
             <h2>"What the LLM sees"</h2>
@@ -421,6 +439,24 @@ fn EffectiveTools(tenant: TenantView) -> impl IntoView {
                 {tenant.offered_meta_tool.as_ref().map(|(_, tokens)| format!("; MCP sessions also get the meta tool (about {tokens} more)"))}
                 "."
             </p>
+            <label class="check">
+                <input
+                    type="checkbox"
+                    name="portable-mcp-schemas"
+                    prop:checked=tenant.portable_mcp_schemas
+                    disabled=move || action.pending().get()
+                    on:change=move |ev| {
+                        action.dispatch(SaveMcpSchemas { slug: slug.get_value(), portable: event_target_checked(&ev) });
+                    }
+                />
+                "Portable schemas on MCP"
+            </label>
+            <p class="muted small">
+                "MCP clients get each tool's schema as its server published it (full JSON Schema, presets removed). \
+                 On: they get the normalised schema the REST API serves, for clients that hand schemas straight to \
+                 a strict LLM provider. The schema inspector shows both."
+            </p>
+            <ErrorNote error=action_error(action) />
             {tenant
                 .conflicts
                 .into_iter()
