@@ -12,11 +12,11 @@ use common::{ListChangedCounter, TestApp};
 use engine::model::TenantSlug;
 use engine::store::tenants::TenantUpdate;
 use engine::store::{self, Actor};
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::model::ProtocolVersion;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 

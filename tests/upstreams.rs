@@ -3,7 +3,8 @@
 //! it speaks revision 2026-07-28 (server-everything's SSE mode, which does not, is in
 //! `engine/tests/upstream.rs`). Each is registered, discovered, and called through Toolgate by an rmcp client:
 //! a plain result, structured content, progress-reporting work and a tool error; its prompt is
-//! got, its resource and a URI of its template read, and its MCP App reaches the client.
+//! got, its resource and a URI of its template read, and its MCP App reaches the client (the
+//! server hearing whether the caller shows apps).
 
 mod common;
 
@@ -20,6 +21,19 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use tokio::process::Child;
+
+/// A host that shows MCP Apps, and says so.
+#[derive(Clone)]
+struct AppHost;
+
+impl rmcp::ClientHandler for AppHost {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = rmcp::model::ClientCapabilities::builder()
+            .enable_extensions_with(engine::catalog::apps::capability())
+            .build();
+        rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new("host", "1"))
+    }
+}
 
 /// Starts `tests/python/fastmcp_server.py` on `transport`; returns it and its port.
 async fn fastmcp(transport: &str) -> (Child, u16) {
@@ -110,9 +124,17 @@ async fn fronted(pool: PgPool, server: ServerConfig, revision: &str) {
     );
     assert!(content["text"].as_str().unwrap().contains("<main id=forecast>"), "{view}");
     assert!(read("ui://weather/forecast.html").await.is_err(), "the server's own URI is not the tenant's");
+    // The server hears whether the caller shows apps: this client does not say it does.
     let shown = call("fm_forecast", json!({"city": "Lyon"})).await.unwrap();
-    assert_eq!(text(&shown), "Sunny in Lyon; the client can show apps");
+    assert_eq!(text(&shown), "Sunny in Lyon; the client cannot show apps");
     client.cancel().await.unwrap();
+    let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(&key);
+    let host = AppHost.serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let forecast = CallToolRequestParams::new("fm_forecast")
+        .with_arguments(json!({"city": "Lyon"}).as_object().unwrap().clone());
+    let shown = host.call_tool(forecast).await.unwrap();
+    assert_eq!(text(&shown), "Sunny in Lyon; the client can show apps");
+    host.cancel().await.unwrap();
     // The tool's page in the panel says which app it opens.
     assert!(app.login(common::PASSWORD).await.status().is_success());
     let page = app.get(&format!("/tools/{}?tenant=acme", common::tool_id(&pool, "forecast").await)).await;

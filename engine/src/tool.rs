@@ -87,6 +87,27 @@ pub trait ClientRelay: Send + Sync {
     /// The least severe log level the client wants messages of (`"debug"` ... `"emergency"`);
     /// `None` when it wants none.
     fn log_level(&self) -> Option<String>;
+    /// What the client declared it answers, as MCP `ClientCapabilities` (`sampling`,
+    /// `elicitation`): handed to a server on 2026-07-28 with each call, which asks only that.
+    fn capabilities(&self) -> Value;
+}
+
+/// The capability a client must have declared to be asked `request` (`{"method", "params"}`),
+/// as a `ClientCapabilities` object, when `declared` lacks it; `None` when it has it.
+pub fn missing_capability(declared: &Value, request: &Value) -> Option<Value> {
+    let required = match request["method"].as_str().unwrap_or_default() {
+        "sampling/createMessage" => json!({"sampling": {}}),
+        "roots/list" => json!({"roots": {}}),
+        "elicitation/create" if request["params"]["mode"] == "url" => json!({"elicitation": {"url": {}}}),
+        "elicitation/create" => json!({"elicitation": {}}),
+        _ => return None,
+    };
+    let (capability, wanted) = required.as_object()?.iter().next()?;
+    let has = declared.get(capability).is_some_and(|offered| {
+        // A URL elicitation needs `url` declared; a bare `elicitation: {}` means forms.
+        wanted.as_object().is_none_or(|modes| modes.keys().all(|mode| offered.get(mode).is_some()))
+    });
+    (!has).then_some(required)
 }
 
 /// What a running tool knows about its call.
@@ -261,6 +282,10 @@ pub enum ToolError {
     /// The message goes to the LLM verbatim, so it can correct its next call.
     #[error("{0}")]
     Tool(String),
+    /// The call needs of the caller's MCP client what it did not declare (the missing
+    /// `ClientCapabilities`): MCP's -32021 to an MCP client, a tool error elsewhere.
+    #[error("the tool needs the client capabilities {0}, which the caller did not declare")]
+    MissingCapability(Value),
     /// Anything else: logged with a correlation id; the caller sees only a generic message.
     #[error(transparent)]
     Internal(Box<dyn std::error::Error + Send + Sync>),
@@ -348,4 +373,25 @@ pub trait ToolProvider: Send + Sync {
     fn name(&self) -> &str;
     fn tags(&self) -> Vec<String>;
     fn tools(&self) -> Vec<Arc<dyn Tool>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_needs_the_capability_of_its_kind() {
+        let sampling = json!({"method": "sampling/createMessage", "params": {}});
+        let form = json!({"method": "elicitation/create", "params": {"message": "?"}});
+        let url = json!({"method": "elicitation/create", "params": {"mode": "url", "url": "https://x"}});
+        let roots = json!({"method": "roots/list"});
+        let forms_only = json!({"elicitation": {}, "sampling": {}});
+        assert_eq!(missing_capability(&forms_only, &sampling), None);
+        assert_eq!(missing_capability(&forms_only, &form), None);
+        assert_eq!(missing_capability(&forms_only, &url), Some(json!({"elicitation": {"url": {}}})));
+        assert_eq!(missing_capability(&json!({"elicitation": {"url": {}}}), &url), None);
+        assert_eq!(missing_capability(&json!({}), &roots), Some(json!({"roots": {}})));
+        assert_eq!(missing_capability(&json!({"sampling": {}}), &form), Some(json!({"elicitation": {}})));
+        assert_eq!(missing_capability(&json!({}), &json!({"method": "ping"})), None);
+    }
 }

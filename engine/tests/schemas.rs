@@ -460,7 +460,10 @@ fn references_to_an_anchor_are_inlined() {
         let normalised = normalize(&schema, provider, false).unwrap();
         let to = &normalised["properties"]["to"];
         assert_eq!(to["properties"]["city"]["type"], "string", "{provider:?}: {normalised}");
-        assert!(to.get("$anchor").is_none() && normalised.get("$defs").is_none(), "{provider:?}: {normalised}");
+        assert!(
+            to.get("$anchor").is_none() && normalised.get("$defs").is_none(),
+            "{provider:?}: {normalised}"
+        );
     }
     let unknown = json!({"type": "object", "properties": {"to": {"$ref": "#nowhere"}}});
     let err = normalize(&unknown, Provider::Mcp, false).unwrap_err();

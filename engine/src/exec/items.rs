@@ -212,6 +212,9 @@ async fn bounded<T>(
     match tokio::time::timeout(DEFAULT_TIMEOUT, request).await {
         Ok(Ok(answer)) => Ok(answer),
         Ok(Err(ToolError::Tool(message))) => Err(Error::Upstream(UpstreamError::Down(message))),
+        Ok(Err(err @ ToolError::MissingCapability(_))) => {
+            Err(Error::Upstream(UpstreamError::Down(err.to_string())))
+        }
         Ok(Err(ToolError::Internal(err))) => Err(Error::Internal(err)),
         Err(_) => Err(Error::Upstream(UpstreamError::Down(format!(
             "MCP server `{}` did not answer within {DEFAULT_TIMEOUT:?}",

@@ -190,6 +190,10 @@ pub struct CallResult {
     pub correlation_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pending: Option<PendingCall>,
+    /// The client capabilities the call needed and its caller did not declare (its status a
+    /// tool error): an MCP client is answered -32021.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub required_capabilities: Option<Value>,
     pub latency_ms: f64,
 }
 
@@ -238,6 +242,8 @@ struct Inner {
 enum Outcome {
     Done(ToolOutput),
     ToolError(String),
+    /// The capabilities the caller's client lacks.
+    MissingCapability(Value),
     Failed(String),
     Timeout(Duration),
     Suspended(PendingCall),
@@ -490,6 +496,7 @@ impl Executor {
             Ok(Err(join)) => self.failed(&join),
             Ok(Ok(Ok(output))) => Outcome::Done(output),
             Ok(Ok(Err(ToolError::Tool(message)))) => Outcome::ToolError(message),
+            Ok(Ok(Err(ToolError::MissingCapability(required)))) => Outcome::MissingCapability(required),
             Ok(Ok(Err(ToolError::Internal(err)))) => self.failed(&err),
         }
     }
@@ -541,12 +548,18 @@ impl Executor {
     }
 
     fn finish(&self, outcome: Outcome, started: Instant) -> CallResult {
+        let mut required_capabilities = None;
         let (status, output, correlation_id, pending) = match outcome {
             Outcome::Done(output) => {
                 let status = if output.is_error() { Status::ToolError } else { Status::Ok };
                 (status, cap(output, self.inner.config.output_cap_bytes), None, None)
             }
             Outcome::ToolError(message) => (Status::ToolError, ToolOutput::error(message), None, None),
+            Outcome::MissingCapability(required) => {
+                let message = ToolError::MissingCapability(required.clone()).to_string();
+                required_capabilities = Some(required);
+                (Status::ToolError, ToolOutput::error(message), None, None)
+            }
             Outcome::Failed(id) => {
                 let message = format!("The tool failed because of an internal error (correlation id {id}).");
                 (Status::Failed, ToolOutput::error(message), Some(id), None)
@@ -565,6 +578,7 @@ impl Executor {
             output,
             correlation_id,
             pending,
+            required_capabilities,
             latency_ms: started.elapsed().as_secs_f64() * 1000.0,
         }
     }

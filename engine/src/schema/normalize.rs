@@ -20,7 +20,9 @@ pub enum NormalizeError {
     #[error("`$ref` {0} is recursive: the schema cannot be inlined for this provider")]
     Recursive(String),
     /// A `$ref` points outside the schema or to nothing.
-    #[error("`$ref` {0} cannot be resolved (only references into the schema itself, `#/...` or `#anchor`, are)")]
+    #[error(
+        "`$ref` {0} cannot be resolved (only references into the schema itself, `#/...` or `#anchor`, are)"
+    )]
     Unresolved(String),
     /// Inlining would build a schema too big or too deep to serve (definitions that each use
     /// the next several times grow exponentially).

@@ -111,7 +111,10 @@ impl DirectCalls {
     ) -> Result<ServerResult, ServiceError> {
         let id = RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed));
         let meta = params.meta.get_or_insert_with(RequestMetaObject::default);
-        meta.extend(self.meta.clone());
+        // The call's own (the caller's capabilities) win over the connection's.
+        for (key, value) in self.meta.iter() {
+            meta.0.entry(key.clone()).or_insert_with(|| value.clone());
+        }
         let progress = ctx.progress_sink().map(|_| ProgressToken(id.clone()));
         if let Some(token) = &progress {
             meta.set_progress_token(token.clone());

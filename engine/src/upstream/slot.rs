@@ -12,8 +12,8 @@ use tracing::Instrument;
 #[allow(deprecated)]
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    DEFAULT_MRTR_MAX_ROUNDS, InputRequests, InputResponses, LoggingLevel, PaginatedRequestParams, RequestId,
-    RequestMetaObject, ServerResult, SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest,
+    DEFAULT_MRTR_MAX_ROUNDS, ErrorCode, InputRequests, InputResponses, LoggingLevel, PaginatedRequestParams,
+    RequestId, RequestMetaObject, ServerResult, SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest,
     UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
@@ -704,6 +704,12 @@ impl Slot {
         if let Some(level) = level {
             meta.set_log_level(level);
         }
+        // It asks only what the caller can answer (nothing, for a caller that is no MCP
+        // client), and answers -32021 when the tool needs more.
+        if is_stateless(&peer) {
+            let declared = ctx.client().map(|client| client.capabilities()).unwrap_or_else(|| json!({}));
+            meta.set_client_capabilities(serde_json::from_value(declared).unwrap_or_default());
+        }
         // The upstream's work joins the caller's trace (SEP-414).
         let span = tracing::info_span!("upstream tools/call", server = %server, tool = %tool.upstream_name);
         for (field, value) in crate::telemetry::context_of(&span) {
@@ -742,6 +748,12 @@ impl Slot {
                 "MCP server `{server}` asked for input {DEFAULT_MRTR_MAX_ROUNDS} times without finishing the call"
             ))),
             Ok(other) => Err(ToolError::internal(format!("unexpected answer to tools/call: {other:?}"))),
+            Err(ServiceError::McpError(refused))
+                if refused.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
+            {
+                let required = refused.data.as_ref().and_then(|data| data.get("requiredCapabilities"));
+                Err(ToolError::MissingCapability(required.cloned().unwrap_or_else(|| json!({}))))
+            }
             Err(err) => {
                 tracing::warn!(%server, error = %err, "upstream call failed");
                 if let Some(refusal) = self.refusal(server, &err).await {
@@ -774,9 +786,14 @@ impl Slot {
         params: CallToolRequestParams,
         ctx: &ToolContext,
     ) -> Result<ServerResult, ServiceError> {
+        // rmcp puts its own client's metadata in a request on 2026-07-28; the call's wins.
+        let options = match params.meta.clone() {
+            Some(meta) => PeerRequestOptions::no_options().with_meta(meta),
+            None => PeerRequestOptions::no_options(),
+        };
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // rmcp gives every request its own progress token; progress reports come back under it.
-        let handle = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await?;
+        let handle = peer.send_request_with_option(request, options).await?;
         let key = token_key(&handle.progress_token);
         if let Some(sink) = ctx.progress_sink() {
             self.progress.lock().expect("progress map").insert(key.clone(), sink);
@@ -818,8 +835,12 @@ async fn answer_inputs(
         ))
     })?;
     let mut answers = InputResponses::new();
+    let declared = client.capabilities();
     for (key, question) in questions {
         let question = serde_json::to_value(question).map_err(ToolError::internal)?;
+        if let Some(required) = crate::tool::missing_capability(&declared, &question) {
+            return Err(ToolError::MissingCapability(required));
+        }
         let method = question["method"].as_str().unwrap_or_default().to_string();
         let answer =
             client.request(json!({"method": method, "params": question["params"]})).await.map_err(|err| {

@@ -13,7 +13,7 @@ use engine::tool::{ClientRelay, RelayFuture, ToolOutput};
 use rmcp::ErrorData;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientResult,
-    ContentBlock, ListToolsResult, LoggingLevel, ProgressNotification, ProgressNotificationParam,
+    ContentBlock, ErrorCode, ListToolsResult, LoggingLevel, ProgressNotification, ProgressNotificationParam,
     ProgressToken, RequestMetaObject, ResultType, ServerNotification, ServerRequest, ServerResult, Tool,
 };
 use rmcp::service::{Peer, RoleServer};
@@ -130,18 +130,30 @@ impl Listener {
         }
     }
 
-    /// Whether the client can answer `request`: a URL-mode elicitation only one that says it
-    /// opens URLs.
-    fn answers(&self, request: &Value) -> bool {
-        let capabilities = self.capabilities.as_ref();
-        match request["method"].as_str().unwrap_or_default() {
-            "elicitation/create" if request["params"]["mode"] == "url" => {
-                capabilities.and_then(|c| c.elicitation.as_ref()).is_some_and(|e| e.url.is_some())
+    /// What of the client's capabilities Toolgate passes on: the requests it relays
+    /// (sampling, elicitation — a URL-mode one only to a client that says it opens URLs) and
+    /// MCP Apps, whose views it serves.
+    fn relayed_capabilities(&self) -> Value {
+        let declared = self.capabilities.as_ref().and_then(|c| serde_json::to_value(c).ok());
+        let declared = declared.as_ref();
+        let mut relayed = serde_json::Map::new();
+        for capability in ["sampling", "elicitation"] {
+            if let Some(offered) = declared.and_then(|d| d.get(capability)) {
+                relayed.insert(capability.into(), offered.clone());
             }
-            "elicitation/create" => capabilities.is_some_and(|c| c.elicitation.is_some()),
-            "sampling/createMessage" => capabilities.is_some_and(|c| c.sampling.is_some()),
-            _ => false,
         }
+        let apps = engine::catalog::apps::EXTENSION;
+        if let Some(offered) = declared.and_then(|d| d.get("extensions")?.get(apps)) {
+            relayed.insert("extensions".into(), serde_json::json!({apps: offered}));
+        }
+        Value::Object(relayed)
+    }
+
+    /// Whether the client can answer `request`.
+    fn answers(&self, request: &Value) -> bool {
+        let method = request["method"].as_str().unwrap_or_default();
+        ["sampling/createMessage", "elicitation/create"].contains(&method)
+            && engine::tool::missing_capability(&self.relayed_capabilities(), request).is_none()
     }
 }
 
@@ -225,6 +237,10 @@ impl ClientRelay for CallRelay {
     fn log_level(&self) -> Option<String> {
         let level = self.listening.lock().expect("listener").level?;
         serde_json::to_value(level).ok()?.as_str().map(String::from)
+    }
+
+    fn capabilities(&self) -> Value {
+        self.listening.lock().expect("listener").relayed_capabilities()
     }
 }
 
@@ -457,6 +473,14 @@ fn call_request(request: CallToolRequestParams) -> CallRequest {
 /// A finished call as the MCP answer to `tools/call`.
 fn complete(outcome: Result<CallResult, engine::Error>) -> Result<CallToolResponse, ErrorData> {
     match outcome {
+        // SEP-2575: a request needing what the client did not declare is refused as such.
+        Ok(CallResult { required_capabilities: Some(required), .. }) => {
+            let message = format!(
+                "the tool needs the client capabilities {required}, which the request did not declare"
+            );
+            let data = serde_json::json!({"requiredCapabilities": required});
+            Err(ErrorData::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, message, Some(data)))
+        }
         Ok(result) => Ok(CallToolResponse::Complete(mcp_result(result.output))),
         // A tool error the LLM reads, so it can wait and call again.
         Err(engine::Error::Limited(limited)) => {

@@ -34,8 +34,8 @@ use axum::routing::MethodRouter;
 use futures::StreamExt;
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ClientResult, JsonRpcVersion2_0,
-    LoggingLevel, PaginatedRequestParams, ProtocolVersion, RequestId, RequestMetaObject,
+    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ClientResult, ErrorCode,
+    JsonRpcVersion2_0, LoggingLevel, PaginatedRequestParams, ProtocolVersion, RequestId, RequestMetaObject,
     ServerJsonRpcMessage, ServerNotification, ServerRequest, ServerResult,
 };
 use rmcp::service::ServiceError;
@@ -365,7 +365,16 @@ async fn respond(mut answering: Answering, mut outgoing: mpsc::Receiver<ServerJs
         biased;
         Some(message) = outgoing.recv() => event(&message),
         answer = &mut answering => {
-            return json(serde_json::to_vec(&answer).expect("messages serialise"));
+            let body = json(serde_json::to_vec(&answer).expect("messages serialise"));
+            return match &answer {
+                // SEP-2575: over HTTP, this error is a 400.
+                ServerJsonRpcMessage::Error(refused)
+                    if refused.error.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
+                {
+                    (StatusCode::BAD_REQUEST, body).into_response()
+                }
+                _ => body,
+            };
         }
         () = tokio::time::sleep(KEEP_ALIVE) => Bytes::from_static(KEEP_ALIVE_COMMENT),
     };

@@ -183,6 +183,11 @@ mod ssr {
         fn log_level(&self) -> Option<String> {
             Some("debug".into())
         }
+
+        /// It samples (the admin replies) and takes forms and links to open.
+        fn capabilities(&self) -> Value {
+            serde_json::json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}})
+        }
     }
 }
 
