@@ -17,9 +17,10 @@ use rmcp::{ErrorData, ServiceExt};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-/// An upstream on 2026-07-28 with three tools: `summarise` needs sampling and says so when the
+/// An upstream on 2026-07-28 with four tools: `summarise` needs sampling and says so when the
 /// request does not declare it; `capabilities` answers with what the request declared;
-/// `confirm` asks for a form whatever was declared.
+/// `confirm` asks for a form whatever was declared; `survey` asks a form and the roots at once,
+/// under its own keys, and answers with the responses it got.
 #[derive(Clone)]
 struct Needy;
 
@@ -33,7 +34,7 @@ impl rmcp::ServerHandler for Needy {
         _: Option<rmcp::model::PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
-        let tools = ["summarise", "capabilities", "confirm"].map(|name| {
+        let tools = ["summarise", "capabilities", "confirm", "survey"].map(|name| {
             let schema = json!({"type": "object"}).as_object().cloned().unwrap();
             rmcp::model::Tool::new(name, "Needs something of the caller", std::sync::Arc::new(schema))
         });
@@ -46,15 +47,26 @@ impl rmcp::ServerHandler for Needy {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let declared = context.client_capabilities().unwrap_or_default();
-        let asked = |key: &str, question: Value| {
-            let questions = [(key.to_string(), serde_json::from_value(question).unwrap())];
-            Ok(CallToolResponse::InputRequired(InputRequiredResult::new(Some(questions.into()), None)))
+        let asked_all = |questions: Value| {
+            let questions = serde_json::from_value(questions).unwrap();
+            Ok(CallToolResponse::InputRequired(InputRequiredResult::new(Some(questions), None)))
         };
+        let asked = |key: &str, question: Value| asked_all(json!({key: question}));
         let text = |text: String| {
             Ok(CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text(text)])))
         };
         match request.name.as_ref() {
             "capabilities" => text(serde_json::to_string(&declared).unwrap()),
+            "survey" => match request.input_responses {
+                Some(answers) => text(serde_json::to_string(&answers).unwrap()),
+                None => asked_all(json!({
+                    "user_name": {"method": "elicitation/create", "params": {
+                        "mode": "form", "message": "Your name?",
+                        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+                    }},
+                    "workspace": {"method": "roots/list"}
+                })),
+            },
             "summarise" if declared.sampling.is_none() => {
                 let sampling = serde_json::from_value::<ClientCapabilities>(json!({"sampling": {}})).unwrap();
                 Err(ErrorData::missing_required_client_capability(sampling))
@@ -82,7 +94,12 @@ impl rmcp::ServerHandler for Needy {
 
 /// A `tools/call` of `tool` on 2026-07-28 declaring `capabilities`: its status and JSON body.
 async fn call(app: &TestApp, key: &str, tool: &str, capabilities: Value) -> (u16, Value) {
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+    call_with(app, key, tool, capabilities, json!({})).await
+}
+
+/// The same with `more` params (a retry's `inputResponses` and `requestState`).
+async fn call_with(app: &TestApp, key: &str, tool: &str, capabilities: Value, more: Value) -> (u16, Value) {
+    let mut body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
         "name": tool, "arguments": {},
         "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -90,6 +107,7 @@ async fn call(app: &TestApp, key: &str, tool: &str, capabilities: Value) -> (u16
             "io.modelcontextprotocol/clientCapabilities": capabilities
         }
     }});
+    body["params"].as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
     let answer = reqwest::Client::new()
         .post(app.url("/mcp/acme"))
         .bearer_auth(key)
@@ -119,12 +137,12 @@ async fn with_needy_upstream(pool: &PgPool) -> (TestApp, String) {
 async fn an_upstream_hears_what_the_caller_declared_and_a_missing_capability_is_a_400(pool: PgPool) {
     let (app, key) = with_needy_upstream(&pool).await;
 
-    // What the request declared, as far as Toolgate relays it (not roots: it asks no client).
-    let (status, answer) =
-        call(&app, &key, "needy_capabilities", json!({"sampling": {}, "roots": {"listChanged": true}})).await;
+    // What the request declared, as far as Toolgate relays it (not tasks: it runs none).
+    let declared = json!({"sampling": {}, "roots": {"listChanged": true}, "tasks": {"list": {}}});
+    let (status, answer) = call(&app, &key, "needy_capabilities", declared).await;
     assert_eq!(status, 200, "{answer}");
     let seen: Value = serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
-    assert_eq!(seen, json!({"sampling": {}}));
+    assert_eq!(seen, json!({"sampling": {}, "roots": {"listChanged": true}}));
 
     // The upstream refuses: the refusal reaches the client as it is.
     let (status, answer) = call(&app, &key, "needy_summarise", json!({"elicitation": {}})).await;
@@ -176,4 +194,82 @@ async fn a_session_without_sampling_and_a_rest_caller_are_refused_alike(pool: Pg
     assert_eq!(result["required_capabilities"], json!({"sampling": {}}), "{result}");
     let text = result["output"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains(r#"{"sampling":{}}"#) && text.contains("did not declare"), "{text}");
+}
+
+/// A client on 2026-07-28 gets an upstream's input requests as the upstream asked them — both at
+/// once, under its keys — and its answers go back by those keys, an extra one ignored; a retry
+/// that leaves one unanswered is refused and may come again. Main asked them one at a time,
+/// each under the key `input`, and failed the call on an unknown key.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn input_requests_are_relayed_under_the_upstreams_keys_all_at_once(pool: PgPool) {
+    let (app, key) = with_needy_upstream(&pool).await;
+    let declared = json!({"elicitation": {}, "roots": {}});
+    let (status, asked) = call(&app, &key, "needy_survey", declared.clone()).await;
+    assert_eq!(status, 200, "{asked}");
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    assert_eq!(result["inputRequests"]["user_name"]["method"], "elicitation/create", "{asked}");
+    assert_eq!(result["inputRequests"]["user_name"]["params"]["message"], "Your name?", "{asked}");
+    assert_eq!(result["inputRequests"]["workspace"]["method"], "roots/list", "{asked}");
+    assert_eq!(result["inputRequests"].as_object().unwrap().len(), 2, "{asked}");
+    let state = result["requestState"].clone();
+
+    let name = json!({"action": "accept", "content": {"name": "Ada"}});
+    let roots = json!({"roots": [{"uri": "file:///work", "name": "work"}]});
+    let partial = json!({"requestState": state, "inputResponses": {"user_name": name}});
+    let (_, refused) = call_with(&app, &key, "needy_survey", declared.clone(), partial).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("workspace"), "{refused}");
+
+    let answers = json!({"user_name": name, "workspace": roots, "stray": {"ignored": true}});
+    let retry = json!({"requestState": state, "inputResponses": answers});
+    let (status, done) = call_with(&app, &key, "needy_survey", declared, retry).await;
+    assert_eq!(status, 200, "{done}");
+    let got: Value = serde_json::from_str(done["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(got, json!({"user_name": name, "workspace": roots}), "{done}");
+}
+
+/// A session's client (handshake era) that answers forms and lists its roots.
+#[derive(Clone)]
+struct Surveyed;
+
+#[allow(deprecated)] // roots: deprecated by SEP-2577, still asked by servers
+impl rmcp::ClientHandler for Surveyed {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = ClientCapabilities::builder().enable_elicitation().enable_roots().build();
+        rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new("surveyed", "1"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        _: rmcp::model::ElicitRequestParams,
+        _: RequestContext<rmcp::service::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, ErrorData> {
+        Ok(serde_json::from_value(json!({"action": "accept", "content": {"name": "Ada"}})).unwrap())
+    }
+
+    async fn list_roots(
+        &self,
+        _: RequestContext<rmcp::service::RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
+        Ok(serde_json::from_value(json!({"roots": [{"uri": "file:///work"}]})).unwrap())
+    }
+}
+
+/// The same input requests reach a session's client as requests on its session, and the
+/// upstream gets each answer under its own key.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_sessions_client_answers_an_upstreams_input_requests_one_by_one(pool: PgPool) {
+    let (app, key) = with_needy_upstream(&pool).await;
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.as_str());
+    let client = Surveyed.serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+    let result = client.call_tool(CallToolRequestParams::new("needy_survey")).await.unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let got: Value = serde_json::from_str(&result.content[0].as_text().unwrap().text).unwrap();
+    let expected = json!({
+        "user_name": {"action": "accept", "content": {"name": "Ada"}},
+        "workspace": {"roots": [{"uri": "file:///work"}]}
+    });
+    assert_eq!(got, expected);
 }

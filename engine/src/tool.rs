@@ -76,12 +76,24 @@ pub struct Progress {
 pub type RelayFuture =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<serde_json::Value, String>> + Send>>;
 
+/// Requests (or their answers) asked together, by the asker's own keys.
+pub type Keyed = std::collections::BTreeMap<String, Value>;
+
+/// The answers to requests relayed together, by the same keys.
+pub type RelayAllFuture = Pin<Box<dyn Future<Output = Result<Keyed, String>> + Send>>;
+
 /// The MCP client a call came from, for what an upstream server asks of it while the call
 /// runs (sampling, elicitation) and the log messages it sends. Messages are JSON-RPC shaped:
 /// `{"method": ..., "params": ...}`.
 pub trait ClientRelay: Send + Sync {
     /// Relays a request to the client; resolves to the client's result.
     fn request(&self, request: serde_json::Value) -> RelayFuture;
+    /// Relays requests asked together (a server's input requests on 2026-07-28), each under
+    /// its key; resolves to the client's results by the same keys. One at a time, unless the
+    /// client takes them together.
+    fn request_all(&self, requests: Keyed) -> RelayAllFuture {
+        one_at_a_time(requests, |request| self.request(request))
+    }
     /// Relays a notification to the client.
     fn notify(&self, notification: serde_json::Value);
     /// The least severe log level the client wants messages of (`"debug"` ... `"emergency"`);
@@ -90,6 +102,19 @@ pub trait ClientRelay: Send + Sync {
     /// What the client declared it answers, as MCP `ClientCapabilities` (`sampling`,
     /// `elicitation`): handed to a server on 2026-07-28 with each call, which asks only that.
     fn capabilities(&self) -> Value;
+}
+
+/// Relays `requests` through `request`, one after the other.
+pub fn one_at_a_time(requests: Keyed, request: impl Fn(Value) -> RelayFuture) -> RelayAllFuture {
+    let asked: Vec<(String, RelayFuture)> =
+        requests.into_iter().map(|(key, asked)| (key, request(asked))).collect();
+    Box::pin(async move {
+        let mut answers = Keyed::new();
+        for (key, answer) in asked {
+            answers.insert(key, answer.await?);
+        }
+        Ok(answers)
+    })
 }
 
 /// The capability a client must have declared to be asked `request` (`{"method", "params"}`),

@@ -16,24 +16,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use engine::exec::CallResult;
-use engine::tool::Caller;
+use engine::tool::{Caller, Keyed};
 use rand::distr::{Alphanumeric, SampleString};
 use rmcp::model::{InputRequest, InputRequests, InputRequiredResult, InputResponses};
-use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinHandle};
 
 /// How long a call waits for the client to come back with the input asked for.
 pub const INPUT_WAIT: Duration = Duration::from_secs(5 * 60);
 
-/// The key of the one input request in each `InputRequiredResult`: an upstream asks one thing
-/// at a time.
-const INPUT_KEY: &str = "input";
+/// The key of a request an upstream asks alone (a server-initiated request of the handshake
+/// era); input requests on 2026-07-28 keep the upstream's own keys.
+pub const INPUT_KEY: &str = "input";
 
-/// What an upstream asked of the caller (`{"method", "params"}`), and where the answer goes.
+/// What an upstream asked of the caller at once (`{"method", "params"}` by key), and where the
+/// answers go, by the same keys.
 pub struct Question {
-    pub request: Value,
-    pub answer: oneshot::Sender<Result<Value, String>>,
+    pub requests: Keyed,
+    pub answer: oneshot::Sender<Result<Keyed, String>>,
 }
 
 /// The caller of one multi-round call: the call in flight, and the questions it asks.
@@ -70,7 +70,9 @@ impl PartialEq for Owner {
 struct Waiting<T> {
     owner: Owner,
     call: RunningCall,
-    answer: oneshot::Sender<Result<Value, String>>,
+    /// The keys of the input requests the retry must answer.
+    keys: Vec<String>,
+    answer: oneshot::Sender<Result<Keyed, String>>,
     extra: T,
 }
 
@@ -94,11 +96,15 @@ impl<T: Send + 'static> Rounds<T> {
                 outcome = &mut call.task => return joined(outcome),
                 question = call.questions.recv() => question,
             };
-            let Some(Question { request, answer }) = question else {
+            let Some(Question { requests, answer }) = question else {
                 return joined((&mut call.task).await);
             };
-            let input: InputRequest = match serde_json::from_value(request) {
-                Ok(input) => input,
+            let inputs: Result<InputRequests, serde_json::Error> = requests
+                .into_iter()
+                .map(|(key, request)| Ok((key, serde_json::from_value::<InputRequest>(request)?)))
+                .collect();
+            let inputs = match inputs {
+                Ok(inputs) => inputs,
                 Err(err) => {
                     let _ = answer.send(Err(format!("not a request a client can be asked: {err}")));
                     continue;
@@ -115,16 +121,17 @@ impl<T: Send + 'static> Rounds<T> {
             // It waits for the client's retry now, not for this round.
             cancel.0 = None;
             let handle = new_handle();
-            let waiting = Waiting { owner: owner.clone(), call, answer, extra };
+            let keys = inputs.keys().cloned().collect();
+            let waiting = Waiting { owner: owner.clone(), call, keys, answer, extra };
             self.waiting.lock().expect("waiting calls").insert(handle.clone(), waiting);
             self.expire(handle.clone());
-            let requests = InputRequests::from([(INPUT_KEY.to_string(), input)]);
-            return Round::Asks(InputRequiredResult::new(Some(requests), Some(handle)));
+            return Round::Asks(InputRequiredResult::new(Some(inputs), Some(handle)));
         }
     }
 
-    /// The call `handle` stands for, if `owner` may resume it, answered with `responses`.
-    /// `None` for a handle unknown, expired or someone else's.
+    /// The call `handle` stands for, if `owner` may resume it, answered with `responses`
+    /// (one for each input request; others are ignored). `None` for a handle unknown, expired
+    /// or someone else's.
     pub fn resume(
         &self,
         handle: &str,
@@ -135,12 +142,17 @@ impl<T: Send + 'static> Rounds<T> {
         if all.get(handle)?.owner != *owner {
             return None;
         }
-        // Without the answer the call stays where it was: the client may retry with it.
-        let Some(response) = responses.and_then(|mut r| r.remove(INPUT_KEY)) else {
-            return Some(Err(format!("`inputResponses` must answer the input request `{INPUT_KEY}`")));
-        };
+        // Without every answer the call stays where it was: the client may retry with them.
+        let mut responses = responses.unwrap_or_default();
+        let keys = &all.get(handle)?.keys;
+        let unanswered: Vec<&str> =
+            keys.iter().filter(|key| !responses.contains_key(*key)).map(String::as_str).collect();
+        if !unanswered.is_empty() {
+            return Some(Err(format!("`inputResponses` must answer the input requests {unanswered:?}")));
+        }
+        let answers = keys.iter().filter_map(|key| Some((key.clone(), responses.remove(key)?))).collect();
         let waiting = all.remove(handle)?;
-        let _ = waiting.answer.send(Ok(response));
+        let _ = waiting.answer.send(Ok(answers));
         Some(Ok((waiting.call, waiting.extra)))
     }
 

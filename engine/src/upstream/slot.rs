@@ -823,7 +823,9 @@ impl Slot {
     }
 }
 
-/// The caller's answers to what a server on 2026-07-28 asked during a call.
+/// The caller's answers to what a server on 2026-07-28 asked during a call: every request
+/// relayed at once under the server's own keys, refused whole when the caller did not declare
+/// what one of them needs.
 async fn answer_inputs(
     server: &str,
     questions: InputRequests,
@@ -834,23 +836,20 @@ async fn answer_inputs(
             "MCP server `{server}` asks the caller for input, which only an MCP client can give"
         ))
     })?;
-    let mut answers = InputResponses::new();
     let declared = client.capabilities();
+    let mut asked = crate::tool::Keyed::new();
     for (key, question) in questions {
         let question = serde_json::to_value(question).map_err(ToolError::internal)?;
         if let Some(required) = crate::tool::missing_capability(&declared, &question) {
             return Err(ToolError::MissingCapability(required));
         }
-        let method = question["method"].as_str().unwrap_or_default().to_string();
-        let answer =
-            client.request(json!({"method": method, "params": question["params"]})).await.map_err(|err| {
-                ToolError::tool(format!(
-                    "MCP server `{server}` asked the caller ({method}), who could not answer: {err}"
-                ))
-            })?;
-        answers.insert(key, answer);
+        asked.insert(key, question);
     }
-    Ok(answers)
+    client.request_all(asked).await.map_err(|err| {
+        ToolError::tool(format!(
+            "MCP server `{server}` asked the caller for input, which it could not give: {err}"
+        ))
+    })
 }
 
 /// Unregisters a call's MCP client when the call ends, however it ends.

@@ -9,7 +9,7 @@ use axum::http::HeaderMap;
 use engine::catalog::items::TenantItems;
 use engine::catalog::{CatalogTool, TenantTools};
 use engine::exec::{CallHooks, CallRequest, CallResult};
-use engine::tool::{ClientRelay, RelayFuture, ToolOutput};
+use engine::tool::{ClientRelay, Keyed, RelayAllFuture, RelayFuture, ToolOutput};
 use rmcp::ErrorData;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientResult,
@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::super::TenantAccess;
-use super::super::rounds::{Owner, Question, Round, RunningCall};
+use super::super::rounds::{INPUT_KEY, Owner, Question, Round, RunningCall};
 use super::super::{log_internal, shown};
 use super::direct::Outbox;
 use super::{SessionChoices, Shared};
@@ -131,13 +131,13 @@ impl Listener {
     }
 
     /// What of the client's capabilities Toolgate passes on: the requests it relays
-    /// (sampling, elicitation — a URL-mode one only to a client that says it opens URLs) and
-    /// MCP Apps, whose views it serves.
+    /// (sampling, elicitation — a URL-mode one only to a client that says it opens URLs —
+    /// and roots) and MCP Apps, whose views it serves.
     fn relayed_capabilities(&self) -> Value {
         let declared = self.capabilities.as_ref().and_then(|c| serde_json::to_value(c).ok());
         let declared = declared.as_ref();
         let mut relayed = serde_json::Map::new();
-        for capability in ["sampling", "elicitation"] {
+        for capability in ["sampling", "elicitation", "roots"] {
             if let Some(offered) = declared.and_then(|d| d.get(capability)) {
                 relayed.insert(capability.into(), offered.clone());
             }
@@ -149,13 +149,20 @@ impl Listener {
         Value::Object(relayed)
     }
 
-    /// Whether the client can answer `request`.
-    fn answers(&self, request: &Value) -> bool {
-        let method = request["method"].as_str().unwrap_or_default();
-        ["sampling/createMessage", "elicitation/create"].contains(&method)
-            && engine::tool::missing_capability(&self.relayed_capabilities(), request).is_none()
+    /// Why the client cannot be asked one of `requests`, if it cannot.
+    fn refusal(&self, requests: &[Value]) -> Option<String> {
+        let relayed = self.relayed_capabilities();
+        requests.iter().find_map(|request| {
+            let method = request["method"].as_str().unwrap_or_default();
+            let asks =
+                RELAYED.contains(&method) && engine::tool::missing_capability(&relayed, request).is_none();
+            (!asks).then(|| format!("the caller's MCP client does not take {method} requests"))
+        })
     }
 }
+
+/// The requests of an upstream Toolgate relays to the caller.
+const RELAYED: [&str; 3] = ["sampling/createMessage", "elicitation/create", "roots/list"];
 
 fn severity(level: LoggingLevel) -> u8 {
     level as u8
@@ -198,27 +205,43 @@ impl CallRelay {
 
 impl ClientRelay for CallRelay {
     fn request(&self, request: Value) -> RelayFuture {
-        let method = request["method"].as_str().unwrap_or_default().to_string();
-        let (client, answers) = {
+        if self.rounds.is_some() {
+            // One request is a round of its own, under a key of Toolgate's.
+            let asked = self.request_all(Keyed::from([(INPUT_KEY.to_string(), request)]));
+            return Box::pin(async move {
+                asked.await?.remove(INPUT_KEY).ok_or_else(|| "the client did not answer".to_string())
+            });
+        }
+        let (client, refusal) = {
             let listener = self.listening.lock().expect("listener");
-            (listener.client.clone(), listener.answers(&request))
+            (listener.client.clone(), listener.refusal(std::slice::from_ref(&request)))
         };
-        let rounds = self.rounds.clone();
         Box::pin(async move {
-            if !answers {
-                return Err(format!("the caller's MCP client does not take {method} requests"));
-            }
-            if let Some(rounds) = rounds {
-                let (answer, answered) = oneshot::channel();
-                rounds
-                    .send(Question { request, answer })
-                    .await
-                    .map_err(|_| "the call has ended".to_string())?;
-                return answered.await.map_err(|_| "the call has ended".to_string())?;
+            if let Some(refusal) = refusal {
+                return Err(refusal);
             }
             let request: ServerRequest = serde_json::from_value(request).map_err(|e| e.to_string())?;
             let answer = client.ask(request).await?;
             serde_json::to_value(answer).map_err(|e| e.to_string())
+        })
+    }
+
+    /// For a client that takes no requests, all of them are one round of the call, under the
+    /// asker's keys.
+    fn request_all(&self, requests: Keyed) -> RelayAllFuture {
+        let Some(rounds) = self.rounds.clone() else {
+            return engine::tool::one_at_a_time(requests, |request| self.request(request));
+        };
+        let refusal =
+            self.listening.lock().expect("listener").refusal(&requests.values().cloned().collect::<Vec<_>>());
+        Box::pin(async move {
+            if let Some(refusal) = refusal {
+                return Err(refusal);
+            }
+            let (answer, answered) = oneshot::channel();
+            let ended = || "the call has ended".to_string();
+            rounds.send(Question { requests, answer }).await.map_err(|_| ended())?;
+            answered.await.map_err(|_| ended())?
         })
     }
 
