@@ -59,21 +59,27 @@ fn published_output() -> Value {
     })
 }
 
-/// An upstream with one tool, `ship`, that answers with the arguments it got.
+/// An upstream whose tool `ship` records the arguments it got and answers as its output schema
+/// says; `misship` answers against the same schema, and `track` with an array, as its output
+/// schema says (any JSON value since 2026-07-28).
 #[derive(Clone, Default)]
 struct Shipping {
     received: Arc<Mutex<Vec<Value>>>,
 }
 
 impl Shipping {
-    fn tool() -> Tool {
-        serde_json::from_value(json!({
-            "name": "ship",
-            "description": "Ships a parcel",
-            "inputSchema": published_input(),
-            "outputSchema": published_output()
-        }))
-        .unwrap()
+    fn tools() -> Vec<Tool> {
+        let tool = |name: &str, output: Value| {
+            serde_json::from_value(json!({
+                "name": name,
+                "description": "Ships a parcel",
+                "inputSchema": published_input(),
+                "outputSchema": output
+            }))
+            .unwrap()
+        };
+        let track = json!({"type": "array", "items": {"type": "string"}});
+        vec![tool("ship", published_output()), tool("misship", published_output()), tool("track", track)]
     }
 }
 
@@ -87,7 +93,7 @@ impl rmcp::ServerHandler for Shipping {
         _: Option<rmcp::model::PaginatedRequestParams>,
         _: rmcp::service::RequestContext<rmcp::service::RoleServer>,
     ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
-        Ok(rmcp::model::ListToolsResult::with_all_items(vec![Self::tool()]))
+        Ok(rmcp::model::ListToolsResult::with_all_items(Self::tools()))
     }
 
     async fn call_tool(
@@ -95,8 +101,13 @@ impl rmcp::ServerHandler for Shipping {
         request: CallToolRequestParams,
         _: rmcp::service::RequestContext<rmcp::service::RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let structured = match request.name.as_ref() {
+            "ship" => json!({"sent": true}),
+            "misship" => json!({"sent": "yes"}),
+            _ => json!(["posted", "delivered"]),
+        };
         self.received.lock().unwrap().push(Value::Object(request.arguments.unwrap_or_default()));
-        Ok(rmcp::model::CallToolResponse::Complete(CallToolResult::structured(json!({"sent": true}))))
+        Ok(rmcp::model::CallToolResponse::Complete(CallToolResult::structured(structured)))
     }
 }
 
@@ -131,8 +142,16 @@ async fn listed(
 }
 
 async fn call(client: &RunningService<RoleClient, ListChangedCounter>, arguments: Value) -> CallToolResult {
+    call_tool(client, "shipping_ship", arguments).await
+}
+
+async fn call_tool(
+    client: &RunningService<RoleClient, ListChangedCounter>,
+    tool: &str,
+    arguments: Value,
+) -> CallToolResult {
     let request =
-        CallToolRequestParams::new("shipping_ship").with_arguments(arguments.as_object().cloned().unwrap());
+        CallToolRequestParams::new(tool.to_string()).with_arguments(arguments.as_object().cloned().unwrap());
     client.call_tool(request).await.unwrap()
 }
 
@@ -186,6 +205,34 @@ async fn mcp_clients_get_schemas_as_published_less_the_presets_and_arguments_mee
     let received = upstream.received.lock().unwrap().clone();
     assert_eq!(received.len(), 2, "only the valid calls reach the upstream: {received:?}");
     assert!(received.iter().all(|args| args["apiKey"] == "k-123"), "{received:?}");
+}
+
+/// Structured content is checked against the tool's output schema (main passed a mismatch
+/// on), and any JSON value the schema allows reaches a client on 2026-07-28 as it is, while a
+/// client of the handshake era, whose revision allows only objects, gets it as text.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn structured_results_meet_their_output_schema_and_reach_each_era_as_it_allows(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = common::tenant_key(&app, &pool).await;
+    common::register_upstream(&pool, "shipping", Shipping::default()).await;
+    common::until_listed(&app.url(""), &key, "shipping_track").await;
+    let arguments = json!({"to": {"city": "Oslo"}, "apiKey": "k"});
+    for legacy in [true, false] {
+        let client = client(&app, &key, legacy).await;
+        let wrong = call_tool(&client, "shipping_misship", arguments.clone()).await;
+        assert_eq!(wrong.is_error, Some(true), "{wrong:?}");
+        let text = &wrong.content[0].as_text().unwrap().text;
+        assert!(text.contains("does not match its output schema") && text.contains("/sent"), "{text}");
+
+        let tracked = call_tool(&client, "shipping_track", arguments.clone()).await;
+        assert_ne!(tracked.is_error, Some(true), "{tracked:?}");
+        if legacy {
+            assert_eq!(tracked.structured_content, None, "{tracked:?}");
+            assert_eq!(tracked.content[0].as_text().unwrap().text, r#"["posted","delivered"]"#);
+        } else {
+            assert_eq!(tracked.structured_content, Some(json!(["posted", "delivered"])), "{tracked:?}");
+        }
+    }
 }
 
 /// A tenant that chooses portable schemas on MCP: its sessions hear of the change, and then

@@ -58,11 +58,20 @@ pub struct CatalogTool {
     /// `input_schema` compiled, on the first call; shared by the tenants that share the tool.
     #[serde(skip)]
     validator: OnceLock<Arc<ArgumentValidator>>,
+    /// `output_schema` compiled, on the first structured result.
+    #[serde(skip)]
+    output_validator: OnceLock<Option<Arc<ArgumentValidator>>>,
 }
 
 impl CatalogTool {
     pub fn validator(&self) -> &ArgumentValidator {
         self.validator.get_or_init(|| Arc::new(ArgumentValidator::new(&self.input_schema)))
+    }
+
+    /// What judges the tool's structured results, if it declares an output schema.
+    pub fn output_validator(&self) -> Option<&ArgumentValidator> {
+        let compile = || self.output_schema.as_deref().map(|schema| Arc::new(ArgumentValidator::new(schema)));
+        self.output_validator.get_or_init(compile).as_deref()
     }
 }
 
@@ -557,6 +566,7 @@ fn base(tool: &ToolRow, source: &crate::store::sources::Source, groups: Vec<Uuid
         secret_presets: Arc::default(),
         groups,
         validator: OnceLock::new(),
+        output_validator: OnceLock::new(),
     };
     Base {
         tool: Arc::new(catalog_tool),

@@ -200,6 +200,13 @@ pub struct CallResult {
 /// PostgreSQL's JSON cannot hold U+0000, so values that reach the database may not.
 const NUL_REFUSED: &str = "may not contain the NUL character (\\u0000)";
 
+/// What is wrong with a successful result's structured content, if the tool declares an
+/// output schema it breaks (MCP: a server's structured results conform to its output schema).
+fn structured_mismatch(tool: &CatalogTool, output: &ToolOutput) -> Option<String> {
+    let structured = output.0.structured_content.as_ref().filter(|_| !output.is_error())?;
+    tool.output_validator()?.check_output(structured).err()
+}
+
 /// Whose limits a call of `caller` counts against, besides the tenant's and the tool's.
 fn holder(view: &TenantTools, caller: &Caller) -> Option<Holder> {
     match caller {
@@ -494,7 +501,13 @@ impl Executor {
                 self.failed(&format!("tool `{}` panicked", tool.exposed_name))
             }
             Ok(Err(join)) => self.failed(&join),
-            Ok(Ok(Ok(output))) => Outcome::Done(output),
+            Ok(Ok(Ok(output))) => match structured_mismatch(tool, &output) {
+                Some(problems) => Outcome::ToolError(format!(
+                    "`{}` answered with structured content that does not match its output schema: {problems}",
+                    tool.exposed_name
+                )),
+                None => Outcome::Done(output),
+            },
             Ok(Ok(Err(ToolError::Tool(message)))) => Outcome::ToolError(message),
             Ok(Ok(Err(ToolError::MissingCapability(required)))) => Outcome::MissingCapability(required),
             Ok(Ok(Err(ToolError::Internal(err)))) => self.failed(&err),

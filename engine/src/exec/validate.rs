@@ -33,6 +33,15 @@ impl ArgumentValidator {
         })
     }
 
+    /// `Ok` when a tool's structured result fits this (its output) schema; else every
+    /// violation. A schema that does not compile judges nothing.
+    pub fn check_output(&self, structured: &Value) -> Result<(), String> {
+        match &self.0 {
+            Ok(_) => self.violations(structured, |_| true),
+            Err(_) => Ok(()),
+        }
+    }
+
     fn violations(
         &self,
         arguments: &Value,
