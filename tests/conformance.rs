@@ -19,6 +19,9 @@ use engine::admin::{self, Password, Role, Username};
 use engine::model::{Name, TenantSlug};
 use engine::store::servers::ServerConfig;
 use engine::store::{self, Actor};
+use std::collections::BTreeMap;
+
+use serde_json::Value;
 use sqlx::PgPool;
 use tokio::process::Command;
 
@@ -61,6 +64,81 @@ async fn the_conformance_suites_server_scenarios_pass(pool: PgPool) {
     ] {
         assert!(stdout.contains(scenario), "{scenario} did not run:\n{stdout}");
     }
+}
+
+/// Each check of the scenarios revision `revision` requires (the suite 0.2's frozen list, run
+/// with `--requirements`) against the MCP server at `url`, by scenario and check, with its
+/// worst status of the run (`SUCCESS`, `INFO` for what the specification leaves open,
+/// `WARNING`, `FAILURE`); `key` goes with every request the suite sends with `fetch`.
+async fn required_checks(url: &str, revision: &str, key: Option<&str>) -> BTreeMap<(String, String), String> {
+    let results = std::env::temp_dir().join(format!("toolgate-requirements-{}", uuid::Uuid::new_v4()));
+    let mut suite = Command::new(format!("{SUITE}/node_modules/.bin/node"));
+    if let Some(key) = key {
+        suite.args(["--import", &format!("{SUITE}/bearer-fetch.mjs")]).env("TOOLGATE_KEY", key);
+    }
+    let output = suite
+        .arg(format!("{SUITE}/node_modules/conformance-client/dist/index.js"))
+        .args(["server", "--url", url, "--requirements", revision, "--output-dir"])
+        .arg(&results)
+        .output()
+        .await
+        .unwrap();
+    let mut checks = BTreeMap::new();
+    for run in std::fs::read_dir(&results).unwrap_or_else(|e| panic!("no results ({e}): {output:?}")) {
+        let run = run.unwrap().path();
+        // `server-<scenario>-<ISO time>`.
+        let name = run.file_name().unwrap().to_string_lossy().to_string();
+        let scenario = name.strip_prefix("server-").and_then(|rest| rest.rsplitn(7, '-').nth(6)).unwrap();
+        let found: Vec<Value> =
+            serde_json::from_slice(&std::fs::read(run.join("checks.json")).unwrap()).unwrap();
+        for check in found {
+            let id = (scenario.to_string(), check["id"].as_str().unwrap_or_default().to_string());
+            let status = check["status"].as_str().unwrap_or_default().to_string();
+            let worst = checks.entry(id).or_insert_with(|| status.clone());
+            if ["FAILURE", "WARNING"].contains(&status.as_str()) && *worst != "FAILURE" {
+                *worst = status;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&results);
+    checks
+}
+
+/// The suite 0.2's requirements of revision 2025-11-25, direct and through Toolgate in the same
+/// run, in front of the reference server (the Python SDK 1.x, which knows that revision): no
+/// required check that passes direct fails or warns through Toolgate, but in the scenarios
+/// named in `requirements-expected-failures.yml`, each with its reason.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn what_revision_2025_11_25_requires_passes_through_toolgate_as_direct(pool: PgPool) {
+    let (_upstream, port) =
+        common::python_server(venv_program_of("mcp1", "python"), "conformance_server.py", &[]).await;
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    let mut reference =
+        ServerConfig::http(Name::parse("reference").unwrap(), format!("http://127.0.0.1:{port}/mcp"));
+    reference.prefix = Some(String::new());
+    store::servers::create(&pool, &common::secret_box(), &Actor::system(), &reference).await.unwrap();
+    common::until_listed(&app.url(""), &key, "test_tool_with_logging").await;
+
+    let direct = required_checks(&format!("http://127.0.0.1:{port}/mcp"), "2025-11-25", None).await;
+    let through = required_checks(&app.url("/mcp/acme"), "2025-11-25", Some(&key)).await;
+    let expected = std::fs::read_to_string(format!("{SUITE}/requirements-expected-failures.yml")).unwrap();
+    let excused = expected.split("\nserver:\n").nth(1).unwrap_or_default();
+    let excused: Vec<&str> = excused.lines().filter_map(|line| line.strip_prefix("  - ")).collect();
+    let passed =
+        |checks: &BTreeMap<(String, String), String>| checks.values().filter(|s| *s == "SUCCESS").count();
+    let lost: Vec<&(String, String)> = direct
+        .iter()
+        .filter(|(check, status)| {
+            *status == "SUCCESS"
+                && through.get(*check).is_none_or(|there| ["FAILURE", "WARNING"].contains(&there.as_str()))
+        })
+        .map(|(check, _)| check)
+        .filter(|(scenario, _)| !excused.contains(&scenario.as_str()))
+        .collect();
+    assert!(lost.is_empty(), "passed direct, not through Toolgate: {lost:?}\nthrough: {through:?}");
+    assert!(passed(&direct) >= 70, "{direct:?}");
+    println!("2025-11-25: {} checks pass direct, {} through Toolgate", passed(&direct), passed(&through));
 }
 
 /// The client auth scenarios the specification revision `revision` requires (its frozen
