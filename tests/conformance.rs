@@ -139,6 +139,11 @@ async fn what_revision_2025_11_25_requires_passes_through_toolgate_as_direct(poo
     assert!(lost.is_empty(), "passed direct, not through Toolgate: {lost:?}\nthrough: {through:?}");
     assert!(passed(&direct) >= 70, "{direct:?}");
     println!("2025-11-25: {} checks pass direct, {} through Toolgate", passed(&direct), passed(&through));
+    for (check, status) in &direct {
+        if through.get(check) != Some(status) {
+            println!("{check:?}: {status} direct, {:?} through Toolgate", through.get(check));
+        }
+    }
 }
 
 /// The client auth scenarios the specification revision `revision` requires (its frozen
