@@ -160,7 +160,11 @@ async fn an_upstream_hears_what_the_caller_declared_and_a_missing_capability_is_
     let (status, answer) = call(&app, &key, "needy_confirm", json!({"sampling": {}})).await;
     assert_eq!(status, 400, "{answer}");
     assert_eq!(answer["error"]["code"], -32021, "{answer}");
-    assert_eq!(answer["error"]["data"]["requiredCapabilities"], json!({"elicitation": {}}), "{answer}");
+    assert_eq!(
+        answer["error"]["data"]["requiredCapabilities"],
+        json!({"elicitation": {"form": {}}}),
+        "{answer}"
+    );
 }
 
 /// A client of the handshake era that declared nothing gets the same refusal on its session,

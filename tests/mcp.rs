@@ -799,7 +799,7 @@ impl rmcp::ServerHandler for Regional {
 }
 
 /// A tenant renames an upstream tool and presets its header-mirrored parameter: the client
-/// no longer sees the parameter (nor so its annotation), and the upstream still gets its own tool
+/// neither sees the parameter nor its annotation, and the upstream still gets its own tool
 /// name in `Mcp-Name` and the preset value in `Mcp-Param-Region`. The list is marked as the
 /// tenant's own (`cacheScope: private`) and never fresh for a fixed time (`ttlMs: 0`).
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
@@ -822,11 +822,7 @@ async fn a_preset_parameter_mirrored_in_a_header_reaches_a_renamed_upstream_tool
     let (page, offered) = listed("db_execute_sql").await;
     assert_eq!((page.ttl_ms, page.cache_scope), (Some(0), Some(rmcp::model::CacheScope::Private)));
     let offered = serde_json::to_value(&offered.input_schema).unwrap();
-    // As the server published it, header annotation included: a client may mirror it.
-    assert_eq!(
-        offered["properties"]["region"],
-        json!({"type": "string", "description": "Where to run", "x-mcp-header": "Region"})
-    );
+    assert_eq!(offered["properties"]["region"], json!({"type": "string", "description": "Where to run"}));
 
     let tool_id = common::tool_id(&pool, "execute_sql").await;
     let renamed = store::overrides::OverrideInput {

@@ -61,7 +61,8 @@ fn published_output() -> Value {
 
 /// An upstream whose tool `ship` records the arguments it got and answers as its output schema
 /// says; `misship` answers against the same schema, and `track` with an array, as its output
-/// schema says (any JSON value since 2026-07-28).
+/// schema says (any JSON value since 2026-07-28); `trace` takes a recursive schema, which no
+/// provider's subset can say.
 #[derive(Clone, Default)]
 struct Shipping {
     received: Arc<Mutex<Vec<Value>>>,
@@ -79,7 +80,18 @@ impl Shipping {
             .unwrap()
         };
         let track = json!({"type": "array", "items": {"type": "string"}});
-        vec![tool("ship", published_output()), tool("misship", published_output()), tool("track", track)]
+        let mut trace: Tool = tool("trace", published_output());
+        let recursive = json!({"type": "object",
+            "$defs": {"hop": {"type": "object", "properties": {"next": {"$ref": "#/$defs/hop"}}}},
+            "properties": {"first": {"$ref": "#/$defs/hop"}}
+        });
+        trace.input_schema = Arc::new(recursive.as_object().cloned().unwrap());
+        vec![
+            tool("ship", published_output()),
+            tool("misship", published_output()),
+            tool("track", track),
+            trace,
+        ]
     }
 }
 
@@ -255,6 +267,12 @@ async fn a_tenant_that_chooses_portable_schemas_gets_the_rest_apis_rendering_on_
     };
     let inspection = inspect().await;
     assert_eq!((&inspection["portable"], &inspection["rendering"]), (&json!(false), &published));
+    // A schema no provider's subset can say is served as published, and inspected so.
+    let trace = common::tool_id(&pool, "trace").await;
+    let url = app.url(&format!("/api/admin/v1/tools/{trace}/schema?tenant=acme&provider=mcp"));
+    let traced = common::json_of(reqwest::Client::new().get(url).bearer_auth(&admin)).await;
+    assert_eq!(traced["normalised"], Value::Null, "{traced}");
+    assert_eq!(traced["rendering"]["inputSchema"]["$defs"]["hop"]["type"], "object", "{traced}");
 
     let portable = TenantUpdate { portable_mcp_schemas: Some(true), ..Default::default() };
     store::tenants::update(&pool, &Actor::system(), &TenantSlug::parse("acme").unwrap(), portable)

@@ -83,7 +83,7 @@ pub type Keyed = std::collections::BTreeMap<String, Value>;
 pub type RelayAllFuture = Pin<Box<dyn Future<Output = Result<Keyed, String>> + Send>>;
 
 /// The MCP client a call came from, for what an upstream server asks of it while the call
-/// runs (sampling, elicitation) and the log messages it sends. Messages are JSON-RPC shaped:
+/// runs (sampling, elicitation, roots) and the log messages it sends. Messages are JSON-RPC shaped:
 /// `{"method": ..., "params": ...}`.
 pub trait ClientRelay: Send + Sync {
     /// Relays a request to the client; resolves to the client's result.
@@ -99,8 +99,9 @@ pub trait ClientRelay: Send + Sync {
     /// The least severe log level the client wants messages of (`"debug"` ... `"emergency"`);
     /// `None` when it wants none.
     fn log_level(&self) -> Option<String>;
-    /// What the client declared it answers, as MCP `ClientCapabilities` (`sampling`,
-    /// `elicitation`): handed to a server on 2026-07-28 with each call, which asks only that.
+    /// What the client declared, as MCP `ClientCapabilities`, of what Toolgate passes on (the
+    /// requests it relays, MCP Apps): handed to a server on 2026-07-28 with each call, which
+    /// asks only that.
     fn capabilities(&self) -> Value;
 }
 
@@ -118,21 +119,29 @@ pub fn one_at_a_time(requests: Keyed, request: impl Fn(Value) -> RelayFuture) ->
 }
 
 /// The capability a client must have declared to be asked `request` (`{"method", "params"}`),
-/// as a `ClientCapabilities` object, when `declared` lacks it; `None` when it has it.
-pub fn missing_capability(declared: &Value, request: &Value) -> Option<Value> {
-    let required = match request["method"].as_str().unwrap_or_default() {
+/// as a `ClientCapabilities` object; `None` for a request no client capability covers (nothing
+/// an upstream may ask of a caller).
+pub fn required_capability(request: &Value) -> Option<Value> {
+    Some(match request["method"].as_str().unwrap_or_default() {
         "sampling/createMessage" => json!({"sampling": {}}),
         "roots/list" => json!({"roots": {}}),
         "elicitation/create" if request["params"]["mode"] == "url" => json!({"elicitation": {"url": {}}}),
-        "elicitation/create" => json!({"elicitation": {}}),
+        "elicitation/create" => json!({"elicitation": {"form": {}}}),
         _ => return None,
-    };
-    let (capability, wanted) = required.as_object()?.iter().next()?;
-    let has = declared.get(capability).is_some_and(|offered| {
-        // A URL elicitation needs `url` declared; a bare `elicitation: {}` means forms.
-        wanted.as_object().is_none_or(|modes| modes.keys().all(|mode| offered.get(mode).is_some()))
-    });
-    (!has).then_some(required)
+    })
+}
+
+/// Whether the `ClientCapabilities` a client declared cover `required`; `elicitation: {}`
+/// declares forms.
+pub fn declares(declared: &Value, required: &Value) -> bool {
+    let Some(required) = required.as_object() else { return true };
+    required.iter().all(|(capability, modes)| {
+        let Some(offered) = declared.get(capability) else { return false };
+        modes.as_object().into_iter().flatten().all(|(mode, _)| {
+            offered.get(mode).is_some()
+                || (mode == "form" && offered.as_object().is_some_and(|o| o.is_empty()))
+        })
+    })
 }
 
 /// What a running tool knows about its call.
@@ -410,13 +419,16 @@ mod tests {
         let form = json!({"method": "elicitation/create", "params": {"message": "?"}});
         let url = json!({"method": "elicitation/create", "params": {"mode": "url", "url": "https://x"}});
         let roots = json!({"method": "roots/list"});
-        let forms_only = json!({"elicitation": {}, "sampling": {}});
-        assert_eq!(missing_capability(&forms_only, &sampling), None);
-        assert_eq!(missing_capability(&forms_only, &form), None);
-        assert_eq!(missing_capability(&forms_only, &url), Some(json!({"elicitation": {"url": {}}})));
-        assert_eq!(missing_capability(&json!({"elicitation": {"url": {}}}), &url), None);
-        assert_eq!(missing_capability(&json!({}), &roots), Some(json!({"roots": {}})));
-        assert_eq!(missing_capability(&json!({"sampling": {}}), &form), Some(json!({"elicitation": {}})));
-        assert_eq!(missing_capability(&json!({}), &json!({"method": "ping"})), None);
+        let asked =
+            |declared: Value, request: &Value| declares(&declared, &required_capability(request).unwrap());
+        assert!(asked(json!({"elicitation": {}, "sampling": {}}), &sampling));
+        assert!(asked(json!({"elicitation": {}}), &form), "an empty elicitation declares forms");
+        assert!(asked(json!({"elicitation": {"form": {}, "url": {}}}), &form));
+        assert!(!asked(json!({"elicitation": {"url": {}}}), &form), "links only");
+        assert!(!asked(json!({"elicitation": {}}), &url));
+        assert!(asked(json!({"elicitation": {"url": {}}}), &url));
+        assert!(!asked(json!({"sampling": {}}), &roots));
+        assert_eq!(required_capability(&url), Some(json!({"elicitation": {"url": {}}})));
+        assert_eq!(required_capability(&json!({"method": "ping"})), None);
     }
 }

@@ -227,7 +227,7 @@ impl<T> RenderCache<T> {
             .filter_map(|tool| {
                 let rendered = match self.form {
                     Form::Normalised(provider) => tool.render(provider),
-                    Form::PublishedMcp => tool.mcp_definition(false),
+                    Form::PublishedMcp => Ok(tool.published_mcp()),
                 };
                 match rendered {
                     Ok(rendered) => (self.convert)(rendered),

@@ -1,8 +1,8 @@
 //! Multi-round-trip tool calls (SEP-2322) for clients on revision 2026-07-28, which take no
 //! requests from the server: when an upstream asks the caller something during a call
-//! (elicitation, sampling), the call is answered with an `InputRequiredResult`, the upstream's
-//! request is kept waiting, and the client's retry with `inputResponses` answers it and picks up
-//! the same call where it stood.
+//! (elicitation, sampling, roots — several at once, under its own keys), the call is answered
+//! with an `InputRequiredResult`, the upstream's requests are kept waiting, and the client's
+//! retry with `inputResponses` answers them and picks up the same call where it stood.
 //!
 //! The `requestState` handed out is an unguessable handle to state kept here, valid for
 //! [`INPUT_WAIT`], for the tenant, key and tool it was issued to and for nothing else: someone

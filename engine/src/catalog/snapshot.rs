@@ -104,14 +104,10 @@ impl CatalogTool {
         schema::render::render(&self.view(), provider)
     }
 
-    /// The tool as a tenant's MCP clients list it: its schemas as its server published them
-    /// (presets removed), or the portable rendering when the tenant chose portable schemas.
-    pub fn mcp_definition(&self, portable: bool) -> Result<Value, schema::normalize::NormalizeError> {
-        if portable {
-            self.render(schema::Provider::Mcp)
-        } else {
-            Ok(schema::render::published_mcp(&self.view()))
-        }
+    /// The tool as MCP clients list it unless their tenant chose portable schemas (then they
+    /// get [`Self::render`] for MCP): its schemas as its server published them, presets removed.
+    pub fn published_mcp(&self) -> Value {
+        schema::render::published_mcp(&self.view())
     }
 
     /// Roughly how many tokens the tool's definition costs an LLM request (its OpenAI
@@ -129,16 +125,28 @@ impl CatalogTool {
         provider: schema::Provider,
         portable_mcp: bool,
     ) -> Result<Inspection, schema::normalize::NormalizeError> {
-        let normalised_rendering = self.render(provider)?;
-        let normalised = schema::render::input_schema(&normalised_rendering, provider).clone();
         let portable = provider != schema::Provider::Mcp || portable_mcp;
-        let rendering = if portable { normalised_rendering } else { self.mcp_definition(false)? };
+        // Served as published, a schema the normaliser refuses is still inspected.
+        let (rendering, normalised) = match self.render(provider) {
+            Ok(normalised) if portable => {
+                let schema = schema::render::input_schema(&normalised, provider).clone();
+                (normalised, schema)
+            }
+            Ok(normalised) => {
+                (self.published_mcp(), schema::render::input_schema(&normalised, provider).clone())
+            }
+            Err(_) if !portable => (self.published_mcp(), Value::Null),
+            Err(err) => return Err(err),
+        };
         let findings = schema::lint::lint_tool(&self.exposed_name, &self.input_schema, provider, self.strict);
         Ok(Inspection {
             tool: self.exposed_name.clone(),
             provider: provider.as_str(),
             raw: (*self.raw_input_schema).clone(),
-            changes: render_changes(&self.input_schema, &normalised, &findings),
+            changes: match normalised {
+                Value::Null => Vec::new(),
+                _ => render_changes(&self.input_schema, &normalised, &findings),
+            },
             llm_schema: (*self.input_schema).clone(),
             normalised,
             rendering,
@@ -224,6 +232,7 @@ pub struct Inspection {
     pub provider: &'static str,
     pub raw: Value,
     pub llm_schema: Value,
+    /// `null` where the normaliser refuses a schema MCP clients get as published.
     pub normalised: Value,
     pub rendering: Value,
     /// Whether `rendering` carries the normalised schema: always but on MCP, where the tenant

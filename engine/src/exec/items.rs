@@ -211,8 +211,7 @@ async fn bounded<T>(
 ) -> Result<T, Error> {
     match tokio::time::timeout(DEFAULT_TIMEOUT, request).await {
         Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(ToolError::Tool(message))) => Err(Error::Upstream(UpstreamError::Down(message))),
-        Ok(Err(err @ ToolError::MissingCapability(_))) => {
+        Ok(Err(err @ (ToolError::Tool(_) | ToolError::MissingCapability(_)))) => {
             Err(Error::Upstream(UpstreamError::Down(err.to_string())))
         }
         Ok(Err(ToolError::Internal(err))) => Err(Error::Internal(err)),

@@ -5,7 +5,8 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde_json::Value;
 
-/// A compiled input schema. Compiled once per tool per snapshot, on first use.
+/// A compiled schema: a tool's input schema, or its output schema for its structured results.
+/// Compiled once per tool per snapshot, on first use.
 pub struct ArgumentValidator(Result<Validator, String>);
 
 impl std::fmt::Debug for ArgumentValidator {
@@ -36,10 +37,10 @@ impl ArgumentValidator {
     /// `Ok` when a tool's structured result fits this (its output) schema; else every
     /// violation. A schema that does not compile judges nothing.
     pub fn check_output(&self, structured: &Value) -> Result<(), String> {
-        match &self.0 {
-            Ok(_) => self.violations(structured, |_| true),
-            Err(_) => Ok(()),
+        if self.0.is_err() {
+            return Ok(());
         }
+        self.violations(structured, |_| true)
     }
 
     fn violations(
@@ -117,5 +118,19 @@ mod tests {
     #[test]
     fn valid_arguments_pass() {
         assert!(validator().check(&json!({"query": "x", "limit": 3})).is_ok());
+    }
+
+    /// A schema may point anywhere; Toolgate reads nothing a tool's server names. The tool is
+    /// refused with the reason instead.
+    #[test]
+    fn a_remote_reference_is_never_fetched() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let remote = format!("http://{}/schema.json", listener.local_addr().unwrap());
+        let schema = json!({"type": "object", "properties": {"q": {"$ref": remote}}});
+        let err = ArgumentValidator::new(&schema).check(&json!({"q": "x"})).unwrap_err();
+        assert!(err.contains("the tool's input schema is invalid, so it cannot be called"), "{err}");
+        let asked = listener.accept();
+        assert!(asked.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock), "{asked:?}");
     }
 }

@@ -47,9 +47,23 @@ pub fn render(tool: &ToolView<'_>, provider: Provider) -> Result<Value, Normaliz
 
 /// The tool as MCP lists it with its schemas as published (the input schema without presets):
 /// full JSON Schema 2020-12, which MCP clients are owed (SEP-2106) where they do not ask for
-/// the portable rendering of [`Provider::Mcp`].
+/// the portable rendering of [`Provider::Mcp`]. Only `x-mcp-header` annotations go: they are
+/// between Toolgate and the tool's server, whose headers Toolgate's own client sends.
 pub fn published_mcp(tool: &ToolView<'_>) -> Value {
-    mcp_tool(tool, tool.input_schema.clone(), tool.output_schema.cloned())
+    let mut input = tool.input_schema.clone();
+    without_header_annotations(&mut input);
+    mcp_tool(tool, input, tool.output_schema.cloned())
+}
+
+fn without_header_annotations(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            map.remove("x-mcp-header");
+            map.values_mut().for_each(without_header_annotations);
+        }
+        Value::Array(items) => items.iter_mut().for_each(without_header_annotations),
+        _ => {}
+    }
 }
 
 fn mcp_tool(tool: &ToolView<'_>, input_schema: Value, output_schema: Option<Value>) -> Value {

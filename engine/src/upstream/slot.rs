@@ -840,10 +840,15 @@ async fn answer_inputs(
     let mut asked = crate::tool::Keyed::new();
     for (key, question) in questions {
         let question = serde_json::to_value(question).map_err(ToolError::internal)?;
-        if let Some(required) = crate::tool::missing_capability(&declared, &question) {
+        if let Some(required) = crate::tool::required_capability(&question)
+            && !crate::tool::declares(&declared, &required)
+        {
             return Err(ToolError::MissingCapability(required));
         }
         asked.insert(key, question);
+    }
+    if asked.is_empty() {
+        return Ok(InputResponses::new());
     }
     client.request_all(asked).await.map_err(|err| {
         ToolError::tool(format!(

@@ -153,16 +153,13 @@ impl Listener {
     fn refusal(&self, requests: &[Value]) -> Option<String> {
         let relayed = self.relayed_capabilities();
         requests.iter().find_map(|request| {
+            let asks = engine::tool::required_capability(request)
+                .is_some_and(|required| engine::tool::declares(&relayed, &required));
             let method = request["method"].as_str().unwrap_or_default();
-            let asks =
-                RELAYED.contains(&method) && engine::tool::missing_capability(&relayed, request).is_none();
             (!asks).then(|| format!("the caller's MCP client does not take {method} requests"))
         })
     }
 }
-
-/// The requests of an upstream Toolgate relays to the caller.
-const RELAYED: [&str; 3] = ["sampling/createMessage", "elicitation/create", "roots/list"];
 
 fn severity(level: LoggingLevel) -> u8 {
     level as u8
@@ -341,7 +338,7 @@ pub(super) struct Call {
 impl Shared {
     /// The tools a request sees listed: `Some` list when it is not the tenant's plain list
     /// (a session's own choice of groups, or the meta tool added), `None` for the tenant's
-    /// list as [`Shared::lists`] keeps it.
+    /// list as [`Shared::lists_of`] keeps it.
     pub(super) fn own_listing(&self, view: &TenantTools, equipped: bool, era: Era) -> Option<Vec<Tool>> {
         let offers = offers_meta_tool(view, era);
         if !equipped && !offers {
@@ -498,9 +495,7 @@ fn complete(outcome: Result<CallResult, engine::Error>) -> Result<CallToolRespon
     match outcome {
         // SEP-2575: a request needing what the client did not declare is refused as such.
         Ok(CallResult { required_capabilities: Some(required), .. }) => {
-            let message = format!(
-                "the tool needs the client capabilities {required}, which the request did not declare"
-            );
+            let message = engine::tool::ToolError::MissingCapability(required.clone()).to_string();
             let data = serde_json::json!({"requiredCapabilities": required});
             Err(ErrorData::new(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, message, Some(data)))
         }

@@ -235,7 +235,7 @@ impl Endpoint {
             let outcome = shared.call(call).await;
             final_message(outcome.map(ServerResult::from), id, era)
         };
-        Some(respond(Box::pin(answer.instrument(span)), outgoing).await)
+        Some(respond(Box::pin(answer.instrument(span)), outgoing, era).await)
     }
 }
 
@@ -360,16 +360,22 @@ type Answering = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
 
 /// The answer to a call: one JSON body if it finishes before it sends its client anything,
 /// else an SSE stream of what it sends and then its answer.
-async fn respond(mut answering: Answering, mut outgoing: mpsc::Receiver<ServerJsonRpcMessage>) -> Response {
+async fn respond(
+    mut answering: Answering,
+    mut outgoing: mpsc::Receiver<ServerJsonRpcMessage>,
+    era: Era,
+) -> Response {
     let first = tokio::select! {
         biased;
         Some(message) = outgoing.recv() => event(&message),
         answer = &mut answering => {
             let body = json(serde_json::to_vec(&answer).expect("messages serialise"));
             return match &answer {
-                // SEP-2575: over HTTP, this error is a 400.
+                // SEP-2575 (2026-07-28): over HTTP, this error is a 400. A session's client
+                // reads a POST's failure status as the transport's, not the call's.
                 ServerJsonRpcMessage::Error(refused)
-                    if refused.error.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
+                    if era == Era::Stateless
+                        && refused.error.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY =>
                 {
                     (StatusCode::BAD_REQUEST, body).into_response()
                 }

@@ -100,8 +100,9 @@ struct Shared {
     executor: Executor,
     /// Where sessions keep what must follow them to another replica.
     pool: PgPool,
-    /// The tenants' tool lists with schemas as published, and portable where a tenant chose.
+    /// The tenants' tool lists with schemas as published.
     lists: RenderCache<Tool>,
+    /// The tool lists of tenants that chose portable schemas on MCP.
     portable_lists: RenderCache<Tool>,
     rounds: Rounds<Listening>,
 }
