@@ -381,9 +381,8 @@ impl Shared {
 
     /// Calls `announce` with each of the tenant's lists (as `session` sees them) that changed
     /// — a tool added or removed, or one's name, description, schemas or annotations, or the
-    /// form of the schemas (as published or portable); a prompt,
-    /// resource or template added, removed or changed — until `announce` fails or the catalog
-    /// closes.
+    /// form of the schemas (as published or portable); a prompt, resource or template added,
+    /// removed or changed — until `announce` fails or the catalog closes.
     pub(super) async fn announce_changes<F, E>(
         &self,
         tenant: &str,
