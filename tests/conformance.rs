@@ -27,17 +27,24 @@ use tokio::process::Command;
 
 const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance");
 
-#[sqlx::test(migrator = "engine::db::MIGRATOR")]
-async fn the_conformance_suites_server_scenarios_pass(pool: PgPool) {
-    let (_upstream, port) =
+/// The reference server (`conformance_server.py`, the Python SDK 1.x) and its port, and a
+/// Toolgate serving it to tenant `acme` under the prefix "" with the tenant's key, once listed.
+async fn reference_behind_toolgate(pool: &PgPool) -> (tokio::process::Child, u16, TestApp, String) {
+    let (upstream, port) =
         common::python_server(venv_program_of("mcp1", "python"), "conformance_server.py", &[]).await;
     let app = TestApp::spawn(pool.clone()).await;
-    let key = tenant_key(&app, &pool).await;
+    let key = tenant_key(&app, pool).await;
     let mut reference =
         ServerConfig::http(Name::parse("reference").unwrap(), format!("http://127.0.0.1:{port}/mcp"));
     reference.prefix = Some(String::new());
-    store::servers::create(&pool, &common::secret_box(), &Actor::system(), &reference).await.unwrap();
+    store::servers::create(pool, &common::secret_box(), &Actor::system(), &reference).await.unwrap();
     common::until_listed(&app.url(""), &key, "test_tool_with_logging").await;
+    (upstream, port, app, key)
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_conformance_suites_server_scenarios_pass(pool: PgPool) {
+    let (_upstream, _, app, key) = reference_behind_toolgate(&pool).await;
 
     let results = std::env::temp_dir().join(format!("toolgate-conformance-{}", std::process::id()));
     let output = Command::new(format!("{SUITE}/node_modules/.bin/node"))
@@ -110,15 +117,7 @@ async fn required_checks(url: &str, revision: &str, key: Option<&str>) -> BTreeM
 /// named in `requirements-expected-failures.yml`, each with its reason.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn what_revision_2025_11_25_requires_passes_through_toolgate_as_direct(pool: PgPool) {
-    let (_upstream, port) =
-        common::python_server(venv_program_of("mcp1", "python"), "conformance_server.py", &[]).await;
-    let app = TestApp::spawn(pool.clone()).await;
-    let key = tenant_key(&app, &pool).await;
-    let mut reference =
-        ServerConfig::http(Name::parse("reference").unwrap(), format!("http://127.0.0.1:{port}/mcp"));
-    reference.prefix = Some(String::new());
-    store::servers::create(&pool, &common::secret_box(), &Actor::system(), &reference).await.unwrap();
-    common::until_listed(&app.url(""), &key, "test_tool_with_logging").await;
+    let (_upstream, port, app, key) = reference_behind_toolgate(&pool).await;
 
     let direct = required_checks(&format!("http://127.0.0.1:{port}/mcp"), "2025-11-25", None).await;
     let through = required_checks(&app.url("/mcp/acme"), "2025-11-25", Some(&key)).await;

@@ -149,15 +149,12 @@ impl Listener {
         Value::Object(relayed)
     }
 
-    /// Why the client cannot be asked one of `requests`, if it cannot.
-    fn refusal(&self, requests: &[Value]) -> Option<String> {
-        let relayed = self.relayed_capabilities();
-        requests.iter().find_map(|request| {
-            let asks = engine::tool::required_capability(request)
-                .is_some_and(|required| engine::tool::declares(&relayed, &required));
-            let method = request["method"].as_str().unwrap_or_default();
-            (!asks).then(|| format!("the caller's MCP client does not take {method} requests"))
-        })
+    /// Why the client cannot be asked `request`, if it cannot.
+    fn refusal(&self, request: &Value) -> Option<String> {
+        let asks = engine::tool::required_capability(request)
+            .is_some_and(|required| engine::tool::declares(&self.relayed_capabilities(), &required));
+        let method = request["method"].as_str().unwrap_or_default();
+        (!asks).then(|| format!("the caller's MCP client does not take {method} requests"))
     }
 }
 
@@ -202,6 +199,13 @@ impl CallRelay {
 
 impl ClientRelay for CallRelay {
     fn request(&self, request: Value) -> RelayFuture {
+        let (client, refusal) = {
+            let listener = self.listening.lock().expect("listener");
+            (listener.client.clone(), listener.refusal(&request))
+        };
+        if let Some(refusal) = refusal {
+            return Box::pin(std::future::ready(Err(refusal)));
+        }
         if self.rounds.is_some() {
             // One request is a round of its own, under a key of Toolgate's.
             let asked = self.request_all(Keyed::from([(INPUT_KEY.to_string(), request)]));
@@ -209,14 +213,7 @@ impl ClientRelay for CallRelay {
                 asked.await?.remove(INPUT_KEY).ok_or_else(|| "the client did not answer".to_string())
             });
         }
-        let (client, refusal) = {
-            let listener = self.listening.lock().expect("listener");
-            (listener.client.clone(), listener.refusal(std::slice::from_ref(&request)))
-        };
         Box::pin(async move {
-            if let Some(refusal) = refusal {
-                return Err(refusal);
-            }
             let request: ServerRequest = serde_json::from_value(request).map_err(|e| e.to_string())?;
             let answer = client.ask(request).await?;
             serde_json::to_value(answer).map_err(|e| e.to_string())
@@ -224,17 +221,13 @@ impl ClientRelay for CallRelay {
     }
 
     /// For a client that takes no requests, all of them are one round of the call, under the
-    /// asker's keys.
+    /// asker's keys (each already checked against what it declared, by the engine or by
+    /// [`Self::request`]).
     fn request_all(&self, requests: Keyed) -> RelayAllFuture {
         let Some(rounds) = self.rounds.clone() else {
             return engine::tool::one_at_a_time(requests, |request| self.request(request));
         };
-        let refusal =
-            self.listening.lock().expect("listener").refusal(&requests.values().cloned().collect::<Vec<_>>());
         Box::pin(async move {
-            if let Some(refusal) = refusal {
-                return Err(refusal);
-            }
             let (answer, answered) = oneshot::channel();
             let ended = || "the call has ended".to_string();
             rounds.send(Question { requests, answer }).await.map_err(|_| ended())?;
