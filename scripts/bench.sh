@@ -12,7 +12,7 @@ pg_dir=$(mktemp -d /tmp/toolgate-bench.XXXXXX)
 trap '"$pgcluster" stop "$pg_dir" >/dev/null 2>&1; rm -rf "$pg_dir"' EXIT
 DATABASE_URL=$("$pgcluster" start "$pg_dir")
 export DATABASE_URL
-cargo bench --locked --workspace --benches
+cargo bench --locked --workspace --benches --features engine/test-support
 
 scripts/build-site.sh release
 cargo build --locked --release -p toolgate-bench

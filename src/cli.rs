@@ -6,10 +6,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use engine::admin::{self, Password, Role, Username};
-use engine::db::Database;
+use engine::model::Actor;
 use engine::model::TenantSlug;
-use engine::store::Actor;
-use engine::store::tokens::{self, NewToken};
+use engine::service::Database;
+use engine::service::global::NewToken;
+use engine::service::operator;
 
 use crate::settings::{DatabaseSettings, ServeSettings};
 use crate::startup::{self, Surfaces};
@@ -208,7 +209,7 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
                 tenant: tenant.as_deref().map(TenantSlug::parse).transpose()?,
             };
             let owner_rights = !new.read_only && new.tenant.is_none();
-            let (_, token) = tokens::create(db.pool(), &Actor::cli(), &new).await?;
+            let (_, token) = operator::create_token(db.pool(), &new).await?;
             eprintln!("created admin token `{name}`");
             if owner_rights {
                 eprintln!(
@@ -221,7 +222,7 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
         AdminCommand::Token { action: TokenCommand::List } => {
             let when = |at: Option<time::OffsetDateTime>| at.map_or_else(|| "-".to_string(), rfc3339);
             println!("id\tname\tlimits\tcreated\tlast used\texpires\trevoked\tprefix");
-            for token in tokens::list(db.pool()).await? {
+            for token in operator::tokens(db.pool()).await? {
                 let limits = token.limits();
                 let fields = [
                     token.id.to_string(),
@@ -237,7 +238,7 @@ async fn run_admin(action: AdminCommand, db: &Database) -> anyhow::Result<()> {
             }
         }
         AdminCommand::Token { action: TokenCommand::Revoke { id } } => {
-            let revoked = tokens::revoke(db.pool(), &Actor::cli(), id).await?;
+            let revoked = operator::revoke_token(db.pool(), id).await?;
             eprintln!("revoked admin token `{}`", revoked.name);
         }
     }

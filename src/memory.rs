@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use engine::catalog::Catalog;
+use engine::service::catalog::Catalog;
 
 /// How long after a big release the memory is returned: rebuilds and renderings come in
 /// bursts (a change, then every client listing again).

@@ -34,7 +34,7 @@ pub fn public_router(credentials: Credentials, oauth: AuthServer) -> Router {
         .route(&format!("{PROTECTED_RESOURCE}/mcp/{{tenant}}"), get(mcp_resource))
         .route(&format!("{PROTECTED_RESOURCE}{REST_PATH}"), get(rest_resource))
         .route("/.well-known/oauth-authorization-server", get(server_metadata))
-        .route(engine::upstream::oauth::CLIENT_METADATA_PATH, get(upstream_client))
+        .route(engine::service::upstreams::oauth::CLIENT_METADATA_PATH, get(upstream_client))
         .with_state(credentials);
     let endpoints = Router::new()
         .route("/oauth/register", post(register))
@@ -50,8 +50,8 @@ pub fn panel_router() -> Router<AppState> {
         .route("/oauth/authorize", get(authorize))
         .route("/sso/start", get(sso_start))
         .route(engine::sso::CALLBACK_PATH, get(sso_callback))
-        .route(engine::upstream::oauth::START_PATH, get(upstream_start))
-        .route(engine::upstream::oauth::CALLBACK_PATH, get(upstream_callback))
+        .route(engine::service::upstreams::oauth::START_PATH, get(upstream_start))
+        .route(engine::service::upstreams::oauth::CALLBACK_PATH, get(upstream_callback))
 }
 
 async fn mcp_resource(
@@ -407,7 +407,7 @@ fn sso_failed(err: engine::sso::SsoError) -> Response {
 
 /// Toolgate's Client ID Metadata Document, as the OAuth client of upstream servers.
 async fn upstream_client(State(credentials): State<Credentials>, headers: HeaderMap) -> Response {
-    Json(engine::upstream::oauth::client_metadata(&credentials.issuer(&headers))).into_response()
+    Json(engine::service::upstreams::oauth::client_metadata(&credentials.issuer(&headers))).into_response()
 }
 
 #[derive(serde::Deserialize)]
@@ -457,9 +457,10 @@ async fn upstream_start(
     let wanted = start.owner.as_deref().unwrap_or("me");
     let begun = async {
         let server = engine::model::Name::parse(&start.server).map_err(|err| err.to_string())?;
-        let (source_id, owner) = engine::upstream::oauth::owner_for(&state.pool, &account, &server, wanted)
-            .await
-            .map_err(|err| err.to_string())?;
+        let (source_id, owner) =
+            engine::service::upstreams::owner_for(&state.pool, &account, &server, wanted)
+                .await
+                .map_err(|err| err.to_string())?;
         // Back where the connection shows: one's own page, the tenant's (a tenant
         // administrator cannot open the server's), else the server's.
         let return_to = match wanted.strip_prefix("tenant:") {
@@ -467,9 +468,9 @@ async fn upstream_start(
             Some(slug) => format!("/tenants/{slug}"),
             None => format!("/servers/{}", server.as_str()),
         };
-        let actor = engine::store::Actor::admin(&account.username);
+        let actor = engine::model::Actor::admin(&account.username);
         let started_by = (account.id, &actor);
-        engine::upstream::oauth::begin(
+        engine::service::upstreams::oauth::begin(
             &state.pool,
             &state.secrets,
             &base,
@@ -483,8 +484,10 @@ async fn upstream_start(
         .map_err(|err| err.to_string())
     };
     match begun.await {
-        Ok((engine::upstream::oauth::Begun::Browser(url), _)) => Redirect::to(&url).into_response(),
-        Ok((engine::upstream::oauth::Begun::Authorized, back)) => Redirect::to(&back).into_response(),
+        Ok((engine::service::upstreams::oauth::Begun::Browser(url), _)) => Redirect::to(&url).into_response(),
+        Ok((engine::service::upstreams::oauth::Begun::Authorized, back)) => {
+            Redirect::to(&back).into_response()
+        }
         Err(err) => upstream_failed(&err),
     }
 }
@@ -522,8 +525,8 @@ async fn upstream_callback(
         Err(err) => return upstream_failed(&err.to_string()),
     };
     let base = engine::oauth::issuer(state.public_url.as_deref(), &headers);
-    let actor = engine::store::Actor::admin(&account.username);
-    let finished = engine::upstream::oauth::finish(
+    let actor = engine::model::Actor::admin(&account.username);
+    let finished = engine::service::upstreams::oauth::finish(
         &state.pool,
         &state.secrets,
         &base,

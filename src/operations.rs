@@ -14,10 +14,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use engine::catalog::Catalog;
-use engine::db::PgPool;
-use engine::exec::CALL_SECONDS;
-use engine::upstream::{ConnectionStatus, Upstreams};
+use engine::service::PgPool;
+use engine::service::calls::CALL_SECONDS;
+use engine::service::catalog::Catalog;
+use engine::service::upstreams::{ConnectionStatus, Upstreams};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use subtle::ConstantTimeEq;
 
@@ -71,7 +71,7 @@ fn recorder() -> &'static PrometheusHandle {
 
 /// `GET /healthz`: 200 when the database answers, 503 otherwise.
 async fn healthz(State(ops): State<Operations>) -> Response {
-    match engine::db::ping(&ops.pool).await {
+    match engine::service::ping(&ops.pool).await {
         Ok(()) => (StatusCode::OK, "ok").into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "health check: database unreachable");
@@ -85,7 +85,7 @@ async fn healthz(State(ops): State<Operations>) -> Response {
 async fn readyz(State(ops): State<Operations>) -> Response {
     let snapshot = ops.catalog.snapshot();
     let age = snapshot.built_at.elapsed().unwrap_or_default().as_secs_f64();
-    let database = engine::db::ping(&ops.pool).await.is_ok();
+    let database = engine::service::ping(&ops.pool).await.is_ok();
     let ready = database && snapshot.version > 0;
     let body = serde_json::json!({
         "ready": ready,

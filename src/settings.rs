@@ -8,10 +8,10 @@ use std::time::Duration;
 use clap::Args;
 use engine::builtin::BuiltinConfig;
 use engine::builtin::shell::ProgramRule;
-use engine::exec::{ExecConfig, RecordBuffer};
 use engine::oauth::OAuthConfig;
-use engine::store::retention::Retention;
-use engine::upstream::UpstreamConfig;
+use engine::service::calls::{ExecConfig, RecordBuffer};
+use engine::service::global::Retention;
+use engine::service::upstreams::UpstreamConfig;
 
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseSettings {

@@ -12,10 +12,10 @@ use axum::http::HeaderName;
 use axum::serve::ListenerExt;
 use engine::admin::LoginPolicy;
 use engine::builtin;
-use engine::catalog::CatalogOptions;
-use engine::db::{Database, PgPool};
 use engine::secret::SecretBox;
+use engine::service::catalog::CatalogOptions;
 use engine::service::{self, Services};
+use engine::service::{Database, PgPool};
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -106,7 +106,7 @@ impl Application {
             .context("moving the tenants' files out of the data folder")?;
         let providers = builtin::providers(&settings.builtin_config());
         builtin::register(&pool, &providers).await.context("registering the built-in tools")?;
-        tokio::spawn(engine::store::retention::keep(pool.clone(), settings.retention.retention()));
+        tokio::spawn(engine::service::global::keep_pruning(pool.clone(), settings.retention.retention()));
         let options = service::Options {
             catalog: CatalogOptions { force_tools_off: !settings.tools_enabled },
             // Links in tool errors need an absolute URL: the listening address stands in for

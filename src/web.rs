@@ -69,7 +69,7 @@ pub async fn require_sign_in(
             Redirect::to(&format!("{LOGIN_PAGE}?{query}")).into_response()
         }
         Ok(_) => next.run(request).await,
-        Err(_) if engine::db::ping(&state.pool).await.is_err() => database_away_page(),
+        Err(_) if engine::service::ping(&state.pool).await.is_err() => database_away_page(),
         Err(err) => (StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response(),
     }
 }

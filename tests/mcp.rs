@@ -1039,7 +1039,7 @@ async fn a_spent_limit_is_a_tool_error_naming_it_in_both_eras(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     let acme = TenantSlug::parse("acme").unwrap();
     common::create_tenant(&pool, &acme, "Acme").await;
-    let two_a_minute: engine::exec::CallLimits = serde_json::from_value(json!({"per_minute": 2})).unwrap();
+    let two_a_minute: engine::model::CallLimits = serde_json::from_value(json!({"per_minute": 2})).unwrap();
     for (era, lifecycle) in [("legacy", legacy_client()), ("2026-07-28", current_client())] {
         let key =
             store::keys::create(&pool, &Actor::system(), &acme, era, None, two_a_minute).await.unwrap().1;

@@ -836,7 +836,7 @@ async fn each_person_has_the_tenants_per_user_limit(pool: PgPool) {
     let app = TestApp::spawn(pool.clone()).await;
     tenants_and_member(&app, &pool).await;
     let admin = admin_of("acme");
-    let limits = engine::exec::CallLimits { per_day: std::num::NonZeroU32::new(1), ..Default::default() };
+    let limits = engine::model::CallLimits { per_day: std::num::NonZeroU32::new(1), ..Default::default() };
     let update = store::tenants::TenantUpdate { user_limits: Some(limits), ..Default::default() };
     engine::service::tenants::update(&app.services(), &admin.tenant("acme").unwrap(), update).await.unwrap();
     let (_, tokens) = tokens_for(&app, "ann").await;

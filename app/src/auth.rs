@@ -117,7 +117,7 @@ pub async fn change_password(
 #[cfg(feature = "ssr")]
 pub mod ssr {
     use engine::admin::AdminUser;
-    use engine::db::PgPool;
+    use engine::service::PgPool;
     use leptos::prelude::expect_context;
     use tower_sessions::Session;
 

@@ -105,7 +105,7 @@ async fn rebuild_100_tenants_x_1000_tools() {
     let secrets = SecretBox::from_key(&[3; 32]).unwrap();
     let ids = source_with_tools(&pool, 1000).await;
     let group = Name::parse("admin-tools").unwrap();
-    store::groups::put(&pool, &actor, &group, "", false).await.unwrap();
+    store::groups::write(&pool, &actor, &group, "", false, true).await.unwrap();
     store::groups::set_members(&pool, &actor, &group, &ids[..100]).await.unwrap();
     for t in 0..100 {
         let slug = TenantSlug::parse(&format!("tenant-{t}")).unwrap();

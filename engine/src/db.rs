@@ -6,8 +6,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::Executor;
+pub use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-pub use sqlx::{Error as DbError, PgPool};
 
 use pgcluster::Cluster;
 
@@ -105,15 +105,6 @@ async fn create_database_if_missing(cluster: &Cluster) -> Result<(), Error> {
     }
     pool.close().await;
     Ok(())
-}
-
-/// Whether `err` means the database could not be reached (down, restarting, pool exhausted)
-/// rather than that it refused a statement.
-pub fn is_unreachable(err: &sqlx::Error) -> bool {
-    matches!(
-        err,
-        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)
-    )
 }
 
 /// Whether the database answers: the health check.

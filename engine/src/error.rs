@@ -3,9 +3,7 @@
 
 use uuid::Uuid;
 
-use crate::exec::Limited;
-use crate::model::Invalid;
-use crate::upstream::UpstreamError;
+use crate::model::{Invalid, Limited, UpstreamError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use engine::catalog::visibility::Ceiling;
 use engine::catalog::{Catalog, CatalogOptions, Snapshot};
+use engine::model::Ceiling;
 use engine::model::{Name, SourceKind, Tag, TenantSlug};
 use engine::secret::SecretBox;
 use engine::store::SecretInput;
@@ -114,8 +114,8 @@ async fn tag_whitelist_rules_through_the_whole_stack(pool: PgPool) {
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn groups_default_and_tenant_overrides(pool: PgPool) {
     let ids = source(&pool, "m", &[], &[tool("add", &[]), tool("sub", &[]), tool("loose", &[])]).await;
-    store::groups::put(&pool, &actor(), &name("math"), "Arithmetic", false).await.unwrap();
-    store::groups::put(&pool, &actor(), &name("basic"), "Basics", true).await.unwrap();
+    store::groups::write(&pool, &actor(), &name("math"), "Arithmetic", false, true).await.unwrap();
+    store::groups::write(&pool, &actor(), &name("basic"), "Basics", true, true).await.unwrap();
     store::groups::set_members(&pool, &actor(), &name("math"), &ids[..2]).await.unwrap();
     store::groups::set_members(&pool, &actor(), &name("basic"), &ids[1..2]).await.unwrap();
     tenant(&pool, "a", Some(&[])).await;
@@ -173,7 +173,7 @@ async fn the_owners_ceiling_bounds_every_choice_of_the_tenant(pool: PgPool) {
     let grouped = source(&pool, "demo", &["demo"], &[tool("echo", &[]), tool("extra", &[])]).await;
     source(&pool, "sh", &["shell"], &[tool("run", &[])]).await;
     source(&pool, "other", &["demo"], &[tool("ping", &[])]).await;
-    store::groups::put(&pool, &actor(), &name("more"), "Extras", false).await.unwrap();
+    store::groups::write(&pool, &actor(), &name("more"), "Extras", false, true).await.unwrap();
     store::groups::set_members(&pool, &actor(), &name("more"), &grouped[1..]).await.unwrap();
     tenant(&pool, "globex", None).await;
     let new = NewSource {
@@ -364,40 +364,6 @@ async fn the_audit_log_names_tools_shows_revocations_and_skips_writes_that_chang
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
-async fn presets_must_be_parameters_of_the_tool_and_fit_their_schema(pool: PgPool) {
-    tenant(&pool, "t", None).await;
-    let ids = source(&pool, "s", &[], &[tool("x", &[])]).await;
-    let secrets = SecretBox::from_key(&[1; 32]).unwrap();
-    let presets = |value: serde_json::Value| OverrideInput {
-        presets: value.as_object().cloned().unwrap(),
-        ..Default::default()
-    };
-    let tool_id = ids[0];
-    let refusal = |input: OverrideInput| {
-        let (pool, secrets) = (pool.clone(), secrets.clone());
-        async move {
-            match store::overrides::set(&pool, &secrets, &actor(), &slug("t"), tool_id, &input).await {
-                Err(store::Error::Invalid(message)) => message,
-                other => panic!("accepted or failed otherwise: {other:?}"),
-            }
-        }
-    };
-    let unknown = refusal(presets(json!({"nope": 1, "q": "x"}))).await;
-    assert_eq!(unknown, "preset `nope`: the tool has no parameter of that name (its parameters: q)");
-    let wrong_type = refusal(presets(json!({"q": 42}))).await;
-    assert_eq!(wrong_type, "presets do not fit the tool's schema: /q: expected string, got integer");
-    let secret = OverrideInput {
-        secret_presets: [("token".to_string(), SecretInput::Value("v".into()))].into(),
-        ..Default::default()
-    };
-    assert!(refusal(secret).await.starts_with("preset `token`: the tool has no parameter"));
-    // A required parameter fixed in advance is the point of a preset; the rest come per call.
-    store::overrides::set(&pool, &secrets, &actor(), &slug("t"), tool_id, &presets(json!({"q": "fixed"})))
-        .await
-        .unwrap();
-}
-
-#[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn bad_input_is_rejected_with_what_was_wrong(pool: PgPool) {
     tenant(&pool, "t", None).await;
     let again = store::tenants::create(&pool, &actor(), &slug("t"), "again").await;
@@ -475,7 +441,7 @@ async fn a_rebuild_reuses_unchanged_tools_and_sees_every_kind_of_change(pool: Pg
     eventually(&live, Duration::from_secs(5), |s| names(s, "t").is_empty()).await;
     store::sources::set_enabled(&pool, &actor(), &name("a"), true).await.unwrap();
     eventually(&live, Duration::from_secs(5), |s| names(s, "t").len() == 2).await;
-    store::groups::put(&pool, &actor(), &name("g"), "", false).await.unwrap();
+    store::groups::write(&pool, &actor(), &name("g"), "", false, true).await.unwrap();
     store::groups::set_members(&pool, &actor(), &name("g"), &[ids[0]]).await.unwrap();
     eventually(&live, Duration::from_secs(5), |s| names(s, "t") == ["a_two"]).await;
 }

@@ -4,8 +4,9 @@ use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
 use engine::admin::Scope;
-use engine::catalog::visibility::Ceiling;
-use engine::exec::{CallHooks, CallLimits, CallRequest};
+use engine::exec::{CallHooks, CallRequest};
+use engine::model::CallLimits;
+use engine::model::Ceiling;
 use engine::model::{Name, SourceKind, TenantSlug};
 use engine::secret::SecretBox;
 use engine::service::{Admin, Options, Owner, Services, global, servers, tenants};
@@ -14,7 +15,7 @@ use engine::store::overrides::OverrideInput;
 use engine::store::servers::ServerConfig;
 use engine::store::sources::{NewSource, ToolDefinition};
 use engine::store::tenants::TenantUpdate;
-use engine::store::{self, Actor};
+use engine::store::{self, Actor, SecretInput};
 use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -242,6 +243,40 @@ async fn a_tenant_cannot_override_a_tool_it_may_not_use_nor_learn_that_it_exists
     assert_eq!(overrides.iter().map(|o| o.tool_id).collect::<Vec<_>>(), [allowed]);
 }
 
+/// Presets must be parameters of the tool, and plain ones must fit its schema; a required
+/// parameter fixed in advance is the point of a preset (the rest come per call).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn presets_must_be_parameters_of_the_tool_and_fit_their_schema(pool: PgPool) {
+    let services = services(&pool).await;
+    create_tenants(&pool, &["acme"]).await;
+    let echo = source(&pool, "up", None, "echo").await;
+    let root = Admin::signed_in("root", Scope::Everything);
+    let acme = root.tenant("acme").unwrap();
+    let presets = |value: serde_json::Value| OverrideInput {
+        presets: value.as_object().cloned().unwrap(),
+        ..Default::default()
+    };
+    let refusal = |input: OverrideInput| {
+        let (services, acme) = (&services, &acme);
+        async move {
+            match tenants::set_override(services, acme, echo, &input).await {
+                Err(engine::Error::Invalid(message)) => message,
+                other => panic!("accepted or failed otherwise: {other:?}"),
+            }
+        }
+    };
+    let unknown = refusal(presets(json!({"nope": 1, "text": "x"}))).await;
+    assert_eq!(unknown, "preset `nope`: the tool has no parameter of that name (its parameters: text)");
+    let wrong_type = refusal(presets(json!({"text": 42}))).await;
+    assert_eq!(wrong_type, "presets do not fit the tool's schema: /text: expected string, got integer");
+    let secret = OverrideInput {
+        secret_presets: [("token".to_string(), SecretInput::Value("v".into()))].into(),
+        ..Default::default()
+    };
+    assert!(refusal(secret).await.starts_with("preset `token`: the tool has no parameter"));
+    tenants::set_override(&services, &acme, echo, &presets(json!({"text": "fixed"}))).await.unwrap();
+}
+
 /// An override's description is capped as an upstream's is (an LLM reads it with every tool
 /// list): one over the cap is refused, saying the cap and its size; one at the cap is kept.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
@@ -308,7 +343,7 @@ async fn a_tenant_administrator_sees_only_the_groups_and_sources_within_the_ceil
     let renamed = OverrideInput { name: Some("peek_renamed".into()), ..Default::default() };
     store::overrides::set(&pool, &services.secrets, &Actor::system(), &acme, peek, &renamed).await.unwrap();
     for group in ["math", "ops"] {
-        store::groups::put(&pool, &Actor::system(), &Name::parse(group).unwrap(), group, false)
+        store::groups::write(&pool, &Actor::system(), &Name::parse(group).unwrap(), group, false, true)
             .await
             .unwrap();
     }

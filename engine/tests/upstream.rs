@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use engine::catalog::Catalog;
 use engine::exec::{CallRequest, Executor, Status};
+use engine::model::UpstreamError;
 use engine::model::{Name, Tag, TenantSlug};
 use engine::secret::SecretBox;
 use engine::service::{Options, Services};
@@ -16,7 +17,7 @@ use engine::store::overrides::OverrideInput;
 use engine::store::servers::{self, Credential, Endpoint, Transport};
 use engine::store::{self, Actor, SecretInput};
 use engine::tool::{Caller, ToolOutput};
-use engine::upstream::{ConnectionStatus, Health, UpstreamConfig, UpstreamError, Upstreams, test_connection};
+use engine::upstream::{ConnectionStatus, Health, UpstreamConfig, Upstreams, test_connection};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, DiscoverResult,
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,

@@ -3,7 +3,7 @@
 //! always says what was wrong.
 #![no_main]
 
-use engine::exec::validate::ArgumentValidator;
+use engine::schema::validate::ArgumentValidator;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

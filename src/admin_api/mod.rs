@@ -15,12 +15,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Extension, Json, Router};
 use engine::admin::{AdminUser, Role, Scope};
-use engine::exec::{CallHooks, CallLimits, CallRequest};
-use engine::model::{Name, TenantSlug};
+use engine::model::{CallLimits, Name, TenantSlug};
 use engine::schema::Provider;
+use engine::service::calls::{CallHooks, CallRequest};
+use engine::service::global::{NewToken, TokenGrant};
 use engine::service::{Admin, Services, global, tenants};
-use engine::store;
-use engine::store::tokens::{Grant, NewToken};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -75,7 +74,7 @@ async fn require_admin(State(state): State<Services>, mut request: Request, next
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::to_string);
     let admin = match bearer {
-        Some(token) => match store::tokens::authenticate(&state.pool, &token).await {
+        Some(token) => match global::authenticate_token(&state.pool, &token).await {
             Ok(Some(grant)) => {
                 if let Some(refusal) = beyond_grant(&grant, request.method(), request.uri().path()) {
                     return refusal;
@@ -123,7 +122,7 @@ async fn require_admin(State(state): State<Services>, mut request: Request, next
 }
 
 /// The refusal of a request outside what a token's grant allows, if it is.
-fn beyond_grant(grant: &Grant, method: &Method, path: &str) -> Option<Response> {
+fn beyond_grant(grant: &TokenGrant, method: &Method, path: &str) -> Option<Response> {
     if grant.read_only && !matches!(*method, Method::GET | Method::HEAD) {
         return Some(problem(StatusCode::FORBIDDEN, "read_only_token", "this admin token may only read"));
     }

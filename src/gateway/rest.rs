@@ -14,10 +14,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, middleware};
-use engine::catalog::items::CatalogItem;
-use engine::catalog::{Catalog, TenantTools};
-use engine::exec::{CallRequest, CallResult, Executor};
 use engine::schema::Provider;
+use engine::service::calls::{CallRequest, CallResult, Executor};
+use engine::service::catalog::CatalogItem;
+use engine::service::catalog::{Catalog, TenantTools};
 use engine::tool::ToolOutput;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -34,7 +34,7 @@ use super::{
 #[openapi(
     info(title = "Toolgate REST API", description = "Tools of one tenant (chosen by the API key) for LLM applications."),
     paths(list_tools, invoke, tool_calls, resume, list_prompts, get_prompt, list_resources, read_resource),
-    components(schemas(Problem, engine::exec::CallResult, engine::tool::ToolOutput)),
+    components(schemas(Problem, engine::service::calls::CallResult, engine::tool::ToolOutput)),
     modifiers(&ApiKeyAuth),
     security(("api_key" = []))
 )]
@@ -132,7 +132,7 @@ struct Invoke {
 /// Call one tool.
 #[utoipa::path(post, path = "/api/v1/tools/{name}/invoke", params(("name" = String, Path, description = "The tool's exposed name")),
     request_body = Invoke, responses(
-    (status = 200, description = "The call's result; a tool error is `status: tool_error`", body = engine::exec::CallResult),
+    (status = 200, description = "The call's result; a tool error is `status: tool_error`", body = engine::service::calls::CallResult),
     (status = 400, description = "The body is not valid JSON of this shape", body = Problem),
     (status = 401, description = "No valid API key", body = Problem),
     (status = 404, description = "The tenant has no such tool", body = Problem),
@@ -182,12 +182,12 @@ struct ToolMessage {
     role: &'static str,
     /// The result's text.
     content: String,
-    status: engine::exec::Status,
+    status: engine::service::calls::Status,
     output: ToolOutput,
     #[serde(skip_serializing_if = "Option::is_none")]
     correlation_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pending: Option<engine::exec::PendingCall>,
+    pending: Option<engine::service::calls::PendingCall>,
 }
 
 fn text_of(output: &ToolOutput) -> String {
@@ -210,7 +210,7 @@ fn tool_message(id: &str, result: Result<CallResult, String>) -> ToolMessage {
         Err(message) => ToolMessage {
             tool_call_id,
             role: "tool",
-            status: engine::exec::Status::ToolError,
+            status: engine::service::calls::Status::ToolError,
             output: ToolOutput::error(message.clone()),
             content: message,
             correlation_id: None,
@@ -273,7 +273,7 @@ async fn tool_calls(
 /// Resume a suspended (external) call with the result the caller computed.
 #[utoipa::path(post, path = "/api/v1/calls/{id}/resume", params(("id" = Uuid, Path, description = "The pending call's id")),
     request_body = ToolOutput, responses(
-    (status = 200, body = engine::exec::CallResult),
+    (status = 200, body = engine::service::calls::CallResult),
     (status = 400, description = "The body is not a tool result", body = Problem),
     (status = 401, description = "No valid API key", body = Problem),
     (status = 404, description = "No such pending call for this tenant", body = Problem),

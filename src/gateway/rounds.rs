@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use engine::exec::CallResult;
+use engine::service::calls::CallResult;
 use engine::tool::{Caller, Keyed};
 use rand::distr::{Alphanumeric, SampleString};
 use rmcp::model::{InputRequest, InputRequests, InputRequiredResult, InputResponses};

@@ -27,8 +27,8 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use engine::db::PgPool;
-use engine::store::mcp_sessions::{self, SessionOwner};
+use engine::service::PgPool;
+use engine::service::sessions::{self as mcp_sessions, SessionOwner};
 use rmcp::transport::streamable_http_server::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::store::{
@@ -36,7 +36,7 @@ use rmcp::transport::streamable_http_server::session::store::{
 };
 use uuid::Uuid;
 
-use super::mcp::{Opening, SessionChoices, SessionHandle};
+use super::mcp::session::{Opening, SessionChoices, SessionHandle};
 use super::{Failure, TenantAccess, problem};
 
 const SESSION_HEADER: &str = "mcp-session-id";

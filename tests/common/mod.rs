@@ -173,7 +173,7 @@ pub async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Value {
 /// Creates a tenant as the tests use it: with the built-in shell tools, which a new tenant
 /// starts without, allowed.
 pub async fn create_tenant(pool: &PgPool, slug: &engine::model::TenantSlug, name: &str) {
-    use engine::catalog::visibility::Ceiling;
+    use engine::model::Ceiling;
     use engine::store::Actor;
     use engine::store::tenants::{self, TenantUpdate};
     tenants::create(pool, &Actor::system(), slug, name).await.unwrap();
@@ -346,7 +346,7 @@ pub async fn python_server(
 pub async fn ops_group_and_meta_tool(pool: &PgPool, tenant: &engine::model::TenantSlug) -> uuid::Uuid {
     use engine::store::{self, Actor};
     let ops = engine::model::Name::parse("ops").unwrap();
-    store::groups::put(pool, &Actor::system(), &ops, "Run programs", false).await.unwrap();
+    store::groups::write(pool, &Actor::system(), &ops, "Run programs", false, true).await.unwrap();
     let run_command = tool_id(pool, "run_command").await;
     store::groups::set_members(pool, &Actor::system(), &ops, &[run_command]).await.unwrap();
     let meta = store::tenants::TenantUpdate { meta_tool: Some(true), ..Default::default() };

@@ -26,7 +26,7 @@ pub struct AppRow {
 
 #[cfg(feature = "ssr")]
 pub(crate) mod ssr {
-    use engine::store::oauth::{ClientKind, Grant};
+    use engine::service::apps::{ClientKind, Grant};
 
     use super::AppRow;
     use crate::server::minute;

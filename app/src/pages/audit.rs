@@ -60,7 +60,7 @@ pub struct AuditQuery {
 #[server]
 pub async fn audit_log(query: AuditQuery) -> Result<AuditPage, PanelError> {
     use axum::http::StatusCode;
-    use engine::store::audit::AuditFilter;
+    use engine::service::global::AuditFilter;
     use time::{Date, Duration, macros::format_description};
 
     use crate::server::{caller, state};

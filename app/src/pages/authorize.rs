@@ -40,7 +40,7 @@ pub async fn consent(id: String) -> Result<ConsentView, PanelError> {
         client: pending.client.name.clone(),
         client_id: pending.client.id.clone(),
         client_host: pending.client_host,
-        registered_by_owner: pending.client.kind == engine::store::oauth::ClientKind::Preregistered,
+        registered_by_owner: pending.client.kind == engine::service::apps::ClientKind::Preregistered,
         redirect_host: pending.redirect_host,
         redirect_is_local: pending.redirect_is_local,
         tenant: pending.tenant.map(|slug| slug.to_string()),

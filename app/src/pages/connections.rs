@@ -27,7 +27,7 @@ pub async fn my_accounts() -> Result<Vec<AccountRow>, PanelError> {
     Ok(rows
         .into_iter()
         .map(|row| AccountRow {
-            connect: engine::upstream::connect_link(None, &row.server),
+            connect: engine::service::upstreams::connect_link(None, &row.server),
             connected: row.authorization.map(|a| {
                 let expires = a.expires_at.map_or_else(|| "not said".into(), minute);
                 (a.id.to_string(), a.status.label().into(), expires, minute(a.authorized_at))

@@ -71,7 +71,7 @@ const WINDOWS: [(&str, &str, &str); 3] = [
 
 #[server]
 pub async fn load_overview(window: String, tenant: String) -> Result<Overview, PanelError> {
-    use engine::store::invocations::{Latency, Window};
+    use engine::service::global::{Latency, Window};
     use time::macros::format_description;
 
     use crate::server::{caller, state};
@@ -101,7 +101,7 @@ pub async fn load_overview(window: String, tenant: String) -> Result<Overview, P
         .into_iter()
         .filter(|u| tenant.is_none_or(|t| t == u.tenant))
         .map(|u| {
-            use engine::exec::limits::{Kind, Scope};
+            use engine::model::limits::{Kind, Scope};
             LimitRow {
                 whose: match (&u.scope, u.key) {
                     (Scope::Tool(tool), _) => format!("tool {tool}"),
@@ -123,7 +123,7 @@ pub async fn load_overview(window: String, tenant: String) -> Result<Overview, P
         .losses
         .iter()
         .map(|loss| {
-            use engine::store::invocations::LossReason;
+            use engine::service::global::LossReason;
             let at = format_description!("[month repr:short] [day] [hour]:[minute]:[second] UTC");
             let why = match loss.reason {
                 LossReason::Overflow => {

@@ -56,9 +56,9 @@ pub struct SignInForm {
 #[cfg(feature = "ssr")]
 mod ssr {
     use engine::model::{Role, TenantSlug};
+    use engine::service::SecretInput;
+    use engine::service::sign_in::{ClaimRule, SsoAuthMethod, SsoConfig};
     use engine::sso::SignInConfig;
-    use engine::store::SecretInput;
-    use engine::store::sso::{ClaimRule, SsoAuthMethod, SsoConfig};
 
     use super::{RuleForm, SignInForm, SsoForm};
     use crate::error::PanelError;

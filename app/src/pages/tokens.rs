@@ -56,7 +56,7 @@ pub async fn create_admin_token(
     tenant: String,
 ) -> Result<String, PanelError> {
     use engine::model::TenantSlug;
-    use engine::store::tokens::NewToken;
+    use engine::service::global::NewToken;
 
     use crate::server::{expiry_in_days, owner, state};
     let owner = owner().await?;

@@ -208,7 +208,7 @@ pub async fn inspect_tool(
         tool_id.parse().map_err(|_| PanelError::rejected(StatusCode::NOT_FOUND, "no such tool"))?;
     let provider = Provider::parse(&provider).unwrap_or(Provider::Mcp);
     let snapshot = state().catalog.snapshot();
-    let mut seen_by: Vec<&std::sync::Arc<engine::catalog::TenantTools>> = snapshot
+    let mut seen_by: Vec<&std::sync::Arc<engine::service::catalog::TenantTools>> = snapshot
         .tenants()
         .filter(|view| caller.scope().allows(&view.slug) && view.tools().iter().any(|t| t.tool_id == id))
         .collect();
@@ -226,7 +226,7 @@ pub async fn inspect_tool(
         from_server: t.source_kind == engine::model::SourceKind::Mcp,
         tags: t.tags.clone(),
         approx_tokens: t.approx_tokens(),
-        app: t.meta.as_deref().and_then(engine::catalog::apps::resource_uri).map(str::to_string),
+        app: t.meta.as_deref().and_then(engine::service::catalog::apps::resource_uri).map(str::to_string),
     });
     let inspection = match tool {
         Some(tool) => Some(

@@ -29,7 +29,7 @@ impl Shell {
 }
 
 /// The provider's source name (and tag).
-pub const SOURCE: &str = "shell";
+pub const SOURCE: &str = crate::model::ceiling::SHELL;
 
 impl ToolProvider for Shell {
     fn name(&self) -> &str {

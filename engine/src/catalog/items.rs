@@ -15,7 +15,8 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{apps, naming};
+use super::apps;
+use crate::model::naming;
 use crate::store::items::ItemKind;
 
 /// An item as a tenant's clients see it.

@@ -9,7 +9,7 @@
 
 pub mod apps;
 pub mod items;
-pub mod naming;
+mod presets;
 mod snapshot;
 pub mod visibility;
 
@@ -22,10 +22,8 @@ use sqlx::postgres::PgListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-pub use snapshot::{
-    CatalogTool, Conflict, DEFAULT_TIMEOUT, GroupInfo, Inspection, KeyIdentity, META_TOOL, Snapshot,
-    TenantTools,
-};
+pub(crate) use presets::check_presets;
+pub use snapshot::{CatalogTool, Conflict, DEFAULT_TIMEOUT, META_TOOL, Snapshot, TenantTools};
 
 use crate::store::{self, CHANNEL};
 

@@ -11,7 +11,8 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
-use super::limits::{CallLimits, Holder, Kind, Limited, Limits, Scope};
+use super::limits::Holder;
+use crate::model::limits::{CallLimits, Kind, Limited, Limits, Scope};
 
 /// How long a call waits for a place before it is refused.
 pub const ADMISSION_WAIT: Duration = Duration::from_secs(2);

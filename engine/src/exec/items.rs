@@ -15,9 +15,9 @@ use super::{Executor, ResourceUpdated, ServerRef, Upstream, correlation_id};
 use crate::catalog::items::{CatalogItem, Unreadable};
 use crate::catalog::{DEFAULT_TIMEOUT, TenantTools};
 use crate::error::{Error, Missing};
+use crate::model::UpstreamError;
 use crate::store::items::ItemKind;
 use crate::tool::{Caller, ToolContext, ToolError};
-use crate::upstream::UpstreamError;
 
 fn unknown(what: &str, name: &str) -> Error {
     Error::NotFound(Missing::Other(format!("{what} `{name}`")))

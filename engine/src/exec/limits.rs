@@ -10,55 +10,14 @@
 //! Concurrent calls are bounded by each replica on its own (see `admission`).
 
 use std::collections::HashMap;
-use std::num::NonZeroU32;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::model::limits::{CallLimits, Limited, Limits, Scope, Span};
 use crate::store::usage::{self, Count};
-
-/// Limits on one subject's calls; each left out is no limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CallLimits {
-    /// Calls per UTC minute.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub per_minute: Option<NonZeroU32>,
-    /// Calls per UTC day.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub per_day: Option<NonZeroU32>,
-    /// Calls running at once (on each replica).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub concurrent: Option<NonZeroU32>,
-}
-
-impl CallLimits {
-    pub fn is_none(&self) -> bool {
-        *self == CallLimits::default()
-    }
-
-    /// The rate limits set, with their windows.
-    fn rates(&self) -> impl Iterator<Item = (Span, u32)> {
-        [(Span::Minute, self.per_minute), (Span::Day, self.per_day)]
-            .into_iter()
-            .filter_map(|(span, max)| Some((span, max?.get())))
-    }
-}
-
-/// Every limit of one tenant's calls, as the catalog snapshot carries them.
-#[derive(Debug, Clone, Default)]
-pub struct Limits {
-    pub tenant: CallLimits,
-    /// By tool id: the tool's default exposed name (what its counter is named by) and limits.
-    pub tools: HashMap<Uuid, (String, CallLimits)>,
-    /// By API key id.
-    pub keys: HashMap<Uuid, CallLimits>,
-    /// Of each person's calls (through every client they authorized).
-    pub user: CallLimits,
-}
 
 /// Whose own limits a call counts against, besides its tenant's and its tool's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,139 +54,14 @@ impl Holder {
     }
 }
 
-/// Whose limit.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case", tag = "scope", content = "tool")]
-pub enum Scope {
-    Tenant,
-    Key,
-    /// The calling person (each has the tenant's per-user limits).
-    User,
-    /// One tool of the tenant, by default exposed name.
-    Tool(String),
-}
-
-impl Scope {
-    /// The metrics label.
-    pub fn label(&self) -> &'static str {
-        match self {
-            Scope::Tenant => "tenant",
-            Scope::Key => "key",
-            Scope::User => "user",
-            Scope::Tool(_) => "tool",
-        }
-    }
-}
-
-impl std::fmt::Display for Scope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Scope::Tenant => f.write_str("this tenant"),
-            Scope::Key => f.write_str("this API key"),
-            Scope::User => f.write_str("each person"),
-            Scope::Tool(name) => write!(f, "tool `{name}`"),
-        }
-    }
-}
-
-/// Which kind of limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    PerMinute,
-    PerDay,
-    Concurrent,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::PerMinute => "per_minute",
-            Kind::PerDay => "per_day",
-            Kind::Concurrent => "concurrent",
-        }
-    }
-}
-
-/// A call refused by a limit: which, whose, and when a retry may pass.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
-#[error("{}", self.message())]
-pub struct Limited {
-    pub limit: Kind,
-    #[serde(flatten)]
-    pub scope: Scope,
-    pub max: u32,
-    #[serde(rename = "retry_after_seconds", serialize_with = "seconds")]
-    pub retry_after: Duration,
-}
-
-fn seconds<S: serde::Serializer>(after: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_u64(after.as_secs())
-}
-
-impl Limited {
-    fn message(&self) -> String {
-        let Limited { limit, scope, max, retry_after } = self;
-        let retry = retry_after.as_secs();
-        match limit {
-            Kind::Concurrent => {
-                format!(
-                    "too many calls are running for {scope} (at most {max} at once); try again in {retry} s"
-                )
-            }
-            Kind::PerMinute => {
-                format!("the limit of {max} calls per minute for {scope} is reached; try again in {retry} s")
-            }
-            Kind::PerDay => {
-                format!("the limit of {max} calls per day for {scope} is reached; try again in {retry} s")
-            }
-        }
-    }
-
-    /// Counts the refusal in the process's metrics.
-    pub(crate) fn count(&self, tenant: &str) {
-        let labels = [
-            ("tenant", tenant.to_string()),
-            ("scope", self.scope.label().to_string()),
-            ("limit", self.limit.as_str().to_string()),
-        ];
-        metrics::counter!("toolgate_calls_refused_total", &labels).increment(1);
-    }
-}
-
-/// A rate limit's window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Span {
-    Minute,
-    Day,
-}
-
-impl Span {
-    fn seconds(self) -> u64 {
-        match self {
-            Span::Minute => 60,
-            Span::Day => 24 * 3600,
-        }
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Span::Minute => "minute",
-            Span::Day => "day",
-        }
-    }
-
-    pub(crate) fn kind(self) -> Kind {
-        match self {
-            Span::Minute => Kind::PerMinute,
-            Span::Day => Kind::PerDay,
-        }
-    }
-
-    /// The start of the window `now` is in, in seconds since the epoch.
-    pub(crate) fn window(self, now: u64) -> u64 {
-        now - now % self.seconds()
-    }
+/// Counts a refusal in the process's metrics.
+pub(crate) fn count_refusal(limited: &Limited, tenant: &str) {
+    let labels = [
+        ("tenant", tenant.to_string()),
+        ("scope", limited.scope.label().to_string()),
+        ("limit", limited.limit.as_str().to_string()),
+    ];
+    metrics::counter!("toolgate_calls_refused_total", &labels).increment(1);
 }
 
 /// What one counter counts: a subject's calls (a tool's: `tool` is its default exposed name;
@@ -237,6 +71,18 @@ pub(crate) struct Counter {
     pub subject: Uuid,
     pub tool: String,
     pub span: Span,
+}
+
+impl Counter {
+    /// Its calls in the window starting at `window`.
+    fn count(&self, window: u64, calls: u64) -> Count {
+        Count { subject: self.subject, tool: self.tool.clone(), span: self.span, window, calls }
+    }
+
+    /// The counter a count is of.
+    fn of(count: &Count) -> Self {
+        Counter { subject: count.subject, tool: count.tool.clone(), span: count.span }
+    }
 }
 
 /// One counter's current window.
@@ -319,7 +165,7 @@ impl Quotas {
             checks
                 .iter()
                 .filter(|c| !counters.contains_key(&c.counter))
-                .map(|c| Count::of(&c.counter, c.counter.span.window(now), 0))
+                .map(|c| c.counter.count(c.counter.span.window(now), 0))
                 .collect()
         };
         if !unknown.is_empty() {
@@ -337,7 +183,7 @@ impl Quotas {
         for total in totals {
             let usage =
                 Usage { window: total.window, others: total.calls, synced: 0, unsynced: 0, used: now };
-            counters.entry(total.counter()).or_insert(usage);
+            counters.entry(Counter::of(total)).or_insert(usage);
         }
     }
 
@@ -384,7 +230,7 @@ impl Quotas {
                 usage.unsynced > 0
                     || (usage.window == counter.span.window(now) && now.saturating_sub(usage.used) < IDLE)
             });
-            counters.iter().map(|(counter, usage)| Count::of(counter, usage.window, usage.unsynced)).collect()
+            counters.iter().map(|(counter, usage)| counter.count(usage.window, usage.unsynced)).collect()
         };
         if counts.is_empty() {
             return Ok(());
@@ -392,7 +238,7 @@ impl Quotas {
         let totals = usage::add_and_read(pool, &counts).await?;
         let mut counters = self.counters.lock().expect("quotas");
         for (sent, total) in counts.iter().zip(&totals) {
-            let Some(usage) = counters.get_mut(&sent.counter()) else { continue };
+            let Some(usage) = counters.get_mut(&Counter::of(sent)) else { continue };
             if usage.window != sent.window {
                 continue;
             }
@@ -406,7 +252,10 @@ impl Quotas {
 
 #[cfg(test)]
 mod tests {
+    use std::num::NonZeroU32;
+
     use super::*;
+    use crate::model::limits::Kind;
 
     fn limits(per_minute: u32, per_day: u32) -> CallLimits {
         CallLimits {
@@ -472,7 +321,7 @@ mod tests {
         let quotas = Quotas::default();
         let minute = 60 * 1_000_000;
         let counter = Counter { subject: tenant, tool: String::new(), span: Span::Minute };
-        quotas.learn(&[Count::of(&counter, minute, 1)], minute);
+        quotas.learn(&[counter.count(minute, 1)], minute);
         let call = |now| quotas.count(&checks(&all, tenant, Uuid::new_v4(), None), now);
         call(minute + 1).unwrap();
         assert_eq!(call(minute + 59).unwrap_err().retry_after, Duration::from_secs(1));

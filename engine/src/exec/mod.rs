@@ -8,42 +8,37 @@
 //! before its arguments are checked, so a call they refuse counts too.
 
 mod admission;
+mod call;
 mod items;
 pub mod limits;
 mod record;
-pub mod validate;
+mod upstream;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
-use rmcp::model::{ClientRequest, ContentBlock, ServerResult};
-use serde::{Deserialize, Serialize};
+use rmcp::model::ContentBlock;
 use serde_json::{Map, Value};
 use sqlx::PgPool;
-use tokio::sync::broadcast;
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::catalog::{Catalog, CatalogTool, TenantTools};
 use crate::error::{Error, Missing};
-use crate::model::SourceKind;
+use crate::model::{Limited, SourceKind};
 use crate::secret::SecretBox;
 use crate::store;
-use crate::tool::{
-    Caller, ClientRelay, ProgressSink, Tool, ToolContext, ToolError, ToolFuture, ToolOutput, ToolProvider,
-    block_size,
-};
-pub use admission::ADMISSION_WAIT;
+use crate::tool::{Caller, ProgressSink, Tool, ToolContext, ToolError, ToolOutput, ToolProvider, block_size};
 use admission::Admission;
+pub use call::{CallHooks, CallRequest, CallResult, PendingCall, Status};
 pub use items::Subscription;
-pub use limits::{CallLimits, Limited};
 use limits::{Holder, Quotas};
 pub(crate) use record::keepable;
-pub use record::{CALL_SECONDS, CALLS_TOTAL, RECORDS_DROPPED, RECORDS_UNWRITTEN, RecordBuffer};
+pub use record::{CALL_SECONDS, RecordBuffer};
 use record::{Record, Recorder, Unfinished};
+pub use upstream::{Held, ResourceUpdated, ServerRef, Upstream};
 
 #[derive(Debug, Clone)]
 pub struct ExecConfig {
@@ -76,125 +71,6 @@ impl Default for ExecConfig {
             record_buffer: RecordBuffer::default(),
         }
     }
-}
-
-/// Runs calls on tools of MCP servers (see the upstream module).
-pub trait Upstream: Send + Sync {
-    fn call<'a>(&'a self, tool: &'a CatalogTool, arguments: Value, ctx: &'a ToolContext) -> ToolFuture<'a>;
-
-    /// Sends `request` (about one of its prompts or resources) to `server`, for `ctx`'s tenant
-    /// and caller, and returns the server's answer.
-    fn forward<'a>(
-        &'a self,
-        server: ServerRef<'a>,
-        request: ClientRequest,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ServerResult, ToolError>>;
-
-    /// Subscribes, for `ctx`'s tenant and caller, to updates of `uri` at `server`, until the
-    /// answer is dropped.
-    fn subscribe<'a>(
-        &'a self,
-        server: ServerRef<'a>,
-        uri: &'a str,
-        ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<Held, ToolError>>;
-
-    /// Every resource update an upstream sends.
-    fn resource_updates(&self) -> broadcast::Receiver<ResourceUpdated>;
-}
-
-/// An upstream server says a resource changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResourceUpdated {
-    /// The upstream connection it came through: the subscriptions made through it are the
-    /// ones it is for (another tenant's connection to the same server is another).
-    pub connection: u64,
-    pub uri: String,
-}
-
-/// A subscription an upstream holds until `guard` is dropped.
-pub struct Held {
-    /// Whose updates are its ([`ResourceUpdated::connection`]).
-    pub connection: u64,
-    pub guard: Box<dyn Send + Sync>,
-}
-
-/// An upstream server, by source id and name.
-#[derive(Debug, Clone, Copy)]
-pub struct ServerRef<'a> {
-    pub id: Uuid,
-    pub name: &'a str,
-}
-
-/// One call, as an LLM makes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CallRequest {
-    /// The exposed name.
-    pub name: String,
-    #[serde(default)]
-    pub arguments: Value,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Ok,
-    /// The tool (or argument validation) refused; the message is for the LLM.
-    ToolError,
-    /// Something else failed; only a correlation id is shown.
-    Failed,
-    Timeout,
-    /// An external tool: the caller executes it and resumes with the result.
-    Suspended,
-}
-
-impl Status {
-    fn as_str(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::ToolError => "tool_error",
-            Status::Failed => "failed",
-            Status::Timeout => "timeout",
-            Status::Suspended => "suspended",
-        }
-    }
-}
-
-/// What the caller of one call receives while it runs.
-#[derive(Default)]
-pub struct CallHooks {
-    /// Progress reports.
-    pub progress: Option<ProgressSink>,
-    /// Requests and log messages an upstream server sends the caller.
-    pub client: Option<Arc<dyn ClientRelay>>,
-}
-
-/// A call of an external tool waiting for the caller's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct PendingCall {
-    pub id: Uuid,
-    pub tool: String,
-    pub arguments: Value,
-}
-
-/// The result of one call.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct CallResult {
-    pub status: Status,
-    pub output: ToolOutput,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub correlation_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pending: Option<PendingCall>,
-    /// The client capabilities the call needed and its caller did not declare (its status a
-    /// tool error): an MCP client is answered -32021.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub required_capabilities: Option<Value>,
-    pub latency_ms: f64,
 }
 
 /// PostgreSQL's JSON cannot hold U+0000, so values that reach the database may not.
@@ -327,7 +203,10 @@ impl Executor {
         // Admitted before its arguments are checked: a call they refuse is a call, and counts
         // against the limits like any other (a key whose limit is spent stores nothing more).
         // Refused here, it is not a call: nothing is recorded.
-        let _places = self.admit(view, &tool, caller).await.inspect_err(|limited| limited.count(tenant))?;
+        let _places = self
+            .admit(view, &tool, caller)
+            .await
+            .inspect_err(|limited| limits::count_refusal(limited, tenant))?;
         let unfinished = Unfinished::new(
             &self.inner.recorder,
             started,
@@ -444,7 +323,7 @@ impl Executor {
             .quotas
             .admit(&inner.pool, &view.limits, view.tenant_id, Uuid::nil(), holder(view, caller))
             .await;
-        admitted.inspect_err(|limited| limited.count(&view.slug))
+        admitted.inspect_err(|limited| limits::count_refusal(limited, &view.slug))
     }
 
     async fn dispatch(

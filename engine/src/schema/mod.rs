@@ -11,6 +11,7 @@ pub mod lint;
 pub mod normalize;
 mod provider;
 pub mod render;
+pub mod validate;
 
 pub use provider::{GEMINI_KEYWORDS, OPENAI_STRICT_UNSUPPORTED, Provider, gemini_formats};
 

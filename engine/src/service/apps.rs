@@ -2,13 +2,15 @@
 //! their own; a tenant's administrators see and revoke every one of the tenant's; owners
 //! register clients that cannot register themselves.
 
+pub use crate::store::oauth::{ClientKind, Grant};
+
 use uuid::Uuid;
 
 use super::Services;
 use super::access::{ManagedTenant, Owner};
 use crate::admin::AdminUser;
 use crate::store::authorizations::Connectable;
-use crate::store::oauth::{Client, Grant};
+use crate::store::oauth::Client;
 use crate::store::{self, Actor};
 use crate::{Error, Result};
 

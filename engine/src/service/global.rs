@@ -1,6 +1,11 @@
 //! The owners' global configuration and oversight: the configuration document, settings, tool
 //! groups, admin tokens, the audit log and recent activity.
 
+pub use crate::store::audit::AuditFilter;
+pub use crate::store::invocations::{Latency, LossReason, Window};
+pub use crate::store::retention::{Retention, keep as keep_pruning};
+pub use crate::store::tokens::{Grant as TokenGrant, NewToken, authenticate as authenticate_token};
+
 use uuid::Uuid;
 
 use super::{Admin, Owner, Services};
@@ -9,13 +14,13 @@ use crate::admin::Scope;
 use crate::config::{self, Document};
 use crate::model::{Name, Tag};
 use crate::store;
-use crate::store::audit::{AuditEvent, AuditFilter};
+use crate::store::audit::AuditEvent;
 use crate::store::groups::Group;
-use crate::store::invocations::{Activity, Window};
+use crate::store::invocations::Activity;
 use crate::store::item_overrides::ItemRef;
 use crate::store::items::OfferedItem;
 use crate::store::settings::Settings;
-use crate::store::tokens::{AdminToken, NewToken};
+use crate::store::tokens::AdminToken;
 
 /// The whole configuration, secrets as `{set: true}`.
 pub async fn export_config(services: &Services, _: &Owner) -> Result<Document> {

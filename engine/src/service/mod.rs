@@ -6,17 +6,22 @@
 mod access;
 pub mod accounts;
 pub mod apps;
+pub mod calls;
+pub mod catalog;
 pub mod global;
 pub mod members;
+pub mod operator;
 pub mod servers;
+pub mod sessions;
 pub mod sign_in;
 pub mod tenants;
+pub mod upstreams;
 
+pub use crate::db::{Database, PgPool, ping};
+pub use crate::store::SecretInput;
 pub use access::{Admin, ManagedTenant, Owner};
 
 use std::sync::Arc;
-
-use sqlx::PgPool;
 
 use crate::admin::LoginPolicy;
 use crate::catalog::{Catalog, CatalogOptions};

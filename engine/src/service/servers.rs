@@ -1,6 +1,11 @@
 //! Upstream MCP servers, the owners': what is stored, how their connections are doing, and
 //! what an owner does with them (register, change, test, refresh, approve definitions).
 
+pub use crate::store::servers::{
+    EnvValue, OAuthGrant, OAuthMode, OAuthSettings, OnDefinitionChange, Server, ServerConfig, Transport,
+};
+pub use crate::store::sources::ToolRecord;
+
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
@@ -10,14 +15,14 @@ use uuid::Uuid;
 use super::{Owner, Services};
 use crate::Result;
 use crate::catalog::TenantTools;
+use crate::model::UpstreamError;
 use crate::model::{Name, TenantSlug};
 use crate::store::authorizations::Authorization;
 use crate::store::invocations::{self, Activity, FailedCall, Window};
 use crate::store::items::{ItemDefinition, ItemKind};
-use crate::store::servers::{DiscoveryReport, PendingChange, Server, ServerConfig};
-use crate::store::sources::ToolRecord;
+use crate::store::servers::{DiscoveryReport, PendingChange};
 use crate::store::{self, SecretInput};
-use crate::upstream::{Health, ServerProbe, UpstreamError};
+use crate::upstream::{self, Health, ServerProbe};
 
 /// A server with the health of its connections (one, or one per tenant with credentials of
 /// its own).
@@ -70,7 +75,7 @@ fn with_connections(server: Server, health: &[Health]) -> ServerEntry {
 
 /// Registers a server; a stdio one only with a program `TOOLGATE_STDIO_COMMANDS` allows.
 pub async fn create(services: &Services, owner: &Owner, config: &ServerConfig) -> Result<Server> {
-    config.check_stdio_command(services.upstreams.stdio_commands())?;
+    upstream::check_server_command(services.upstreams.stdio_commands(), config)?;
     store::servers::create(&services.pool, &services.secrets, owner.actor(), config).await
 }
 
@@ -82,7 +87,7 @@ pub async fn update(
     owner: &Owner,
     config: &ServerConfig,
 ) -> Result<store::servers::Updated> {
-    config.check_stdio_command(services.upstreams.stdio_commands())?;
+    upstream::check_server_command(services.upstreams.stdio_commands(), config)?;
     store::servers::update(&services.pool, &services.secrets, owner.actor(), config).await
 }
 

@@ -1,6 +1,8 @@
 //! How people sign in: local passwords, the OpenID provider and its rules (owners set them),
 //! and what the sign-in pages offer (anyone may ask).
 
+pub use crate::store::sso::{ClaimRule, SsoAuthMethod, SsoConfig};
+
 use super::{Owner, Services};
 use crate::Result;
 use crate::sso::{self, SignInConfig, SignInOptions};

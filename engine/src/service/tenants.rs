@@ -2,6 +2,10 @@
 //! caller manages the tenant ([`ManagedTenant`]); what only owners may do asks it for
 //! [`ManagedTenant::owner`].
 
+pub use crate::store::item_overrides::{ItemOverrideInput, ItemRef};
+pub use crate::store::overrides::OverrideInput;
+pub use crate::store::tenants::{Tenant, TenantUpdate};
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -15,21 +19,23 @@ use uuid::Uuid;
 use super::Services;
 use super::access::{Admin, ManagedTenant, Owner};
 use crate::Result;
+use crate::catalog;
 use crate::catalog::items::{ItemConflict, TenantItems};
 use crate::catalog::{Conflict, TenantTools};
 use crate::error::Missing;
-use crate::exec::limits::{Kind, Scope};
-use crate::exec::{CallHooks, CallLimits, CallRequest, CallResult};
+use crate::exec::{CallHooks, CallRequest, CallResult};
+use crate::model::CallLimits;
+use crate::model::limits::{Kind, Scope};
 use crate::model::{Name, TenantSlug};
 use crate::store;
 use crate::store::SecretInput;
 use crate::store::invocations::TestRun;
-use crate::store::item_overrides::{ItemOverride, ItemOverrideInput, ItemRef};
+use crate::store::item_overrides::ItemOverride;
 use crate::store::items::ItemKind;
 use crate::store::keys::ApiKey;
-use crate::store::overrides::{Override, OverrideInput};
+use crate::store::overrides::Override;
 use crate::store::sources::ToolRecord;
-use crate::store::tenants::{GroupActivation, Tenant, TenantUpdate};
+use crate::store::tenants::GroupActivation;
 
 /// A tenant with its groups, overrides and keys, and exactly what its LLM applications see
 /// now (from the live catalog, at `snapshot_version`).
@@ -230,6 +236,9 @@ pub async fn set_override(
 ) -> Result<Override> {
     if let Some(name) = &input.name {
         refuse_taken_name(services, tenant, tool_id, name)?;
+    }
+    if let Some(schema) = store::overrides::usable_schema(&services.pool, tenant.slug(), tool_id).await? {
+        catalog::check_presets(&schema, input)?;
     }
     store::overrides::set(&services.pool, &services.secrets, tenant.actor(), tenant.slug(), tool_id, input)
         .await

@@ -317,7 +317,6 @@ pub(crate) async fn take_flow(pool: &PgPool, secrets: &SecretBox, state_param: &
 /// What Toolgate needs to be an OAuth-protected server's client.
 #[derive(Clone)]
 pub struct OAuthServer {
-    pub source_id: Uuid,
     pub name: String,
     pub url: String,
     pub mode: crate::store::servers::OAuthMode,
@@ -384,7 +383,6 @@ pub async fn oauth_server(pool: &PgPool, secrets: &SecretBox, source_id: Uuid) -
         None => None,
     };
     Ok(OAuthServer {
-        source_id,
         name: row.name,
         url: row.url,
         mode: row.mode,

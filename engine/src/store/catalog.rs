@@ -14,7 +14,7 @@ use super::overrides::StoredOverride;
 use super::settings::{self, Settings};
 use super::sources::{self, Source};
 use super::tenants::{self, Tenant};
-use crate::exec::CallLimits;
+use crate::model::CallLimits;
 
 pub(crate) struct ToolRow {
     pub id: Uuid,

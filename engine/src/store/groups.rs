@@ -38,17 +38,6 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Group>> {
     Ok(groups)
 }
 
-/// Creates the group, or updates its description and default if it exists.
-pub async fn put(
-    pool: &PgPool,
-    actor: &Actor,
-    name: &Name,
-    description: &str,
-    active_by_default: bool,
-) -> Result<Group> {
-    write(pool, actor, name, description, active_by_default, true).await
-}
-
 /// Creates the group, or with `replace` updates its description and default if it exists;
 /// without it, a group of that name is refused, never changed. Audited.
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %name))]

@@ -13,7 +13,7 @@ use super::items::ItemKind;
 use super::overrides::MAX_DESCRIPTION_BYTES;
 use super::tenants::Tenant;
 use super::{Actor, Change, Error, Result, commit};
-use crate::catalog::naming;
+use crate::model::naming;
 use crate::model::{Name, TenantSlug};
 
 /// A choice as an admin writes it (and the configuration document keeps it).

@@ -8,7 +8,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::{Actor, Change, Error, Result, commit};
-use crate::exec::CallLimits;
+use crate::model::CallLimits;
 use crate::model::TenantSlug;
 
 /// Characters of the key kept visible, to tell keys apart.

@@ -24,7 +24,8 @@ pub mod tenants;
 pub mod tokens;
 pub mod usage;
 
-pub use crate::error::{Error, Missing, Result};
+pub use crate::error::{Error, Result};
+pub use crate::model::Actor;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,32 +35,6 @@ use crate::secret::SecretBox;
 
 /// The notification channel every gateway process listens on.
 pub const CHANNEL: &str = "toolgate_config";
-
-/// Who makes a change, as recorded in the audit log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Actor(String);
-
-impl Actor {
-    pub fn admin(username: &str) -> Self {
-        Actor(format!("admin:{username}"))
-    }
-    pub fn token(name: &str) -> Self {
-        Actor(format!("token:{name}"))
-    }
-    /// An OAuth client acting on its own tokens (revoking them).
-    pub fn client(id: &str) -> Self {
-        Actor(format!("client:{id}"))
-    }
-    pub fn cli() -> Self {
-        Actor("cli".into())
-    }
-    pub fn system() -> Self {
-        Actor("system".into())
-    }
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
 
 /// One audited change.
 pub(crate) struct Change<'a> {
@@ -135,16 +110,6 @@ pub(crate) async fn notify_and_commit(mut tx: Transaction<'_, Postgres>, entity_
     .await?;
     tx.commit().await?;
     Ok(())
-}
-
-/// Serde's default for switches that are on unless a document says otherwise.
-pub(crate) fn yes() -> bool {
-    true
-}
-
-/// Such a switch is left out of what is written while it is on.
-pub(crate) fn is_true(value: &bool) -> bool {
-    *value
 }
 
 /// A secret as an admin writes it: a new value (`"v"` or `{secret: "v"}`), or `{set: true}`

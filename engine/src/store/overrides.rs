@@ -10,9 +10,8 @@ use uuid::Uuid;
 
 use super::tenants::Tenant;
 use super::{Actor, Change, Error, Result, SecretInput, commit};
-use crate::catalog::naming;
-use crate::exec::validate::ArgumentValidator;
 use crate::model::TenantSlug;
+use crate::model::naming;
 use crate::secret::SecretBox;
 
 /// An override as an admin writes it.
@@ -142,24 +141,36 @@ fn check(input: &OverrideInput) -> Result<()> {
     Ok(())
 }
 
-/// Presets must be parameters of the tool, and plain ones must fit the parameter's schema.
-fn check_presets(schema: &Value, input: &OverrideInput) -> Result<()> {
-    let parameters = schema.get("properties").and_then(Value::as_object);
-    let names = input.presets.keys().chain(input.secret_presets.keys());
-    if let Some(unknown) = names.clone().find(|n| !parameters.is_some_and(|p| p.contains_key(*n))) {
-        let known: Vec<&str> = parameters.into_iter().flatten().map(|(k, _)| k.as_str()).collect();
-        let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
-        return Err(Error::Invalid(format!(
-            "preset `{unknown}`: the tool has no parameter of that name (its parameters: {known})"
-        )));
-    }
-    ArgumentValidator::new(schema)
-        .check_some(&Value::Object(input.presets.clone()))
-        .map_err(|problems| Error::Invalid(format!("presets do not fit the tool's schema: {problems}")))
+/// The input schema the tool `upstream_name` of source `source_id` was published with, which
+/// presets must fit; `None` while the tool is not discovered (a configuration document may name
+/// one), when presets are taken as written.
+pub(crate) async fn published_schema(
+    db: impl PgExecutor<'_>,
+    source_id: Uuid,
+    upstream_name: &str,
+) -> Result<Option<Value>> {
+    Ok(sqlx::query_scalar!(
+        "select input_schema from tool where source_id = $1 and upstream_name = $2",
+        source_id,
+        upstream_name
+    )
+    .fetch_optional(db)
+    .await?)
+}
+
+/// The input schema of the tool `tool_id` (as [`published_schema`]) when the tenant may use it;
+/// any other tool is answered as unknown, before anything about it is said.
+pub(crate) async fn usable_schema(pool: &PgPool, slug: &TenantSlug, tool_id: Uuid) -> Result<Option<Value>> {
+    let tenant = super::tenants::get(pool, slug).await?;
+    check_usable(pool, &tenant, tool_id).await?;
+    Ok(sqlx::query_scalar!("select input_schema from tool where id = $1", tool_id)
+        .fetch_optional(pool)
+        .await?)
 }
 
 /// Writes a tenant's override of the tool `upstream_name` of source `source_id` inside the
-/// caller's transaction. Secret presets are encrypted here; `{set: true}` keeps a stored value,
+/// caller's transaction, its presets checked by the caller against [`published_schema`]. Secret
+/// presets are encrypted here; `{set: true}` keeps a stored value,
 /// and a secret left out is removed.
 pub(crate) async fn write(
     tx: &mut Transaction<'_, Postgres>,
@@ -170,18 +181,6 @@ pub(crate) async fn write(
     input: &OverrideInput,
 ) -> Result<()> {
     check(input)?;
-    let schema = sqlx::query_scalar!(
-        "select input_schema from tool where source_id = $1 and upstream_name = $2",
-        source_id,
-        upstream_name
-    )
-    .fetch_optional(&mut **tx)
-    .await?;
-    // A tool not discovered yet (a configuration document may name one) has no schema to
-    // check against: its presets are taken as written.
-    if let Some(schema) = schema {
-        check_presets(&schema, input)?;
-    }
     let stored = sqlx::query_scalar!(
         "select secret_presets from tool_override
          where tenant_id = $1 and source_id = $2 and upstream_name = $3",

@@ -323,7 +323,7 @@ async fn tools_where(pool: &PgPool, source: Option<&str>) -> Result<Vec<ToolReco
     let mut tools: Vec<ToolRecord> = rows
         .into_iter()
         .map(|r| ToolRecord {
-            exposed_name: crate::catalog::naming::exposed_name(&r.prefix, &r.upstream_name),
+            exposed_name: crate::model::naming::exposed_name(&r.prefix, &r.upstream_name),
             id: r.id,
             source: r.source,
             source_kind: r.kind,

@@ -60,7 +60,7 @@ pub struct SsoConfig {
     #[serde(default)]
     pub auth_method: SsoAuthMethod,
     /// Email-domain rules apply only to addresses the provider marks `email_verified`.
-    #[serde(default = "super::yes")]
+    #[serde(default = "crate::model::yes")]
     pub require_verified_email: bool,
     /// The ID token claim that lists the person's groups.
     #[serde(default = "default_groups_claim")]

@@ -9,8 +9,8 @@ use sqlx::{PgExecutor, PgPool};
 use uuid::Uuid;
 
 use super::{Actor, Change, Error, Result, commit};
-use crate::catalog::visibility::Ceiling;
-use crate::exec::CallLimits;
+use crate::model::CallLimits;
+use crate::model::Ceiling;
 use crate::model::{Name, Tag, TenantSlug, tag_strings};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

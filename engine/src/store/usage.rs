@@ -7,7 +7,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::Result;
-use crate::exec::limits::{Counter, Kind, Span};
+use crate::model::limits::{Kind, Span};
 
 /// A counter's calls in one window: to add (from a replica), or the total (read back).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,16 +18,6 @@ pub(crate) struct Count {
     /// The window's start, in seconds since the epoch.
     pub window: u64,
     pub calls: u64,
-}
-
-impl Count {
-    pub(crate) fn of(counter: &Counter, window: u64, calls: u64) -> Self {
-        Count { subject: counter.subject, tool: counter.tool.clone(), span: counter.span, window, calls }
-    }
-
-    pub(crate) fn counter(&self) -> Counter {
-        Counter { subject: self.subject, tool: self.tool.clone(), span: self.span }
-    }
 }
 
 fn timestamp(seconds: u64) -> OffsetDateTime {

@@ -12,12 +12,14 @@ use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfi
 use rmcp::transport::{DynamicTransportError, StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 
+use super::commands::stdio_refusal;
 use super::handler::Handler;
 use super::oauth::Token;
 use super::slot::list_tools;
 use super::sse;
 use super::stderr::StderrTail;
-use super::{ProbedTool, ServerProbe, UpstreamConfig, UpstreamError, stdio_refusal};
+use super::{ProbedTool, ServerProbe, UpstreamConfig};
+use crate::model::UpstreamError;
 use crate::store::servers::{Endpoint, Transport};
 
 /// Connects once, lists the tools, disconnects.

@@ -23,24 +23,29 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::model::{ClientRequest, ServerResult};
-use serde::Serialize;
 use serde_json::Value;
 use sqlx::PgPool;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+mod commands;
 mod connect;
 mod direct;
 mod handler;
+mod health;
 mod listen;
 pub mod oauth;
 mod slot;
 mod sse;
 mod stderr;
 
+pub use commands::check_server_command;
 pub use connect::test_connection;
+pub use health::{ConnectionStatus, Health, ProbedTool, ServerProbe};
 use slot::{Member, PoolKey, Slot, SlotState};
+
+use crate::model::UpstreamError;
 
 use crate::catalog::{Catalog, CatalogTool};
 use crate::exec::{Held, ResourceUpdated, ServerRef, Upstream};
@@ -68,7 +73,7 @@ pub struct UpstreamConfig {
     /// account).
     pub public_url: Option<String>,
     /// The programs a stdio server may start (`TOOLGATE_STDIO_COMMANDS`), each exactly as a
-    /// server's `command` names it; empty = any ([`check_stdio_command`]).
+    /// server's `command` names it; empty = any ([`commands::check_stdio_command`]).
     pub stdio_commands: Vec<String>,
 }
 
@@ -85,225 +90,6 @@ impl Default for UpstreamConfig {
             stdio_commands: Vec::new(),
         }
     }
-}
-
-/// Refuses a stdio server this Toolgate does not start: one whose `command` is not among
-/// `allowed` (`TOOLGATE_STDIO_COMMANDS`; empty allows any). The match is exact, on the text
-/// of the command: `npx` allows the command `npx` (looked up on `PATH`), not `/usr/bin/npx`,
-/// and `/usr/bin/npx` allows only that path; a relative path is never allowed. While the list
-/// is set, a server's `env` may not set what would start other code than the program named:
-/// `PATH` for a bare name, the dynamic loader's and package managers' variables, interpreters'
-/// options and module paths, `HOME`.
-///
-/// Checked when a server is registered, changed, tested or applied in a configuration
-/// document, and again before a stdio server's program is started (one stored before the
-/// list was set is not started).
-pub fn check_stdio_command<'a>(
-    allowed: &[String],
-    command: &str,
-    env: impl IntoIterator<Item = &'a str>,
-) -> Result<(), crate::Error> {
-    match stdio_refusal(allowed, command, env) {
-        Some(refusal) => Err(crate::Error::Invalid(refusal)),
-        None => Ok(()),
-    }
-}
-
-/// Variables that make a program load or run other code than its own (an interpreter's
-/// options and module paths, a shell's start-up file, a home with its configuration files).
-const CODE_ENV: [&str; 15] = [
-    "HOME",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONSTARTUP",
-    "BASH_ENV",
-    "ENV",
-    "PERL5OPT",
-    "PERL5LIB",
-    "RUBYOPT",
-    "RUBYLIB",
-    "JAVA_TOOL_OPTIONS",
-    "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
-];
-
-/// Families of such variables: the dynamic loader's, and the package managers' (their
-/// registry or index is where the code comes from).
-const CODE_ENV_PREFIXES: [&str; 5] = ["LD_", "DYLD_", "NPM_CONFIG_", "UV_", "PIP_"];
-
-/// Why [`check_stdio_command`] refuses, if it does.
-pub(super) fn stdio_refusal<'a>(
-    allowed: &[String],
-    command: &str,
-    env: impl IntoIterator<Item = &'a str>,
-) -> Option<String> {
-    if allowed.is_empty() {
-        return None;
-    }
-    if !allowed.iter().any(|program| program == command) {
-        return Some(format!(
-            "command `{command}` is not among TOOLGATE_STDIO_COMMANDS ({}): this Toolgate starts only those \
-             programs for stdio servers",
-            allowed.join(", ")
-        ));
-    }
-    if command.contains('/') && !command.starts_with('/') {
-        return Some(format!(
-            "command `{command}` is a relative path, a program of the server's working directory: \
-             TOOLGATE_STDIO_COMMANDS names programs by bare name or absolute path"
-        ));
-    }
-    let bare = !command.starts_with('/');
-    env.into_iter()
-        .find(|name| {
-            let name = name.to_ascii_uppercase();
-            (bare && name == "PATH")
-                || CODE_ENV.contains(&name.as_str())
-                || CODE_ENV_PREFIXES.iter().any(|prefix| name.starts_with(prefix))
-        })
-        .map(|name| {
-            format!(
-                "a stdio server may not set `{name}` while TOOLGATE_STDIO_COMMANDS is set: it would start other \
-                 code than the program `{command}`"
-            )
-        })
-}
-
-/// How an upstream connection is doing (a call's own outcome is [`crate::exec::Status`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ConnectionStatus {
-    Connecting,
-    Ready,
-    /// Connected, but the last discovery failed.
-    Degraded,
-    Down,
-    /// An OAuth server with no working token: someone must authorize it (again).
-    NeedsAuthorization,
-}
-
-impl ConnectionStatus {
-    pub const ALL: [ConnectionStatus; 5] = [
-        ConnectionStatus::Connecting,
-        ConnectionStatus::Ready,
-        ConnectionStatus::Degraded,
-        ConnectionStatus::Down,
-        ConnectionStatus::NeedsAuthorization,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConnectionStatus::Connecting => "connecting",
-            ConnectionStatus::Ready => "ready",
-            ConnectionStatus::Degraded => "degraded",
-            ConnectionStatus::Down => "down",
-            ConnectionStatus::NeedsAuthorization => "needs_authorization",
-        }
-    }
-}
-
-/// The health of one connection, as the panel and metrics show it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Health {
-    pub server: String,
-    /// Set for a tenant's private connection.
-    pub tenant_id: Option<Uuid>,
-    pub status: ConnectionStatus,
-    pub last_error: Option<String>,
-    /// Seconds since `last_error` happened.
-    pub last_error_secs: Option<f64>,
-    /// Seconds since the last successful contact.
-    pub last_seen_secs: Option<f64>,
-    /// The MCP revision the connection speaks (`2026-07-28`, or a handshake-era one).
-    pub protocol: Option<String>,
-    /// A stdio server's standard error, its newest lines (oldest first).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub stderr: Vec<String>,
-}
-
-/// What `test_connection` reports before a server is saved.
-#[derive(Debug, Clone, Serialize)]
-pub struct ServerProbe {
-    pub server_info: Value,
-    /// The tools it lists, as it lists them.
-    pub tools: Vec<ProbedTool>,
-    /// An OAuth server's authorization server: such a server is authorized once saved.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub authorization_server: Option<String>,
-}
-
-/// A tool as a tested server lists it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProbedTool {
-    pub name: String,
-    pub description: String,
-    pub input_schema: Value,
-}
-
-impl ServerProbe {
-    /// The name the server gives itself, if any.
-    pub fn server_name(&self) -> Option<&str> {
-        self.server_info.pointer("/serverInfo/name").and_then(Value::as_str)
-    }
-}
-
-/// Why an upstream server could not be reached, listed or refreshed; shown to administrators
-/// (health, test connection, refresh) as it reads.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum UpstreamError {
-    /// A stdio server's program could not be started.
-    #[error("cannot start the server: {0}")]
-    Spawn(String),
-    /// A stdio server's program started but the connection failed; what it wrote on its
-    /// standard error last, if anything, says why.
-    #[error("`{command}`: {failure}{}", stderr.as_ref().map(|s| format!("; it wrote on its standard error: {s}")).unwrap_or_default())]
-    Stdio { command: String, failure: Box<UpstreamError>, stderr: Option<String> },
-    /// A stdio server's program is not one this Toolgate starts (`TOOLGATE_STDIO_COMMANDS`);
-    /// it is not retried.
-    #[error("not started: {0}")]
-    NotAllowed(String),
-    /// A legacy HTTP+SSE server's event stream could not be opened.
-    #[error("cannot open the event stream: {0}")]
-    EventStream(String),
-    /// A configured header name is not one HTTP allows.
-    #[error("header `{name}`: {reason}")]
-    HeaderName { name: String, reason: String },
-    /// A configured header value is not one HTTP allows.
-    #[error("header `{0}` has an invalid value")]
-    HeaderValue(String),
-    /// The MCP lifecycle (`server/discover`, or the `initialize` handshake) failed.
-    #[error("initialisation failed: {0}")]
-    Initialise(String),
-    /// The server refused the connection's credentials (401, or 403 for want of scope), with
-    /// this challenge; an OAuth token had been refreshed first.
-    #[error("the server refused its credentials: {0}")]
-    Refused(String),
-    /// Connecting took longer than the connect timeout.
-    #[error("no answer within {0:?}")]
-    ConnectTimeout(Duration),
-    /// `tools/list` failed.
-    #[error("listing tools failed: {0}")]
-    Listing(String),
-    /// `tools/list` took longer than the connect timeout.
-    #[error("listing tools got no answer within {0:?}")]
-    ListingTimeout(Duration),
-    /// The discovered tools could not be recorded.
-    #[error("{0}")]
-    Recording(String),
-    /// The server has no connection of its own (disabled or removed).
-    #[error("server `{0}` is not connected (disabled or removed)")]
-    NotConnected(String),
-    /// Its connection is down; the message says since when and why.
-    #[error("{0}")]
-    Down(String),
-    /// An OAuth server has no working token for this connection.
-    #[error("server `{0}` needs an authorization: authorize it on its page in the panel")]
-    NeedsAuthorization(String),
-    /// An OAuth server's provider could not be reached or refused.
-    #[error("authorization: {0}")]
-    Authorization(String),
 }
 
 /// All upstream connections of this process.
@@ -343,7 +129,7 @@ impl Upstreams {
         config: &servers::ServerConfig,
     ) -> crate::store::Result<Result<ServerProbe, UpstreamError>> {
         let endpoint = servers::probe_endpoint(config)?;
-        config.check_stdio_command(&self.inner.config.stdio_commands)?;
+        check_server_command(&self.inner.config.stdio_commands, config)?;
         if config.oauth.is_some() {
             let url = endpoint.url.as_deref().unwrap_or_default();
             let found =
@@ -779,41 +565,5 @@ impl Upstream for Upstreams {
 
     fn resource_updates(&self) -> broadcast::Receiver<ResourceUpdated> {
         self.inner.updates.subscribe()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stdio_programs_are_allowed_by_their_exact_text_and_any_without_a_list() {
-        let allowed = ["npx".to_string(), "/opt/mcp/bin/files".to_string()];
-        let refused = |command: &str, env: &[&str]| stdio_refusal(&allowed, command, env.iter().copied());
-        assert_eq!(stdio_refusal(&[], "bash", ["PATH", "LD_PRELOAD"]), None);
-        assert_eq!(refused("npx", &["API_TOKEN"]), None);
-        assert_eq!(refused("/opt/mcp/bin/files", &["PATH"]), None);
-        assert_eq!(
-            refused("bash", &[]).as_deref(),
-            Some(
-                "command `bash` is not among TOOLGATE_STDIO_COMMANDS (npx, /opt/mcp/bin/files): this Toolgate \
-                 starts only those programs for stdio servers"
-            )
-        );
-        // No path resolution, no globbing, no case folding.
-        for other in ["/usr/bin/npx", "./npx", "NPX", "npx ", "files", "/opt/mcp/bin/*", ""] {
-            assert!(refused(other, &[]).is_some(), "{other:?}");
-        }
-        // What would run other code than the program named.
-        assert!(refused("npx", &["PATH"]).is_some_and(|why| why.contains("may not set `PATH`")));
-        for name in ["NODE_OPTIONS", "PythonPath", "npm_config_registry", "UV_INDEX_URL", "HOME"] {
-            assert!(refused("npx", &[name]).is_some(), "{name}");
-        }
-        let relative = ["bin/server".to_string()];
-        assert!(stdio_refusal(&relative, "bin/server", []).is_some_and(|why| why.contains("relative path")));
-        assert!(refused("/opt/mcp/bin/files", &["LD_PRELOAD"]).is_some());
-        assert!(refused("npx", &["DYLD_INSERT_LIBRARIES"]).is_some());
-        let refusal = check_stdio_command(&allowed, "sh", ["API_TOKEN"]).unwrap_err();
-        assert!(matches!(refusal, crate::Error::Invalid(_)), "{refusal:?}");
     }
 }

@@ -6,9 +6,11 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::http::HeaderMap;
-use engine::catalog::items::TenantItems;
-use engine::catalog::{CatalogTool, TenantTools};
-use engine::exec::{CallHooks, CallRequest, CallResult};
+use engine::service::PgPool;
+use engine::service::calls::{CallHooks, CallRequest, CallResult, Executor};
+use engine::service::catalog::Catalog;
+use engine::service::catalog::TenantItems;
+use engine::service::catalog::{CatalogTool, TenantTools};
 use engine::tool::{ClientRelay, Keyed, RelayAllFuture, RelayFuture, ToolOutput};
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -21,11 +23,61 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::super::RenderCache;
 use super::super::TenantAccess;
-use super::super::rounds::{INPUT_KEY, Owner, Question, Round, RunningCall};
+use super::super::rounds::{INPUT_KEY, Owner, Question, Round, Rounds, RunningCall};
 use super::super::{log_internal, shown};
-use super::direct::Outbox;
-use super::{SessionChoices, Shared};
+use super::outbox::Outbox;
+use super::session::SessionChoices;
+
+/// What every session and the direct way share: the catalog, the executor, the tenants' tool
+/// lists (rendered once per snapshot version) and the calls waiting for their client's input.
+pub(super) struct Shared {
+    pub(super) catalog: Catalog,
+    pub(super) executor: Executor,
+    /// Where sessions keep what must follow them to another replica.
+    pub(super) pool: PgPool,
+    /// The tenants' tool lists with schemas as published.
+    pub(super) lists: RenderCache<Tool>,
+    /// The tool lists of tenants that chose portable schemas on MCP.
+    pub(super) portable_lists: RenderCache<Tool>,
+    pub(super) rounds: Rounds<Listening>,
+}
+
+impl Shared {
+    /// The tool lists of `view`'s tenant, as it chose its MCP clients get schemas.
+    pub(super) fn lists_of(&self, view: &TenantTools) -> &RenderCache<Tool> {
+        if view.portable_mcp_schemas { &self.portable_lists } else { &self.lists }
+    }
+
+    /// Whether the tenant still reads `uri`: a subscription's updates stop once it does not.
+    pub(super) fn serves(&self, tenant: &str, uri: &str) -> bool {
+        self.catalog.snapshot().tenant(tenant).is_some_and(|view| view.items.reading(uri).is_ok())
+    }
+
+    /// The tools a request sees: a session's own choice of groups when it made one (and whether
+    /// it did), else the tenant's.
+    pub(super) fn view(
+        &self,
+        tenant: &str,
+        session: Option<&SessionChoices>,
+    ) -> Option<(Arc<TenantTools>, bool)> {
+        let snapshot = self.catalog.snapshot();
+        let tenant_view = snapshot.tenant(tenant)?.clone();
+        let Some(session) = session else { return Some((tenant_view, false)) };
+        let mut session = session.lock();
+        let Some(choice) = session.equipped.as_mut().filter(|_| tenant_view.meta_tool) else {
+            return Some((tenant_view, false));
+        };
+        if choice.version != snapshot.version {
+            // A group removed meanwhile leaves the choice.
+            choice.groups.retain(|name| tenant_view.groups.iter().any(|g| &g.name == name));
+            choice.view = Arc::new(tenant_view.equip(&choice.groups).expect("only known groups remain"));
+            choice.version = snapshot.version;
+        }
+        Some((choice.view.clone(), true))
+    }
+}
 
 /// A list of the tenant's whose change clients hear of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,7 +194,7 @@ impl Listener {
                 relayed.insert(capability.into(), offered.clone());
             }
         }
-        let apps = engine::catalog::apps::EXTENSION;
+        let apps = engine::service::catalog::apps::EXTENSION;
         if let Some(offered) = declared.and_then(|d| d.get("extensions")?.get(apps)) {
             relayed.insert("extensions".into(), serde_json::json!({apps: offered}));
         }

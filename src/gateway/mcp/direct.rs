@@ -16,11 +16,9 @@
 //! [`KEEP_ALIVE`] also becomes a stream, so keep-alive comments keep idle connections open.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -34,22 +32,26 @@ use axum::routing::MethodRouter;
 use futures::StreamExt;
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ClientResult, ErrorCode,
-    JsonRpcVersion2_0, LoggingLevel, PaginatedRequestParams, ProtocolVersion, RequestId, RequestMetaObject,
-    ServerJsonRpcMessage, ServerNotification, ServerRequest, ServerResult,
+    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ErrorCode, JsonRpcVersion2_0,
+    LoggingLevel, PaginatedRequestParams, ProtocolVersion, RequestId, RequestMetaObject,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::ServiceError;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::super::TenantAccess;
+use super::calls::Shared;
 use super::calls::{Call, Client, Era, Listener, call_span, offers_meta_tool, tool_list};
-use super::{Gateway, META_TOOL, SessionHandle, Shared};
+use super::handler::Gateway;
+use super::outbox::{Outbox, SessionCalls};
+use super::session::SessionHandle;
+use engine::service::catalog::META_TOOL;
 
 /// The largest request body taken, as rmcp takes.
 const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -444,104 +446,5 @@ impl Streaming {
             Next::Silent => Bytes::from_static(KEEP_ALIVE_COMMENT),
         };
         Some((bytes, self))
-    }
-}
-
-/// What a direct call sends its client before its answer: notifications, and for a session's
-/// call, requests whose answers the client posts on the session.
-#[derive(Clone)]
-pub(super) struct Outbox {
-    messages: mpsc::Sender<ServerJsonRpcMessage>,
-    /// The session the client answers on; none on 2026-07-28, whose questions are rounds.
-    session: Option<Arc<str>>,
-    sessions: Arc<SessionCalls>,
-}
-
-/// Ids of the requests the direct way sends clients; strings, so they never meet rmcp's
-/// numbered ones on the same session.
-static ASKED: AtomicU64 = AtomicU64::new(0);
-
-impl Outbox {
-    pub(super) async fn notify(&self, notification: ServerNotification) {
-        let _ = self.messages.send(ServerJsonRpcMessage::notification(notification)).await;
-    }
-
-    pub(super) async fn ask(&self, request: ServerRequest) -> Result<ClientResult, String> {
-        let session =
-            self.session.clone().ok_or("a request on 2026-07-28 takes no requests from the server")?;
-        let id = RequestId::String(format!("toolgate-{}", ASKED.fetch_add(1, Ordering::Relaxed)).into());
-        let (answer, answered) = oneshot::channel();
-        let _waiting = self.sessions.answers.add((session, id.clone()), answer);
-        self.messages
-            .send(ServerJsonRpcMessage::request(request, id))
-            .await
-            .map_err(|_| "the call has ended".to_string())?;
-        answered.await.map_err(|_| "the client did not answer".to_string())?
-    }
-}
-
-/// What a session's client may post about the direct calls of its session: answers to the
-/// requests they sent it, and `notifications/cancelled` for the calls themselves.
-#[derive(Default)]
-struct SessionCalls {
-    answers: Arc<Table<oneshot::Sender<Result<ClientResult, String>>>>,
-    calls: Arc<Table<CancellationToken>>,
-}
-
-impl SessionCalls {
-    /// Hands a session's answer to the request that waits for it; `false` if none does here.
-    fn answer(&self, session: &SessionHandle, id: RequestId, answer: Result<ClientResult, String>) -> bool {
-        let waiting = self.answers.take(&(session.id.clone(), id));
-        waiting.is_some_and(|waiting| waiting.send(answer).is_ok())
-    }
-
-    /// Cancels a session's call running here; `false` if none is.
-    fn cancel(&self, session: &SessionHandle, id: RequestId) -> bool {
-        let running = self.calls.take(&(session.id.clone(), id));
-        running.inspect(CancellationToken::cancel).is_some()
-    }
-}
-
-type SessionKey = (Arc<str>, RequestId);
-
-/// Entries that live as long as the [`Entry`] their adding returned (or until taken).
-struct Table<V> {
-    entries: Mutex<HashMap<SessionKey, (u64, V)>>,
-    /// Tells an entry from a later one under the same key (a client may reuse a request id
-    /// once its request is over).
-    added: AtomicU64,
-}
-
-impl<V> Default for Table<V> {
-    fn default() -> Self {
-        Table { entries: Mutex::default(), added: AtomicU64::new(0) }
-    }
-}
-
-impl<V> Table<V> {
-    fn add(self: &Arc<Self>, key: SessionKey, value: V) -> Entry<V> {
-        let generation = self.added.fetch_add(1, Ordering::Relaxed);
-        self.entries.lock().expect("session calls").insert(key.clone(), (generation, value));
-        Entry { table: self.clone(), key, generation }
-    }
-
-    fn take(&self, key: &SessionKey) -> Option<V> {
-        self.entries.lock().expect("session calls").remove(key).map(|(_, value)| value)
-    }
-}
-
-/// Removes its own entry when dropped.
-struct Entry<V> {
-    table: Arc<Table<V>>,
-    key: SessionKey,
-    generation: u64,
-}
-
-impl<V> Drop for Entry<V> {
-    fn drop(&mut self) {
-        let mut entries = self.table.entries.lock().expect("session calls");
-        if entries.get(&self.key).is_some_and(|(generation, _)| *generation == self.generation) {
-            entries.remove(&self.key);
-        }
     }
 }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use engine::catalog::TenantTools;
+use engine::service::catalog::TenantTools;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock, GetPromptRequestParams, GetPromptResponse, InitializeRequestParams, InitializeResult,
@@ -24,10 +24,13 @@ use tracing::Instrument;
 
 use super::super::TenantAccess;
 use super::super::sessions::EquippedElsewhere;
+use super::calls::Shared;
 use super::calls::{
     Call, Changed, Client, Era, Listener, call_span, error_data, not_authenticated, offers_meta_tool,
 };
-use super::{Equipped, META_TOOL, Opening, SESSION_CHECK, SessionChoices, Shared, items};
+use super::items;
+use super::session::{Equipped, Opening, SESSION_CHECK, SessionChoices};
+use engine::service::catalog::META_TOOL;
 
 /// One MCP session's handler: what all share, and what the session chose.
 #[derive(Clone)]
@@ -100,7 +103,7 @@ impl Gateway {
         // The choice follows the session to another replica.
         let mut message = format!("Equipped groups: {}. {count} tools are available now.", groups.join(", "));
         if let Some(id) = session_id(&context.extensions)
-            && let Err(err) = engine::store::mcp_sessions::equip(&self.shared.pool, &id, &groups).await
+            && let Err(err) = engine::service::sessions::equip(&self.shared.pool, &id, &groups).await
         {
             tracing::warn!(error = %err, "could not record the groups a session equipped");
             message.push_str(
@@ -193,7 +196,7 @@ async fn tell_listener(
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
-            .enable_extensions_with(engine::catalog::apps::capability())
+            .enable_extensions_with(engine::service::catalog::apps::capability())
             .enable_logging()
             .enable_completions()
             .enable_prompts()

@@ -1,13 +1,13 @@
 //! The tenant's prompts, resources and resource templates as MCP lists them (each list the
 //! tenant's own, as `tools/list` is: private, and never fresh for a fixed time); requests about
-//! one go through the executor ([`engine::exec::Executor::get_prompt`] and the like), and the
+//! one go through the executor ([`engine::service::calls::Executor::get_prompt`] and the like), and the
 //! updates of resources a client subscribed to are passed on.
 
 use std::sync::Arc;
 
-use engine::catalog::TenantTools;
-use engine::catalog::items::CatalogItem;
-use engine::exec::ResourceUpdated;
+use engine::service::calls::ResourceUpdated;
+use engine::service::catalog::CatalogItem;
+use engine::service::catalog::TenantTools;
 use rmcp::ErrorData;
 use rmcp::model::{CacheScope, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult};
 use serde::de::DeserializeOwned;

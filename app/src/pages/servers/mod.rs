@@ -38,8 +38,8 @@ pub struct ServerSummary {
 pub(super) mod ssr {
     use engine::service::Owner;
     use engine::service::servers::ServerEntry;
-    use engine::store::sources::ToolRecord;
-    use engine::store::tenants::Tenant;
+    use engine::service::servers::ToolRecord;
+    use engine::service::tenants::Tenant;
 
     use super::ServerSummary;
     use crate::error::PanelError;

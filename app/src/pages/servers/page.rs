@@ -1,18 +1,36 @@
 //! A server's page: its health, tools, pending definition changes, and what an admin does to it.
+//!
+//! This file is the page's read model, its server function and the page itself; its sections
+//! are [`health`], [`oauth`], [`changes`] (awaiting approval) and [`items`] (prompts and
+//! resources), and what the page does to the server is [`commands`].
+
+mod changes;
+mod commands;
+mod health;
+mod items;
+mod oauth;
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::ServerSummary;
 use super::register::{SaveServer, ServerFormCard, stored_server_form};
 use crate::error::PanelError;
 use crate::pages::ui::{
-    Confirm, ErrorNote, JsonBlock, StatusBadge, action_error, counted, grid, kept_current, loaded,
-    milliseconds, succeeded,
+    Confirm, ErrorNote, StatusBadge, action_error, counted, kept_current, loaded, succeeded,
 };
+
+use changes::{PendingChanges, PendingDefinition};
+use commands::{ServerCommand, ServerOp};
+#[cfg(feature = "ssr")]
+use health::Failure;
+use health::{ServerHealth, health_card};
+use items::{ServerItem, items_table};
+#[cfg(feature = "ssr")]
+use oauth::AuthorizationRow;
+use oauth::{OAuthView, oauth_card};
 
 /// A server's page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,75 +60,6 @@ impl ServerView {
     }
 }
 
-/// A prompt, resource or resource template the server offers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ServerItem {
-    /// "prompt", "resource", "resource template".
-    pub kind: String,
-    /// What clients know it by: a prompt's exposed name, a URI, a URI template.
-    pub name: String,
-    pub description: String,
-    /// The server's own name for it (what approving a prompt names).
-    pub key: String,
-    /// Not served: its change awaits approval, or was rejected.
-    pub held: bool,
-    /// A changed listing awaits approval (above, beside the tools' changes).
-    pub pending: bool,
-}
-
-/// Whose token an OAuth server's calls use, who authorized it, and what this owner may
-/// authorize.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OAuthView {
-    /// How the mode reads: "one account for every tenant"...
-    pub mode: String,
-    pub authorizations: Vec<AuthorizationRow>,
-    /// `(label, link)`: each authorization this owner may give, in the browser.
-    pub authorize: Vec<(String, String)>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AuthorizationRow {
-    pub id: String,
-    /// "every tenant", "tenant acme", "ann".
-    pub whose: String,
-    pub status: String,
-    pub reason: Option<String>,
-    /// The scopes the next authorization asks for, when the server wanted more.
-    pub wanted_scopes: Option<String>,
-    pub expires: String,
-    pub by: String,
-    pub at: String,
-}
-
-/// How the server has been answering: its connection, and the last hour of calls to it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ServerHealth {
-    /// Seconds since the last successful contact.
-    pub last_seen_secs: Option<f64>,
-    /// The connection's last error, and how many seconds ago it happened.
-    pub last_error: Option<(String, f64)>,
-    pub calls: i64,
-    pub errors: i64,
-    pub cancelled: i64,
-    /// Of the calls that finished.
-    pub p50_ms: Option<f64>,
-    pub p95_ms: Option<f64>,
-    /// The newest calls that failed or timed out.
-    pub failures: Vec<Failure>,
-    /// A stdio server's standard error, its newest lines.
-    pub stderr: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Failure {
-    pub at: String,
-    pub tenant: String,
-    pub tool: String,
-    pub status: String,
-    pub correlation_id: Option<String>,
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerTool {
     pub id: String,
@@ -118,18 +67,6 @@ pub struct ServerTool {
     pub description: String,
     pub held: bool,
     pub pending: bool,
-}
-
-/// A tool's or a prompt's definition change: what is pinned and what the upstream publishes
-/// now.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PendingDefinition {
-    pub prompt: bool,
-    /// The tool's id, or the prompt's name at the server: what approving names.
-    pub id: String,
-    pub name: String,
-    pub pinned: Value,
-    pub pending: Value,
 }
 
 #[server]
@@ -193,8 +130,8 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
             .collect(),
     };
     let oauth = detail.entry.server.oauth.as_ref().map(|oauth| {
-        use engine::store::servers::{OAuthGrant, OAuthMode};
-        let start = |whose: &str| engine::upstream::connect_link(None, &name) + "&for=" + whose;
+        use engine::service::servers::{OAuthGrant, OAuthMode};
+        let start = |whose: &str| engine::service::upstreams::connect_link(None, &name) + "&for=" + whose;
         let mode = match (oauth.mode, oauth.grant) {
             (_, OAuthGrant::ClientCredentials) => "client credentials (machine to machine)",
             (OAuthMode::Shared, _) => "one account for every tenant",
@@ -236,7 +173,7 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
         .items
         .into_iter()
         .map(|item| {
-            let name = engine::catalog::items::exposed(item.kind, prefix, &item.key);
+            let name = engine::service::catalog::exposed(item.kind, prefix, &item.key);
             let description = item.definition["description"].as_str().unwrap_or_default().to_string();
             let pending = item.pending.is_some();
             ServerItem {
@@ -252,189 +189,6 @@ pub async fn server_detail(name: String) -> Result<ServerView, PanelError> {
     Ok(ServerView { summary, tools, pending, health, oauth, items })
 }
 
-/// An OAuth server's card: who authorized it, each token's state, and the ways to authorize.
-fn oauth_card(oauth: OAuthView, forget: Callback<String>) -> AnyView {
-    view! {
-        <section class="card oauth">
-            <h2>"OAuth"</h2>
-            <p>"Calls use " <strong>{oauth.mode}</strong> "."</p>
-            {grid(oauth.authorizations, "Nobody has authorized it yet.", &["Whose", "State", "Token expires", "Authorized by", "When", ""], move |a| {
-                let id = StoredValue::new(a.id.clone());
-                view! {
-                    <tr>
-                        <td>{a.whose.clone()}</td>
-                        <td>
-                            <StatusBadge status=a.status />
-                            {a.reason.map(|reason| view! { <span class="small muted">" " {reason}</span> })}
-                            {a.wanted_scopes.map(|scopes| view! { <span class="small wanted-scopes">" Authorizing asks for " <code>{scopes}</code></span> })}
-                        </td>
-                        <td>{a.expires}</td>
-                        <td>{a.by}</td>
-                        <td class="small">{a.at}</td>
-                        <td>
-                            <Confirm
-                                ask="Forget…"
-                                confirm=format!("Forget {}'s authorization", a.whose)
-                                keep="Keep it"
-                                on_confirm=Callback::new(move |()| forget.run(id.get_value()))
-                            />
-                        </td>
-                    </tr>
-                }
-                .into_any()
-            })}
-            <div class="actions">
-                {oauth.authorize.into_iter().map(|(label, link)| view! { <a class="button" href=link rel="external">{label}</a> }).collect_view()}
-            </div>
-            <p class="muted small">"Authorizing opens the server's sign-in; you come back here when it is done."</p>
-        </section>
-    }
-    .into_any()
-}
-
-/// `secs` seconds ago, in the unit a reader wants.
-fn ago(secs: f64) -> String {
-    match secs {
-        secs if secs < 90.0 => format!("{secs:.0} s ago"),
-        secs if secs < 5400.0 => format!("{:.0} min ago", secs / 60.0),
-        secs => format!("{:.1} h ago", secs / 3600.0),
-    }
-}
-
-/// The health card of a server's page.
-fn health_card(health: ServerHealth) -> AnyView {
-    let seen = health.last_seen_secs.map_or_else(|| "never".into(), ago);
-    let calls = if health.calls == 0 {
-        "No calls in the last hour.".to_string()
-    } else {
-        format!(
-            "Last hour: {}, {}, {} cancelled, p50 {}, p95 {}.",
-            counted(health.calls, "call"),
-            counted(health.errors, "error"),
-            health.cancelled,
-            milliseconds(health.p50_ms),
-            milliseconds(health.p95_ms)
-        )
-    };
-    view! {
-        <section class="card health">
-            <h2>"Health"</h2>
-            <p>"Last successful contact: " <strong class="last-seen">{seen}</strong></p>
-            <p class="calls-summary">{calls}</p>
-            {health.last_error.map(|(error, secs)| {
-                view! { <p class="error last-error">"Last connection error (" {ago(secs)} "): " {error}</p> }
-            })}
-            {(!health.stderr.is_empty()).then(|| {
-                view! {
-                    <details class="stderr">
-                        <summary>{format!("What it wrote on its standard error (newest {})", counted(health.stderr.len() as i64, "line"))}</summary>
-                        <pre>{health.stderr.join("\n")}</pre>
-                    </details>
-                }
-            })}
-            <h3>"Recent failures"</h3>
-            {grid(health.failures, "No call to this server failed or timed out.", &["When", "Tenant", "Tool", "Status", "Correlation id"], |f| {
-                view! {
-                    <tr>
-                        <td class="small">{f.at}</td>
-                        <td>{f.tenant}</td>
-                        <td><code>{f.tool}</code></td>
-                        <td><StatusBadge status=f.status /></td>
-                        <td><code>{f.correlation_id.unwrap_or_default()}</code></td>
-                    </tr>
-                }
-                .into_any()
-            })}
-        </section>
-    }
-    .into_any()
-}
-
-/// What an admin does to a server, or (`Approve`, `Reject`) to one of its tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ServerOp {
-    Enable,
-    Disable,
-    Delete,
-    /// Discover its tools now.
-    Refresh,
-    /// Serve the tool's pending definition (or the held tool).
-    Approve,
-    /// Keep the tool held rather than serve its pending definition.
-    Reject,
-    /// The same for one of its prompts (named by its name at the server).
-    ApprovePrompt,
-    RejectPrompt,
-    /// Forget one of its OAuth authorizations.
-    Forget,
-}
-
-/// Does `command` to the server `name` (and to the tool or authorization `id` for their
-/// commands).
-#[server]
-pub async fn server_command(
-    name: String,
-    command: ServerOp,
-    id: Option<String>,
-) -> Result<String, PanelError> {
-    use axum::http::StatusCode;
-    use engine::service::servers;
-
-    use crate::server::{owner, state};
-    let owner = owner().await?;
-    let state = state();
-    let server = engine::model::Name::parse(&name).map_err(engine::Error::from)?;
-    let target = |what: &str| {
-        id.as_deref()
-            .and_then(|id| id.parse::<uuid::Uuid>().ok())
-            .ok_or_else(|| PanelError::rejected(StatusCode::BAD_REQUEST, format!("which {what}?")))
-    };
-    let tool = || target("tool");
-    let prompt = || id.clone().ok_or_else(|| PanelError::rejected(StatusCode::BAD_REQUEST, "which prompt?"));
-    let done = match command {
-        ServerOp::Enable | ServerOp::Disable => {
-            let enable = command == ServerOp::Enable;
-            servers::set_enabled(&state, &owner, &server, enable).await?;
-            format!("{name} {}", if enable { "enabled" } else { "disabled" })
-        }
-        ServerOp::Delete => {
-            servers::delete(&state, &owner, &server).await?;
-            format!("{name} deleted")
-        }
-        ServerOp::Refresh => {
-            let report = servers::refresh(&state, &owner, &server).await?;
-            format!(
-                "Discovered: {} added, {} changed, {} removed, {} unchanged",
-                report.added.len(),
-                report.changed.len(),
-                report.removed.len(),
-                report.unchanged
-            )
-        }
-        ServerOp::Approve => {
-            servers::approve(&state, &owner, tool()?).await?;
-            "Approved".into()
-        }
-        ServerOp::Reject => {
-            servers::reject(&state, &owner, tool()?).await?;
-            "Rejected: the tool stays held".into()
-        }
-        ServerOp::ApprovePrompt => {
-            servers::approve_prompt(&state, &owner, &server, &prompt()?).await?;
-            "Approved".into()
-        }
-        ServerOp::RejectPrompt => {
-            servers::reject_prompt(&state, &owner, &server, &prompt()?).await?;
-            "Rejected: the prompt stays held".into()
-        }
-        ServerOp::Forget => {
-            servers::remove_authorization(&state, &owner, &server, target("authorization")?).await?;
-            "Authorization forgotten".into()
-        }
-    };
-    Ok(done)
-}
 #[component]
 pub fn ServerPage() -> impl IntoView {
     let params = use_params_map();
@@ -574,100 +328,4 @@ pub fn ServerPage() -> impl IntoView {
             },
         )}
     }
-}
-
-/// The server's prompts, resources and templates, served to every tenant that may use the
-/// server.
-fn items_table(
-    items: Vec<ServerItem>,
-    run: impl Fn(ServerOp, Option<String>) + Copy + Send + Sync + 'static,
-) -> impl IntoView {
-    (!items.is_empty()).then(|| {
-        view! {
-            <h2>"Prompts and resources"</h2>
-            <p class="muted">"Served to every tenant that may use this server, under its tags."</p>
-            <div class="scroll">
-                <table class="grid items">
-                    <thead>
-                        <tr>
-                            <th>"Kind"</th>
-                            <th>"Name"</th>
-                            <th>"Description"</th>
-                        </tr>
-                    </thead>
-                    <tbody>
-                        {items
-                            .into_iter()
-                            .map(|item| {
-                                view! {
-                                    <tr>
-                                        <td>{item.kind}</td>
-                                        <td>
-                                            <code>{item.name}</code>
-                                            {item.held.then(|| view! { " " <StatusBadge status="held" /> })}
-                                            {(item.held && !item.pending)
-                                                .then(|| {
-                                                    let key = item.key.clone();
-                                                    view! {
-                                                        " "
-                                                        <button type="button" on:click=move |_| run(ServerOp::ApprovePrompt, Some(key.clone()))>
-                                                            "Approve"
-                                                        </button>
-                                                    }
-                                                })}
-                                        </td>
-                                        <td class="description">{item.description}</td>
-                                    </tr>
-                                }
-                            })
-                            .collect_view()}
-                    </tbody>
-                </table>
-            </div>
-        }
-    })
-}
-
-#[component]
-fn PendingChanges(
-    pending: Vec<PendingDefinition>,
-    run: impl Fn(ServerOp, Option<String>) + Copy + Send + Sync + 'static,
-) -> impl IntoView {
-    if pending.is_empty() {
-        return ().into_any();
-    }
-    view! {
-        <h2>"Definition changes awaiting approval"</h2>
-        <p class="muted">
-            "The upstream now describes these tools or prompts differently. Until you decide, the pinned definition is served or the tool or prompt is held back."
-        </p>
-        {pending
-            .into_iter()
-            .map(|p| {
-                let (approve_id, reject_id) = (p.id.clone(), p.id.clone());
-                let (kind, approve, reject) = match p.prompt {
-                    true => ("prompt", ServerOp::ApprovePrompt, ServerOp::RejectPrompt),
-                    false => ("tool", ServerOp::Approve, ServerOp::Reject),
-                };
-                view! {
-                    <section class="card diff">
-                        <h3>{kind} " " {p.name.clone()}</h3>
-                        <div class="side-by-side">
-                            <JsonBlock label="Pinned (served)" value=p.pinned />
-                            <JsonBlock label="Published now" value=p.pending />
-                        </div>
-                        <div class="actions">
-                            <button type="button" class="primary" on:click=move |_| run(approve, Some(approve_id.clone()))>
-                                "Approve the new definition"
-                            </button>
-                            <button type="button" on:click=move |_| run(reject, Some(reject_id.clone()))>
-                                {format!("Reject (hold the {kind})")}
-                            </button>
-                        </div>
-                    </section>
-                }
-            })
-            .collect_view()}
-    }
-    .into_any()
 }

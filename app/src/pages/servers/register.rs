@@ -64,8 +64,8 @@ mod ssr {
 
     use axum::http::StatusCode;
     use engine::model::{Name, Tag, TenantSlug};
-    use engine::store::SecretInput;
-    use engine::store::servers::{
+    use engine::service::SecretInput;
+    use engine::service::servers::{
         EnvValue, OAuthGrant, OAuthMode, OAuthSettings, OnDefinitionChange, Server, ServerConfig, Transport,
     };
 

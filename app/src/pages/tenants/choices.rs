@@ -24,7 +24,7 @@ pub enum TagMode {
 #[server]
 pub async fn save_tags(slug: String, mode: TagMode, tags: String) -> Result<(), PanelError> {
     use engine::model::Tag;
-    use engine::store::tenants::TenantUpdate;
+    use engine::service::tenants::TenantUpdate;
 
     use crate::server::{caller, state};
     let caller = caller().await?;
@@ -49,8 +49,8 @@ pub async fn save_tags(slug: String, mode: TagMode, tags: String) -> Result<(), 
 /// switch is on (off: no limit).
 #[server]
 pub async fn save_ceiling(slug: String, form: CeilingForm) -> Result<(), PanelError> {
-    use engine::catalog::visibility::Ceiling;
-    use engine::store::tenants::TenantUpdate;
+    use engine::model::Ceiling;
+    use engine::service::tenants::TenantUpdate;
 
     use crate::server::{caller, comma_list, state};
     // Only owners set a ceiling: the update asks the tenant's proof for the owner's rights.
@@ -125,7 +125,7 @@ pub async fn save_groups(
     changed: Vec<(String, GroupChoice)>,
     meta_tool: Option<bool>,
 ) -> Result<(), PanelError> {
-    use engine::store::tenants::TenantUpdate;
+    use engine::service::tenants::TenantUpdate;
 
     use crate::server::{caller, state};
     let caller = caller().await?;

@@ -26,8 +26,8 @@ impl ItemKey {
 }
 
 #[cfg(feature = "ssr")]
-impl From<engine::store::item_overrides::ItemRef> for ItemKey {
-    fn from(item: engine::store::item_overrides::ItemRef) -> Self {
+impl From<engine::service::tenants::ItemRef> for ItemKey {
+    fn from(item: engine::service::tenants::ItemRef) -> Self {
         ItemKey { server: item.server.to_string(), kind: item.kind.as_str().into(), key: item.key }
     }
 }
@@ -69,9 +69,9 @@ pub struct ItemOverrideView {
 
 /// The engine's name for `item`.
 #[cfg(feature = "ssr")]
-pub(crate) fn item_ref(item: ItemKey) -> Result<engine::store::item_overrides::ItemRef, PanelError> {
+pub(crate) fn item_ref(item: ItemKey) -> Result<engine::service::tenants::ItemRef, PanelError> {
     let invalid = |what: &str| PanelError::invalid(format!("which {what}?"));
-    Ok(engine::store::item_overrides::ItemRef {
+    Ok(engine::service::tenants::ItemRef {
         server: engine::model::Name::parse(&item.server).map_err(|_| invalid("server"))?,
         kind: serde_json::from_value(serde_json::Value::String(item.kind))
             .map_err(|_| invalid("kind of item"))?,
@@ -81,7 +81,7 @@ pub(crate) fn item_ref(item: ItemKey) -> Result<engine::store::item_overrides::I
 
 #[server(input = leptos::server_fn::codec::Json)]
 pub async fn save_item_choice(slug: String, choice: ItemChoice) -> Result<(), PanelError> {
-    use engine::store::item_overrides::ItemOverrideInput;
+    use engine::service::tenants::ItemOverrideInput;
 
     use crate::server::{caller, state};
     let caller = caller().await?;

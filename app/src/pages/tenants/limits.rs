@@ -33,7 +33,7 @@ impl Limits {
 pub(crate) mod ssr {
     use std::num::NonZeroU32;
 
-    use engine::exec::CallLimits;
+    use engine::model::CallLimits;
 
     use super::Limits;
     use crate::error::PanelError;
@@ -74,7 +74,7 @@ pub async fn save_limits(
     tools: Vec<(String, Limits)>,
     users: Limits,
 ) -> Result<(), PanelError> {
-    use engine::store::tenants::TenantUpdate;
+    use engine::service::tenants::TenantUpdate;
 
     use crate::server::{caller, state};
     // Only owners set limits: the update asks the tenant's proof for the owner's rights.

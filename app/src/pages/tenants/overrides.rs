@@ -25,8 +25,8 @@ pub struct OverrideForm {
 #[server]
 pub async fn save_override(slug: String, form: OverrideForm) -> Result<(), PanelError> {
     use axum::http::StatusCode;
-    use engine::store::SecretInput;
-    use engine::store::overrides::OverrideInput;
+    use engine::service::SecretInput;
+    use engine::service::tenants::OverrideInput;
 
     use crate::server::{caller, state};
     let caller = caller().await?;

@@ -178,7 +178,9 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         .await?
         .into_iter()
         .map(|row| UpstreamAccount {
-            authorize: engine::upstream::connect_link(None, &row.server) + "&for=tenant:" + slug.as_str(),
+            authorize: engine::service::upstreams::connect_link(None, &row.server)
+                + "&for=tenant:"
+                + slug.as_str(),
             authorized: row.authorization.map(|a| {
                 let expires = a.expires_at.map_or_else(|| "not said".into(), minute);
                 (a.status.label().into(), expires, a.authorized_by)
@@ -417,7 +419,7 @@ fn UpstreamAccounts(tenant: TenantView) -> impl IntoView {
 
 #[server]
 pub async fn save_mcp_schemas(slug: String, portable: bool) -> Result<(), PanelError> {
-    use engine::store::tenants::TenantUpdate;
+    use engine::service::tenants::TenantUpdate;
 
     use crate::server::{caller, state};
     let caller = caller().await?;

@@ -122,7 +122,7 @@ pub async fn revoke_tenant_app(slug: String, id: String) -> Result<(), PanelErro
 
 #[server]
 pub async fn save_access(slug: String, api_keys: bool, oauth: bool) -> Result<(), PanelError> {
-    use engine::store::tenants::TenantUpdate;
+    use engine::service::tenants::TenantUpdate;
 
     use crate::server::{caller, state};
     let caller = caller().await?;

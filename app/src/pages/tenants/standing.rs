@@ -20,7 +20,7 @@ pub enum TenantOp {
 #[server]
 pub async fn change_tenant(slug: String, op: TenantOp) -> Result<(), PanelError> {
     use engine::service::tenants;
-    use engine::store::tenants::TenantUpdate;
+    use engine::service::tenants::TenantUpdate;
 
     use crate::server::{caller, state};
     let caller = caller().await?;

@@ -1,6 +1,15 @@
 //! Validated names and the small value types every layer shares. A value of these types has
 //! passed its rule, so code downstream never re-checks.
 
+pub mod ceiling;
+pub mod limits;
+pub mod naming;
+pub mod upstream;
+
+pub use ceiling::Ceiling;
+pub use limits::{CallLimits, Limited};
+pub use upstream::UpstreamError;
+
 use serde::{Deserialize, Serialize};
 
 /// A rule a name or value breaks; the message says what the rule is.
@@ -108,6 +117,32 @@ impl SourceKind {
     }
 }
 
+/// Who makes a change, as recorded in the audit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor(String);
+
+impl Actor {
+    pub fn admin(username: &str) -> Self {
+        Actor(format!("admin:{username}"))
+    }
+    pub fn token(name: &str) -> Self {
+        Actor(format!("token:{name}"))
+    }
+    /// An OAuth client acting on its own tokens (revoking them).
+    pub fn client(id: &str) -> Self {
+        Actor(format!("client:{id}"))
+    }
+    pub fn cli() -> Self {
+        Actor("cli".into())
+    }
+    pub fn system() -> Self {
+        Actor("system".into())
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// What an account may do; stored as text (a value the database's check does not know fails
 /// the read, never grants another role).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type)]
@@ -145,6 +180,16 @@ impl std::fmt::Display for Role {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Serde's default for switches that are on unless a document says otherwise.
+pub(crate) fn yes() -> bool {
+    true
+}
+
+/// Such a switch is left out of what is written while it is on.
+pub(crate) fn is_true(value: &bool) -> bool {
+    *value
 }
 
 #[cfg(test)]

@@ -1,0 +1,192 @@
+//! One tenant's visible tools: looked up by exposed name, with the conflicts that withhold
+//! tools, and the meta tool `reset_equipped_tools` by which a session equips its own groups.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::CatalogTool;
+use crate::catalog::items::TenantItems;
+use crate::model::limits::Limits;
+
+/// Two or more visible tools that would share an exposed name for a tenant. None of them is
+/// served until an override renames one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conflict {
+    pub exposed_name: String,
+    pub tool_ids: Vec<Uuid>,
+}
+
+/// A group, as the meta tool `reset_equipped_tools` offers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupInfo {
+    pub id: Uuid,
+    pub name: String,
+    pub description: String,
+}
+
+/// The meta tool letting an MCP session choose its active groups.
+pub const META_TOOL: &str = "reset_equipped_tools";
+
+/// One tenant's visible tools, sorted by exposed name.
+#[derive(Debug, Clone, Serialize)]
+pub struct TenantTools {
+    pub tenant_id: Uuid,
+    pub slug: String,
+    pub meta_tool: bool,
+    tools: Vec<Arc<CatalogTool>>,
+    #[serde(skip)]
+    by_name: HashMap<String, usize>,
+    pub conflicts: Vec<Conflict>,
+    /// With the meta tool on: the tools visible under some choice of groups, from which a
+    /// session's own choice ([`TenantTools::equip`]) picks.
+    #[serde(skip)]
+    pub(super) equippable: Vec<Arc<CatalogTool>>,
+    /// With the meta tool on: every group a session may equip.
+    #[serde(skip)]
+    pub groups: Arc<Vec<GroupInfo>>,
+    /// The limits on the tenant's calls.
+    #[serde(skip)]
+    pub limits: Arc<Limits>,
+    /// Which credentials the gateway accepts for the tenant.
+    #[serde(skip)]
+    pub access: Access,
+    /// The prompts, resources and resource templates of its servers.
+    pub items: Arc<TenantItems>,
+    /// Its MCP clients get portable schemas ([`CatalogTool::mcp_definition`]).
+    pub portable_mcp_schemas: bool,
+}
+
+/// The ways into a tenant's endpoints it accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    pub api_keys: bool,
+    pub oauth: bool,
+    /// A disabled tenant accepts neither.
+    pub enabled: bool,
+}
+
+impl Default for Access {
+    fn default() -> Self {
+        Access { api_keys: true, oauth: true, enabled: true }
+    }
+}
+
+impl TenantTools {
+    pub fn tools(&self) -> &[Arc<CatalogTool>] {
+        &self.tools
+    }
+
+    /// The tool a call to `exposed_name` runs: the inverse of naming.
+    pub fn resolve(&self, exposed_name: &str) -> Option<&Arc<CatalogTool>> {
+        self.by_name.get(exposed_name).map(|&i| &self.tools[i])
+    }
+
+    /// Whether MCP sessions of the tenant are offered the meta tool: it is on, and no tool of
+    /// the tenant has its name.
+    pub fn offers_meta_tool(&self) -> bool {
+        self.meta_tool && self.resolve(META_TOOL).is_none()
+    }
+
+    /// The meta tool's MCP definition, offering the tenant's groups, when sessions are offered it.
+    pub fn meta_tool_definition(&self) -> Option<Value> {
+        if !self.offers_meta_tool() {
+            return None;
+        }
+        let listing: Vec<String> = self
+            .groups
+            .iter()
+            .map(|g| {
+                if g.description.is_empty() {
+                    g.name.clone()
+                } else {
+                    format!("{} ({})", g.name, g.description)
+                }
+            })
+            .collect();
+        let names: Vec<&str> = self.groups.iter().map(|g| g.name.as_str()).collect();
+        Some(serde_json::json!({
+            "name": META_TOOL,
+            "description": format!(
+                "Choose which tool groups are active in this session; the tool list changes to match. Groups: {}.",
+                listing.join("; ")
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "groups": {
+                        "type": "array",
+                        "items": {"type": "string", "enum": names},
+                        "description": "The groups to activate; every other group is deactivated"
+                    }
+                },
+                "required": ["groups"]
+            }
+        }))
+    }
+
+    /// The tenant's tools as one MCP session sees them after choosing its active groups
+    /// (`reset_equipped_tools`): `groups` replaces the tenant's group activation, every other
+    /// rule stays. Unknown group names are returned as the error.
+    pub fn equip(&self, groups: &[String]) -> Result<TenantTools, Vec<String>> {
+        let unknown: Vec<String> =
+            groups.iter().filter(|name| !self.groups.iter().any(|g| &g.name == *name)).cloned().collect();
+        if !unknown.is_empty() {
+            return Err(unknown);
+        }
+        let active: Vec<Uuid> =
+            self.groups.iter().filter(|g| groups.contains(&g.name)).map(|g| g.id).collect();
+        let visible = self
+            .equippable
+            .iter()
+            .filter(|tool| tool.groups.is_empty() || tool.groups.iter().any(|g| active.contains(g)))
+            .cloned()
+            .collect();
+        let mut equipped = tenant_tools(self.tenant_id, &self.slug, self.meta_tool, visible);
+        equipped.groups = self.groups.clone();
+        equipped.limits = self.limits.clone();
+        equipped.access = self.access;
+        equipped.items = self.items.clone();
+        equipped.portable_mcp_schemas = self.portable_mcp_schemas;
+        Ok(equipped)
+    }
+}
+
+/// Sorts by exposed name and withholds every tool whose name another tool also has.
+pub(super) fn tenant_tools(
+    tenant_id: Uuid,
+    slug: &str,
+    meta_tool: bool,
+    mut visible: Vec<Arc<CatalogTool>>,
+) -> TenantTools {
+    visible.sort_by(|a, b| a.exposed_name.cmp(&b.exposed_name).then(a.tool_id.cmp(&b.tool_id)));
+    let mut tools = Vec::with_capacity(visible.len());
+    let mut conflicts = Vec::new();
+    for same_name in visible.chunk_by(|a, b| a.exposed_name == b.exposed_name) {
+        match same_name {
+            [one] => tools.push(one.clone()),
+            many => conflicts.push(Conflict {
+                exposed_name: many[0].exposed_name.clone(),
+                tool_ids: many.iter().map(|t| t.tool_id).collect(),
+            }),
+        }
+    }
+    let by_name = tools.iter().enumerate().map(|(i, t)| (t.exposed_name.clone(), i)).collect();
+    TenantTools {
+        tenant_id,
+        slug: slug.to_string(),
+        meta_tool,
+        tools,
+        by_name,
+        conflicts,
+        equippable: Vec::new(),
+        groups: Arc::default(),
+        limits: Arc::default(),
+        access: Access::default(),
+        items: Arc::default(),
+        portable_mcp_schemas: false,
+    }
+}

@@ -1,0 +1,105 @@
+//! A tool as one tenant's LLM sees it, and how it is rendered for a provider.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::model::SourceKind;
+use crate::schema;
+use crate::schema::validate::ArgumentValidator;
+
+/// The timeout of a tool that sets none.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// A tool as one tenant's LLM sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CatalogTool {
+    pub tool_id: Uuid,
+    pub source_id: Uuid,
+    pub source_kind: SourceKind,
+    pub source_name: String,
+    pub upstream_name: String,
+    pub exposed_name: String,
+    pub description: String,
+    /// The schema the LLM sees: presets removed, no-parameter tools normalised.
+    pub input_schema: Arc<Value>,
+    /// The tool's own schema, as its source declared it.
+    pub raw_input_schema: Arc<Value>,
+    pub output_schema: Option<Arc<Value>>,
+    pub annotations: Arc<Value>,
+    /// What hosts read to show the tool's app, its `ui://` URIs under the server's prefix.
+    pub meta: Option<Arc<Value>>,
+    /// The source's tags and the tool's own.
+    pub tags: Vec<String>,
+    pub strict: bool,
+    pub timeout: Duration,
+    /// Fixed arguments injected at execution.
+    pub presets: Arc<Map<String, Value>>,
+    /// Fixed secret arguments, still encrypted (see `secret::SecretBox`); never serialised.
+    #[serde(skip)]
+    pub secret_presets: Arc<Map<String, Value>>,
+    pub groups: Vec<Uuid>,
+    /// `input_schema` compiled, on the first call; shared by the tenants that share the tool.
+    #[serde(skip)]
+    pub(super) validator: OnceLock<Arc<ArgumentValidator>>,
+    /// `output_schema` compiled, on the first structured result.
+    #[serde(skip)]
+    pub(super) output_validator: OnceLock<Option<Arc<ArgumentValidator>>>,
+}
+
+impl CatalogTool {
+    pub fn validator(&self) -> &ArgumentValidator {
+        self.validator.get_or_init(|| Arc::new(ArgumentValidator::new(&self.input_schema)))
+    }
+
+    /// What judges the tool's structured results, if it declares an output schema.
+    pub fn output_validator(&self) -> Option<&ArgumentValidator> {
+        let compile = || self.output_schema.as_deref().map(|schema| Arc::new(ArgumentValidator::new(schema)));
+        self.output_validator.get_or_init(compile).as_deref()
+    }
+}
+
+impl CatalogTool {
+    /// Whether a client listing this tool and `other` sees the same: name, description,
+    /// schemas, annotations, app.
+    pub fn listed_alike(&self, other: &CatalogTool) -> bool {
+        self.exposed_name == other.exposed_name
+            && self.description == other.description
+            && self.input_schema == other.input_schema
+            && self.output_schema == other.output_schema
+            && self.annotations == other.annotations
+            && self.meta == other.meta
+    }
+
+    fn view(&self) -> schema::render::ToolView<'_> {
+        schema::render::ToolView {
+            name: &self.exposed_name,
+            description: &self.description,
+            input_schema: &self.input_schema,
+            output_schema: self.output_schema.as_deref(),
+            annotations: &self.annotations,
+            meta: self.meta.as_deref(),
+            strict: self.strict,
+        }
+    }
+
+    /// The tool as `provider` receives it: always the normalised, lint-clean rendering.
+    pub fn render(&self, provider: schema::Provider) -> Result<Value, schema::normalize::NormalizeError> {
+        schema::render::render(&self.view(), provider)
+    }
+
+    /// The tool as MCP clients list it unless their tenant chose portable schemas (then they
+    /// get [`Self::render`] for MCP): its schemas as its server published them, presets removed.
+    pub fn published_mcp(&self) -> Value {
+        schema::render::published_mcp(&self.view())
+    }
+
+    /// Roughly how many tokens the tool's definition costs an LLM request (its OpenAI
+    /// rendering at about four characters a token).
+    pub fn approx_tokens(&self) -> usize {
+        self.render(schema::Provider::OpenAi).map(|r| r.to_string().len().div_ceil(4)).unwrap_or(0)
+    }
+}
