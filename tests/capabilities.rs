@@ -17,10 +17,11 @@ use rmcp::{ErrorData, ServiceExt};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-/// An upstream on 2026-07-28 with four tools: `summarise` needs sampling and says so when the
+/// An upstream on 2026-07-28 with five tools: `summarise` needs sampling and says so when the
 /// request does not declare it; `capabilities` answers with what the request declared;
-/// `confirm` asks for a form whatever was declared; `survey` asks a form and the roots at once,
-/// under its own keys, and answers with the responses it got.
+/// `confirm` asks for a form whatever was declared; `plan` asks for a sample that may use a
+/// tool whatever was declared; `survey` asks a form and the roots at once, under its own keys,
+/// and answers with the responses it got.
 #[derive(Clone)]
 struct Needy;
 
@@ -34,7 +35,7 @@ impl rmcp::ServerHandler for Needy {
         _: Option<rmcp::model::PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
-        let tools = ["summarise", "capabilities", "confirm", "survey"].map(|name| {
+        let tools = ["summarise", "capabilities", "confirm", "plan", "survey"].map(|name| {
             let schema = json!({"type": "object"}).as_object().cloned().unwrap();
             rmcp::model::Tool::new(name, "Needs something of the caller", std::sync::Arc::new(schema))
         });
@@ -81,6 +82,14 @@ impl rmcp::ServerHandler for Needy {
                     }}),
                 ),
             },
+            "plan" => asked(
+                "plan",
+                json!({"method": "sampling/createMessage", "params": {
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "Plan the trip"}}],
+                    "maxTokens": 50,
+                    "tools": [{"name": "find_train", "inputSchema": {"type": "object"}}]
+                }}),
+            ),
             _ => asked(
                 "confirm",
                 json!({"method": "elicitation/create", "params": {
@@ -165,6 +174,15 @@ async fn an_upstream_hears_what_the_caller_declared_and_a_missing_capability_is_
         json!({"elicitation": {"form": {}}}),
         "{answer}"
     );
+
+    // A sample that offers the model tools needs a client that said it takes those (main
+    // relayed it to any client that could sample).
+    let (status, answer) = call(&app, &key, "needy_plan", json!({"sampling": {}})).await;
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["data"]["requiredCapabilities"], json!({"sampling": {"tools": {}}}));
+    let (status, answer) = call(&app, &key, "needy_plan", json!({"sampling": {"tools": {}}})).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["inputRequests"]["plan"]["params"]["tools"][0]["name"], "find_train");
 }
 
 /// A client of the handshake era that declared nothing gets the same refusal on its session,

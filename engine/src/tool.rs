@@ -120,12 +120,17 @@ pub fn one_at_a_time(requests: Keyed, request: impl Fn(Value) -> RelayFuture) ->
 
 /// The capability a client must have declared to be asked `request` (`{"method", "params"}`),
 /// as a `ClientCapabilities` object; `None` for a request no client capability covers (nothing
-/// an upstream may ask of a caller).
+/// an upstream may ask of a caller). A sampling request that offers the model tools needs
+/// `sampling.tools` (revision 2025-11-25: a server must not send one to a client without it).
 pub fn required_capability(request: &Value) -> Option<Value> {
+    let params = &request["params"];
     Some(match request["method"].as_str().unwrap_or_default() {
+        "sampling/createMessage" if !params["tools"].is_null() || !params["toolChoice"].is_null() => {
+            json!({"sampling": {"tools": {}}})
+        }
         "sampling/createMessage" => json!({"sampling": {}}),
         "roots/list" => json!({"roots": {}}),
-        "elicitation/create" if request["params"]["mode"] == "url" => json!({"elicitation": {"url": {}}}),
+        "elicitation/create" if params["mode"] == "url" => json!({"elicitation": {"url": {}}}),
         "elicitation/create" => json!({"elicitation": {"form": {}}}),
         _ => return None,
     })
@@ -428,6 +433,10 @@ mod tests {
         assert!(!asked(json!({"elicitation": {}}), &url));
         assert!(asked(json!({"elicitation": {"url": {}}}), &url));
         assert!(!asked(json!({"sampling": {}}), &roots));
+        let with_tools = json!({"method": "sampling/createMessage", "params": {"tools": [{"name": "t"}]}});
+        assert!(!asked(json!({"sampling": {}}), &with_tools), "tools need sampling.tools");
+        assert!(asked(json!({"sampling": {"tools": {}}}), &with_tools));
+        assert!(asked(json!({"sampling": {"tools": {}}}), &sampling));
         assert_eq!(required_capability(&url), Some(json!({"elicitation": {"url": {}}})));
         assert_eq!(required_capability(&json!({"method": "ping"})), None);
     }
