@@ -111,6 +111,43 @@ async fn required_checks(url: &str, revision: &str, key: Option<&str>) -> BTreeM
     checks
 }
 
+/// A server of the handshake era that asks for a sample in a call whose client did not declare
+/// sampling is not answered by that client; the call, failing, is answered -32021 naming
+/// sampling, as a server on 2026-07-28 answers it (HTTP 400). Main relayed the refusal as the
+/// server's tool error.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_handshake_servers_sampling_of_a_caller_that_cannot_sample_is_answered_32021(pool: PgPool) {
+    let (_upstream, _, app, key) = reference_behind_toolgate(&pool).await;
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "test_sampling", "arguments": {"prompt": "Hi"},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}
+        }
+    }});
+    let answer = reqwest::Client::new()
+        .post(app.url("/mcp/acme"))
+        .bearer_auth(&key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "test_sampling")
+        .json(&call)
+        .send()
+        .await
+        .unwrap();
+    let status = answer.status().as_u16();
+    let answer: Value = answer.json().await.unwrap();
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(answer["error"]["code"], -32021, "{answer}");
+    assert_eq!(
+        answer["error"]["data"]["requiredCapabilities"],
+        serde_json::json!({"sampling": {}}),
+        "{answer}"
+    );
+}
+
 /// The suite 0.2's requirements of revision 2025-11-25, direct and through Toolgate in the same
 /// run, in front of the reference server (the Python SDK 1.x, which knows that revision): no
 /// required check that passes direct fails or warns through Toolgate, but in the scenarios

@@ -16,7 +16,7 @@
 //!
 //! plus `db` (connecting, the embedded default), [`secret`] (encryption at rest) and the one
 //! [`Error`] every operation returns. The floors are public only with the `test-support`
-//! feature, for the workspace's tests, benchmarks and fuzzers. The binary and the panel call
+//! feature, for the workspace's tests and benchmarks. The binary and the panel call
 //! into `engine`; `engine` knows nothing of Leptos or HTTP.
 
 pub mod admin;
@@ -33,8 +33,8 @@ pub mod sso;
 pub mod telemetry;
 pub mod tool;
 
-// The floors under `service`: reached through what it re-exports. The integration tests,
-// benchmarks and fuzzers of this workspace set up and measure them directly (`test-support`).
+// The floors under `service`: reached through what it re-exports. The workspace's integration
+// tests and benchmarks set up and measure them directly (`test-support`).
 #[cfg(feature = "test-support")]
 pub mod catalog;
 #[cfg(not(feature = "test-support"))]

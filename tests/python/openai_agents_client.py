@@ -10,7 +10,8 @@ the tool list, the call and its result go through the SDK's own agent loop and M
 
 The SDK takes no elicitation or sampling callbacks and no progress callback, and opens no
 `subscriptions/listen` stream (it lists again on every run), so those cells check what such a
-client gets: a tool error that says why, and the admin change in the next listing.
+client gets: the call refused with -32021 naming the capability it needs, and the admin
+change in the next listing.
 Prints `listening` when it waits for the admin change; exits non-zero on any difference.
 """
 
@@ -23,6 +24,7 @@ from agents.items import ModelResponse
 from agents.mcp import MCPServerStreamableHttp
 from agents.models.interface import Model
 from agents.usage import Usage
+from mcp.shared.exceptions import MCPError
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from matrix import check_changed, check_listed, item_cells, text_of
@@ -80,9 +82,18 @@ async def main(url: str, key: str) -> None:
         weather = await server.call_tool("ev_get-structured-content", {"location": "New York"})
         assert weather.structured_content and "temperature" in weather.structured_content, weather
 
-        for tool, arguments in [("ev_trigger-elicitation-request", {}), ("ev_trigger-sampling-request", {"prompt": "Hi"})]:
-            refused = await server.call_tool(tool, arguments)
-            assert refused.is_error and "does not take" in text_of(refused), refused
+        # The client declared neither: the server's question does not reach it, and the call is
+        # refused as needing that capability (-32021).
+        for tool, arguments, needed in [
+            ("ev_trigger-elicitation-request", {}, "elicitation"),
+            ("ev_trigger-sampling-request", {"prompt": "Hi"}, "sampling"),
+        ]:
+            try:
+                answer = await server.call_tool(tool, arguments)
+            except MCPError as refused:
+                assert refused.code == -32021 and needed in refused.data["requiredCapabilities"], refused
+            else:
+                raise AssertionError(f"{tool} was not refused: {answer}")
         await item_cells(server)
 
         print("listening", flush=True)
@@ -92,7 +103,7 @@ async def main(url: str, key: str) -> None:
                 break
             await asyncio.sleep(0.2)
         check_changed(names)
-    print(f"ok: openai-agents, {len(tools)} tools; agent run, call, structured, input refused clearly, "
+    print(f"ok: openai-agents, {len(tools)} tools; agent run, call, structured, input refused -32021, "
           "prompts, resources, change in the next listing")
 
 

@@ -15,9 +15,9 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient};
 use serde::Serialize;
 use serde_json::json;
 
-use super::slot::Slot;
+use super::slot::{CallClient, Slot};
 use crate::exec::ResourceUpdated;
-use crate::tool::{ClientRelay, Progress, send_progress};
+use crate::tool::{Progress, declares, required_capability, send_progress};
 
 /// Receives what an upstream sends on its own: tool list changes, progress, log messages, and
 /// requests for the caller (sampling, elicitation), which go to the MCP client whose call is
@@ -33,7 +33,7 @@ impl Handler {
     /// The client of the one call in flight on this connection. With several calls in flight
     /// a request cannot be attributed to one of them (MCP does not say which call it belongs
     /// to), so it is refused rather than risk sending it to another caller.
-    fn caller(&self) -> Option<Arc<dyn ClientRelay>> {
+    fn caller(&self) -> Option<Arc<CallClient>> {
         let slot = self.slot.upgrade()?;
         let relays = slot.relays.lock().expect("relay map");
         match relays.len() {
@@ -53,7 +53,18 @@ impl Handler {
                 None,
             )
         })?;
-        let answer = caller.request(json!({"method": method, "params": params})).await.map_err(|err| {
+        let request = json!({"method": method, "params": params});
+        // What the caller did not declare it is not asked; its call, if it fails, is answered
+        // -32021 as a server on 2026-07-28 would answer it.
+        if let Some(required) = required_capability(&request)
+            && !declares(&caller.client.capabilities(), &required)
+        {
+            *caller.undeclared.lock().expect("undeclared") = Some(required.clone());
+            return Err(rmcp::ErrorData::missing_required_client_capability(
+                serde_json::from_value(required).unwrap_or_default(),
+            ));
+        }
+        let answer = caller.client.request(request).await.map_err(|err| {
             rmcp::ErrorData::internal_error(format!("the caller could not answer {method}: {err}"), None)
         })?;
         serde_json::from_value(answer).map_err(|err| rmcp::ErrorData::internal_error(err.to_string(), None))
@@ -111,7 +122,9 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         match self.caller() {
-            Some(caller) => caller.notify(json!({"method": "notifications/message", "params": params})),
+            Some(caller) => {
+                caller.client.notify(json!({"method": "notifications/message", "params": params}))
+            }
             None => tracing::info!(message = ?params, "upstream log message"),
         }
     }

@@ -3,21 +3,21 @@
 //! progress and what the server asks of the caller relayed while it runs; the rounds of input a
 //! server on 2026-07-28 asks for; and what its failures answer the caller.
 
-use std::sync::Weak;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 // Logging is deprecated by SEP-2577, but servers still send it: relayed while they do.
 #[allow(deprecated)]
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientRequest, DEFAULT_MRTR_MAX_ROUNDS, ErrorCode, InputRequests,
-    InputResponses, LoggingLevel, RequestMetaObject, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, DEFAULT_MRTR_MAX_ROUNDS,
+    ErrorCode, InputRequests, InputResponses, LoggingLevel, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::{Value, json};
 use tracing::Instrument;
 
-use super::Slot;
 use super::requests::{CancelOnDrop, is_transport};
+use super::{CallClient, Slot};
 use crate::catalog::CatalogTool;
 use crate::tool::{ToolContext, ToolError, ToolOutput};
 use crate::upstream::connect::{MAX_ANSWER, is_stateless, service_failure};
@@ -148,9 +148,10 @@ impl Slot {
             self.progress.lock().expect("progress map").insert(key.clone(), sink);
         }
         // Registered for as long as the call runs, timed out or not.
-        let _relay = ctx.client().map(|client| {
-            self.relays.lock().expect("relay map").insert(key.clone(), client);
-            RelayRegistration { slot: self.me.clone(), key: key.clone() }
+        let relay = ctx.client().map(|client| {
+            let client = Arc::new(CallClient { client, undeclared: Mutex::default() });
+            self.relays.lock().expect("relay map").insert(key.clone(), client.clone());
+            RelayRegistration { slot: self.me.clone(), key: key.clone(), client }
         });
         // If this future is dropped (the call timed out, or its caller cancelled it), tell the
         // server to stop.
@@ -158,7 +159,18 @@ impl Slot {
         let response = handle.await_response().await;
         guard.disarm();
         self.forget_progress(key);
-        response
+        // A call that failed after its server asked what the caller did not declare failed
+        // for want of it.
+        let undeclared = relay.and_then(|relay| relay.client.undeclared.lock().expect("undeclared").take());
+        match (undeclared, &response) {
+            (
+                Some(required),
+                Err(_) | Ok(ServerResult::CallToolResult(CallToolResult { is_error: Some(true), .. })),
+            ) => Err(ServiceError::McpError(rmcp::ErrorData::missing_required_client_capability(
+                serde_json::from_value(required).unwrap_or_default(),
+            ))),
+            _ => response,
+        }
     }
 
     /// Unregisters a finished call's progress sink, after a short drain.
@@ -210,6 +222,7 @@ async fn answer_inputs(
 struct RelayRegistration {
     slot: Weak<Slot>,
     key: String,
+    client: Arc<CallClient>,
 }
 
 impl Drop for RelayRegistration {

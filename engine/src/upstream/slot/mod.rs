@@ -61,7 +61,7 @@ pub(super) struct Slot {
     /// Progress sinks of calls in flight, by progress token.
     pub(super) progress: Mutex<HashMap<String, ProgressSink>>,
     /// The MCP clients of calls in flight, by progress token.
-    pub(super) relays: Mutex<HashMap<String, Arc<dyn ClientRelay>>>,
+    pub(super) relays: Mutex<HashMap<String, Arc<CallClient>>>,
     /// A call wanted the connection while it was down: retry after
     /// [`DEMAND_RETRY`](connection::DEMAND_RETRY) rather than at the end of a long backoff, so
     /// a server that comes back is used within a second or two while traffic waits for it.
@@ -88,6 +88,13 @@ pub(super) struct Slot {
     pub(super) authorization: Option<(Uuid, String)>,
     /// A stdio server's standard error, its newest lines.
     pub(super) stderr: StderrTail,
+}
+
+/// The MCP client of a call in flight, and what its server asked of it that it did not declare
+/// (such a call that fails is answered -32021, naming that capability).
+pub(super) struct CallClient {
+    pub(super) client: Arc<dyn ClientRelay>,
+    pub(super) undeclared: Mutex<Option<serde_json::Value>>,
 }
 
 /// A server using a pooled connection.
