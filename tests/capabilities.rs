@@ -103,33 +103,7 @@ impl rmcp::ServerHandler for Needy {
 
 /// A `tools/call` of `tool` on 2026-07-28 declaring `capabilities`: its status and JSON body.
 async fn call(app: &TestApp, key: &str, tool: &str, capabilities: Value) -> (u16, Value) {
-    call_with(app, key, tool, capabilities, json!({})).await
-}
-
-/// The same with `more` params (a retry's `inputResponses` and `requestState`).
-async fn call_with(app: &TestApp, key: &str, tool: &str, capabilities: Value, more: Value) -> (u16, Value) {
-    let mut body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
-        "name": tool, "arguments": {},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": capabilities
-        }
-    }});
-    body["params"].as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
-    let answer = reqwest::Client::new()
-        .post(app.url("/mcp/acme"))
-        .bearer_auth(key)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", tool)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = answer.status().as_u16();
-    (status, answer.json().await.unwrap())
+    common::call_2026(app, key, tool, capabilities, json!({})).await
 }
 
 async fn with_needy_upstream(pool: &PgPool) -> (TestApp, String) {
@@ -239,13 +213,13 @@ async fn input_requests_are_relayed_under_the_upstreams_keys_all_at_once(pool: P
     let name = json!({"action": "accept", "content": {"name": "Ada"}});
     let roots = json!({"roots": [{"uri": "file:///work", "name": "work"}]});
     let partial = json!({"requestState": state, "inputResponses": {"user_name": name}});
-    let (_, refused) = call_with(&app, &key, "needy_survey", declared.clone(), partial).await;
+    let (_, refused) = common::call_2026(&app, &key, "needy_survey", declared.clone(), partial).await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     assert!(refused["error"]["message"].as_str().unwrap().contains("workspace"), "{refused}");
 
     let answers = json!({"user_name": name, "workspace": roots, "stray": {"ignored": true}});
     let retry = json!({"requestState": state, "inputResponses": answers});
-    let (status, done) = call_with(&app, &key, "needy_survey", declared, retry).await;
+    let (status, done) = common::call_2026(&app, &key, "needy_survey", declared, retry).await;
     assert_eq!(status, 200, "{done}");
     let got: Value = serde_json::from_str(done["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(got, json!({"user_name": name, "workspace": roots}), "{done}");

@@ -118,27 +118,9 @@ async fn required_checks(url: &str, revision: &str, key: Option<&str>) -> BTreeM
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_handshake_servers_sampling_of_a_caller_that_cannot_sample_is_answered_32021(pool: PgPool) {
     let (_upstream, _, app, key) = reference_behind_toolgate(&pool).await;
-    let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "test_sampling", "arguments": {"prompt": "Hi"},
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}
-        }
-    }});
-    let answer = reqwest::Client::new()
-        .post(app.url("/mcp/acme"))
-        .bearer_auth(&key)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "test_sampling")
-        .json(&call)
-        .send()
-        .await
-        .unwrap();
-    let status = answer.status().as_u16();
-    let answer: Value = answer.json().await.unwrap();
+    let declared = serde_json::json!({"elicitation": {}});
+    let prompt = serde_json::json!({"arguments": {"prompt": "Hi"}});
+    let (status, answer) = common::call_2026(&app, &key, "test_sampling", declared, prompt).await;
     assert_eq!(status, 400, "{answer}");
     assert_eq!(answer["error"]["code"], -32021, "{answer}");
     assert_eq!(

@@ -119,7 +119,17 @@ async fn rebuild_100_tenants_x_1000_tools() {
                 presets: json!({"apiKey": "k"}).as_object().cloned().unwrap(),
                 ..Default::default()
             };
-            store::overrides::set(&pool, &secrets, &actor, &slug, *id, &input).await.unwrap();
+            store::overrides::set(
+                &pool,
+                &secrets,
+                &actor,
+                &slug,
+                *id,
+                &input,
+                engine::catalog::check_presets,
+            )
+            .await
+            .unwrap();
         }
     }
     let mut samples = Vec::new();
@@ -181,7 +191,17 @@ async fn commit_to_visible_in_a_second_instance() {
     for i in 0..200 {
         let description = format!("change {i}");
         let input = OverrideInput { description: Some(description.clone()), ..Default::default() };
-        store::overrides::set(&pool, &secrets, &Actor::system(), &slug, ids[0], &input).await.unwrap();
+        store::overrides::set(
+            &pool,
+            &secrets,
+            &Actor::system(),
+            &slug,
+            ids[0],
+            &input,
+            engine::catalog::check_presets,
+        )
+        .await
+        .unwrap();
         let committed = Instant::now();
         loop {
             let snapshot = observer.snapshot();

@@ -86,7 +86,8 @@ pub type RelayAllFuture = Pin<Box<dyn Future<Output = Result<Keyed, String>> + S
 /// runs (sampling, elicitation, roots) and the log messages it sends. Messages are JSON-RPC shaped:
 /// `{"method": ..., "params": ...}`.
 pub trait ClientRelay: Send + Sync {
-    /// Relays a request to the client; resolves to the client's result.
+    /// Relays a request to the client; resolves to the client's result. Whoever relays has
+    /// checked the request against [`capabilities`](Self::capabilities) ([`undeclared`]).
     fn request(&self, request: serde_json::Value) -> RelayFuture;
     /// Relays requests asked together (a server's input requests on 2026-07-28), each under
     /// its key; resolves to the client's results by the same keys. One at a time, unless the
@@ -136,9 +137,15 @@ pub fn required_capability(request: &Value) -> Option<Value> {
     })
 }
 
+/// The capability `request` needs that the client's `declared` capabilities lack, if any: such a
+/// request is not relayed to it (every relay checks here first).
+pub fn undeclared(declared: &Value, request: &Value) -> Option<Value> {
+    required_capability(request).filter(|required| !declares(declared, required))
+}
+
 /// Whether the `ClientCapabilities` a client declared cover `required`; `elicitation: {}`
 /// declares forms.
-pub fn declares(declared: &Value, required: &Value) -> bool {
+fn declares(declared: &Value, required: &Value) -> bool {
     let Some(required) = required.as_object() else { return true };
     required.iter().all(|(capability, modes)| {
         let Some(offered) = declared.get(capability) else { return false };

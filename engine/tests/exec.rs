@@ -180,6 +180,7 @@ async fn override_tool(s: &Setup, name: &str, input: OverrideInput, applied: imp
         &TenantSlug::parse("acme").unwrap(),
         tool_id,
         &input,
+        engine::catalog::check_presets,
     )
     .await
     .unwrap();

@@ -62,7 +62,17 @@ async fn a_tenants_detail_is_its_configuration_and_exactly_what_its_llm_sees(poo
         store::sources::sync_tools(&pool, &actor, &up.name, &[tool("echo"), tool("shout")]).await.unwrap();
     let renamed = OverrideInput { name: Some("say".into()), ..Default::default() };
     let services = services(&pool).await;
-    store::overrides::set(&pool, &services.secrets, &actor, &acme, ids[1], &renamed).await.unwrap();
+    store::overrides::set(
+        &pool,
+        &services.secrets,
+        &actor,
+        &acme,
+        ids[1],
+        &renamed,
+        engine::catalog::check_presets,
+    )
+    .await
+    .unwrap();
 
     let owner = Admin::signed_in("root", Scope::Everything);
     let managed = owner.tenant("acme").unwrap();
@@ -341,7 +351,17 @@ async fn a_tenant_administrator_sees_only_the_groups_and_sources_within_the_ceil
     // Overridden while the tenant could still use it.
     let acme = TenantSlug::parse("acme").unwrap();
     let renamed = OverrideInput { name: Some("peek_renamed".into()), ..Default::default() };
-    store::overrides::set(&pool, &services.secrets, &Actor::system(), &acme, peek, &renamed).await.unwrap();
+    store::overrides::set(
+        &pool,
+        &services.secrets,
+        &Actor::system(),
+        &acme,
+        peek,
+        &renamed,
+        engine::catalog::check_presets,
+    )
+    .await
+    .unwrap();
     for group in ["math", "ops"] {
         store::groups::write(&pool, &Actor::system(), &Name::parse(group).unwrap(), group, false, true)
             .await

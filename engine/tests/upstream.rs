@@ -624,6 +624,7 @@ async fn a_timed_out_call_is_cancelled_upstream_and_progress_is_forwarded(pool: 
         &TenantSlug::parse("acme").unwrap(),
         tool_id,
         &quick,
+        engine::catalog::check_presets,
     )
     .await
     .unwrap();

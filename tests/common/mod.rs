@@ -170,6 +170,39 @@ pub async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Value {
     request.send().await.unwrap().json().await.unwrap()
 }
 
+/// A `tools/call` of `tool` on 2026-07-28 to tenant `acme`, declaring `capabilities`, with `more`
+/// params (`arguments`, a retry's `inputResponses` and `requestState`): its status and JSON body.
+pub async fn call_2026(
+    app: &TestApp,
+    key: &str,
+    tool: &str,
+    capabilities: serde_json::Value,
+    more: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let mut body = serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": tool, "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": capabilities
+        }
+    }});
+    body["params"].as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+    let answer = reqwest::Client::new()
+        .post(app.url("/mcp/acme"))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = answer.status().as_u16();
+    (status, answer.json().await.unwrap())
+}
+
 /// Creates a tenant as the tests use it: with the built-in shell tools, which a new tenant
 /// starts without, allowed.
 pub async fn create_tenant(pool: &PgPool, slug: &engine::model::TenantSlug, name: &str) {

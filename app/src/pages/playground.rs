@@ -27,7 +27,7 @@ use form::{field, initial};
 use history::{History, PastRun, playground_history};
 use items::PromptsAndResources;
 use raw::RawArguments;
-use stream::{Live, RunProgress, RunResult, content_block, outcome, run_tool};
+use stream::{Live, RunProgress, RunResult, outcome, run_tool};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlayTool {

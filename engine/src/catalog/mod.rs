@@ -22,7 +22,7 @@ use sqlx::postgres::PgListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-pub(crate) use presets::check_presets;
+pub use presets::check_presets;
 pub use snapshot::{CatalogTool, Conflict, DEFAULT_TIMEOUT, META_TOOL, Snapshot, TenantTools};
 
 use crate::store::{self, CHANNEL};

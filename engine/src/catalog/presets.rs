@@ -9,7 +9,7 @@ use crate::schema::validate::ArgumentValidator;
 use crate::store::overrides::OverrideInput;
 
 /// Presets must be parameters of the tool, and plain ones must fit the parameter's schema.
-pub(crate) fn check_presets(schema: &Value, input: &OverrideInput) -> crate::Result<()> {
+pub fn check_presets(schema: &Value, input: &OverrideInput) -> crate::Result<()> {
     let parameters = schema.get("properties").and_then(Value::as_object);
     let names = input.presets.keys().chain(input.secret_presets.keys());
     if let Some(unknown) = names.clone().find(|n| !parameters.is_some_and(|p| p.contains_key(*n))) {

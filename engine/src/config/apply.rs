@@ -164,10 +164,9 @@ pub async fn apply(
         for (key, input) in &tenant.tools {
             let place = format!("tenants.{}.tools.{key}", tenant.slug);
             let (source_id, upstream) = index.resolve(key, Some(id)).map_err(at(&place))?;
-            if let Some(schema) = overrides::published_schema(&mut *tx, source_id, &upstream).await? {
-                check_presets(&schema, input).map_err(at(&place))?;
-            }
-            overrides::write(&mut tx, secrets, id, source_id, &upstream, input).await.map_err(at(&place))?;
+            overrides::write(&mut tx, secrets, id, source_id, &upstream, input, check_presets)
+                .await
+                .map_err(at(&place))?;
             kept.push((source_id, upstream));
         }
         overrides::retain(&mut *tx, id, &kept).await?;

@@ -237,11 +237,17 @@ pub async fn set_override(
     if let Some(name) = &input.name {
         refuse_taken_name(services, tenant, tool_id, name)?;
     }
-    if let Some(schema) = store::overrides::usable_schema(&services.pool, tenant.slug(), tool_id).await? {
-        catalog::check_presets(&schema, input)?;
-    }
-    store::overrides::set(&services.pool, &services.secrets, tenant.actor(), tenant.slug(), tool_id, input)
-        .await
+    let (pool, secrets) = (&services.pool, &services.secrets);
+    store::overrides::set(
+        pool,
+        secrets,
+        tenant.actor(),
+        tenant.slug(),
+        tool_id,
+        input,
+        catalog::check_presets,
+    )
+    .await
 }
 
 /// A rename to a name another of the tenant's tools goes by (or that several already claim)

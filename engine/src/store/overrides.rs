@@ -144,7 +144,7 @@ fn check(input: &OverrideInput) -> Result<()> {
 /// The input schema the tool `upstream_name` of source `source_id` was published with, which
 /// presets must fit; `None` while the tool is not discovered (a configuration document may name
 /// one), when presets are taken as written.
-pub(crate) async fn published_schema(
+async fn published_schema(
     db: impl PgExecutor<'_>,
     source_id: Uuid,
     upstream_name: &str,
@@ -158,20 +158,13 @@ pub(crate) async fn published_schema(
     .await?)
 }
 
-/// The input schema of the tool `tool_id` (as [`published_schema`]) when the tenant may use it;
-/// any other tool is answered as unknown, before anything about it is said.
-pub(crate) async fn usable_schema(pool: &PgPool, slug: &TenantSlug, tool_id: Uuid) -> Result<Option<Value>> {
-    let tenant = super::tenants::get(pool, slug).await?;
-    check_usable(pool, &tenant, tool_id).await?;
-    Ok(sqlx::query_scalar!("select input_schema from tool where id = $1", tool_id)
-        .fetch_optional(pool)
-        .await?)
-}
+/// The rule presets must keep against the tool's published schema (`catalog::check_presets`,
+/// handed in by the caller: the store only says where the schema is).
+pub type PresetsCheck = fn(&Value, &OverrideInput) -> Result<()>;
 
 /// Writes a tenant's override of the tool `upstream_name` of source `source_id` inside the
-/// caller's transaction, its presets checked by the caller against [`published_schema`]. Secret
-/// presets are encrypted here; `{set: true}` keeps a stored value,
-/// and a secret left out is removed.
+/// caller's transaction, its presets checked by `presets_fit`. Secret presets are encrypted
+/// here; `{set: true}` keeps a stored value, and a secret left out is removed.
 pub(crate) async fn write(
     tx: &mut Transaction<'_, Postgres>,
     secrets: &SecretBox,
@@ -179,8 +172,12 @@ pub(crate) async fn write(
     source_id: Uuid,
     upstream_name: &str,
     input: &OverrideInput,
+    presets_fit: PresetsCheck,
 ) -> Result<()> {
     check(input)?;
+    if let Some(schema) = published_schema(&mut **tx, source_id, upstream_name).await? {
+        presets_fit(&schema, input)?;
+    }
     let stored = sqlx::query_scalar!(
         "select secret_presets from tool_override
          where tenant_id = $1 and source_id = $2 and upstream_name = $3",
@@ -268,7 +265,7 @@ async fn check_usable(db: impl PgExecutor<'_>, tenant: &Tenant, tool_id: Uuid) -
     }
 }
 
-/// Sets the tenant's override of a tool it may use (see [`write`] for secret presets).
+/// Sets the tenant's override of a tool it may use (see [`write`] for presets and secrets).
 #[tracing::instrument(skip_all, err, fields(actor = actor.as_str(), %slug, %tool_id))]
 pub async fn set(
     pool: &PgPool,
@@ -277,13 +274,14 @@ pub async fn set(
     slug: &TenantSlug,
     tool_id: Uuid,
     input: &OverrideInput,
+    presets_fit: PresetsCheck,
 ) -> Result<Override> {
     let mut tx = pool.begin().await?;
     let tenant = super::tenants::get(&mut *tx, slug).await?;
     check_usable(&mut *tx, &tenant, tool_id).await?;
     let tool = named(&mut tx, tool_id).await?;
     let before = fetch(&mut *tx, tenant.id, tool_id).await?;
-    write(&mut tx, secrets, tenant.id, tool.source_id, &tool.upstream_name, input).await?;
+    write(&mut tx, secrets, tenant.id, tool.source_id, &tool.upstream_name, input, presets_fit).await?;
     let after = fetch(&mut *tx, tenant.id, tool_id).await?.expect("just written").into_override();
     let change = Change::new("set_override", "tenant", slug);
     let change = match before {

@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::slot::{CallClient, Slot};
 use crate::exec::ResourceUpdated;
-use crate::tool::{Progress, declares, required_capability, send_progress};
+use crate::tool::{Progress, send_progress, undeclared};
 
 /// Receives what an upstream sends on its own: tool list changes, progress, log messages, and
 /// requests for the caller (sampling, elicitation), which go to the MCP client whose call is
@@ -56,9 +56,7 @@ impl Handler {
         let request = json!({"method": method, "params": params});
         // What the caller did not declare it is not asked; its call, if it fails, is answered
         // -32021 as a server on 2026-07-28 would answer it.
-        if let Some(required) = required_capability(&request)
-            && !declares(&caller.client.capabilities(), &required)
-        {
+        if let Some(required) = undeclared(&caller.client.capabilities(), &request) {
             *caller.undeclared.lock().expect("undeclared") = Some(required.clone());
             return Err(rmcp::ErrorData::missing_required_client_capability(
                 serde_json::from_value(required).unwrap_or_default(),

@@ -474,20 +474,22 @@ impl Inner {
     async fn ask_to_connect(&self, server: &str, ctx: &ToolContext) -> Result<(), ToolError> {
         let link = connect_link(self.config.public_url.as_deref(), server);
         let client = ctx.client().ok_or_else(|| self.unauthorized(server, OAuthMode::User, ctx))?;
-        let asked = client
-            .request(serde_json::json!({
-                "method": "elicitation/create",
-                "params": {
-                    "mode": "url",
-                    "elicitationId": Uuid::new_v4().to_string(),
-                    "url": link,
-                    "message": format!(
-                        "MCP server `{server}` acts as you: connect your account there (sign in to Toolgate, then to \
-                         the server) and the call goes on."
-                    ),
-                },
-            }))
-            .await;
+        let request = serde_json::json!({
+            "method": "elicitation/create",
+            "params": {
+                "mode": "url",
+                "elicitationId": Uuid::new_v4().to_string(),
+                "url": link,
+                "message": format!(
+                    "MCP server `{server}` acts as you: connect your account there (sign in to Toolgate, then to \
+                     the server) and the call goes on."
+                ),
+            },
+        });
+        if crate::tool::undeclared(&client.capabilities(), &request).is_some() {
+            return Err(self.unauthorized(server, OAuthMode::User, ctx));
+        }
+        let asked = client.request(request).await;
         match asked {
             Ok(answer) if answer["action"] == "accept" => Ok(()),
             Ok(_) => Err(ToolError::tool(format!(

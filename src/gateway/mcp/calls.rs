@@ -23,12 +23,12 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::super::RenderCache;
 use super::super::TenantAccess;
 use super::super::rounds::{INPUT_KEY, Owner, Question, Round, Rounds, RunningCall};
 use super::super::{log_internal, shown};
 use super::outbox::Outbox;
 use super::session::SessionChoices;
+use crate::gateway::RenderCache;
 
 /// What every session and the direct way share: the catalog, the executor, the tenants' tool
 /// lists (rendered once per snapshot version) and the calls waiting for their client's input.
@@ -200,14 +200,6 @@ impl Listener {
         }
         Value::Object(relayed)
     }
-
-    /// Why the client cannot be asked `request`, if it cannot.
-    fn refusal(&self, request: &Value) -> Option<String> {
-        let asks = engine::tool::required_capability(request)
-            .is_some_and(|required| engine::tool::declares(&self.relayed_capabilities(), &required));
-        let method = request["method"].as_str().unwrap_or_default();
-        (!asks).then(|| format!("the caller's MCP client does not take {method} requests"))
-    }
 }
 
 fn severity(level: LoggingLevel) -> u8 {
@@ -251,13 +243,7 @@ impl CallRelay {
 
 impl ClientRelay for CallRelay {
     fn request(&self, request: Value) -> RelayFuture {
-        let (client, refusal) = {
-            let listener = self.listening.lock().expect("listener");
-            (listener.client.clone(), listener.refusal(&request))
-        };
-        if let Some(refusal) = refusal {
-            return Box::pin(std::future::ready(Err(refusal)));
-        }
+        let client = self.listening.lock().expect("listener").client.clone();
         if self.rounds.is_some() {
             // One request is a round of its own, under a key of Toolgate's.
             let asked = self.request_all(Keyed::from([(INPUT_KEY.to_string(), request)]));

@@ -54,9 +54,9 @@ mod ssr {
     use serde_json::{Value, json};
     use tokio::sync::{mpsc, oneshot};
 
-    use super::super::stream::RunEvent;
     use super::{Answer, Asked, SAMPLE};
     use crate::error::PanelError;
+    use crate::pages::playground::stream::RunEvent;
 
     const ELICIT: &str = "elicitation/create";
 

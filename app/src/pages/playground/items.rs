@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::content_block;
+use super::stream::content_block;
 use crate::error::PanelError;
 use crate::pages::ui::{ErrorNote, JsonBlock};
 

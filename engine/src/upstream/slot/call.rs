@@ -201,9 +201,7 @@ async fn answer_inputs(
     let mut asked = crate::tool::Keyed::new();
     for (key, question) in questions {
         let question = serde_json::to_value(question).map_err(ToolError::internal)?;
-        if let Some(required) = crate::tool::required_capability(&question)
-            && !crate::tool::declares(&declared, &required)
-        {
+        if let Some(required) = crate::tool::undeclared(&declared, &question) {
             return Err(ToolError::MissingCapability(required));
         }
         asked.insert(key, question);
