@@ -1,8 +1,14 @@
 //! Running Toolgate processes, for the load benchmark and the multi-process tests, with what
 //! both drive them with: a raw keep-alive MCP client ([`raw`]) and an rmcp upstream
-//! ([`upstream`]).
+//! ([`upstream`]); and what the benchmark measures with: load of many clients ([`load`]),
+//! each process's CPU ([`cpu`]), the processes beside Toolgate ([`peer`]: the Python upstream,
+//! agentgateway) and thousands of listening streams ([`scale`]).
 
+pub mod cpu;
+pub mod load;
+pub mod peer;
 pub mod raw;
+pub mod scale;
 pub mod upstream;
 
 use std::io::{BufRead, BufReader};

@@ -8,7 +8,7 @@
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::StatusCode;
+use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
@@ -40,7 +40,23 @@ impl RawHttp {
         headers: &[(&str, &str)],
         body: &Value,
     ) -> Result<(hyper::HeaderMap, Bytes)> {
-        let mut request = hyper::Request::post(path)
+        let response = self.send(hyper::Method::POST, path, headers, Some(body)).await?;
+        let (parts, body) = response.into_parts();
+        Ok((parts.headers, body.collect().await?.to_bytes()))
+    }
+
+    /// Sends a request with `headers` (and JSON `body`), and returns the answer as it starts,
+    /// its body still to come; a status other than success is an error.
+    pub async fn send(
+        &mut self,
+        method: hyper::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> Result<hyper::Response<Incoming>> {
+        let mut request = hyper::Request::builder()
+            .method(method)
+            .uri(path)
             .header(hyper::header::HOST, &self.authority)
             .header(hyper::header::CONTENT_TYPE, "application/json");
         if let Some(key) = &self.key {
@@ -49,15 +65,16 @@ impl RawHttp {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let request = request.body(Full::new(Bytes::from(serde_json::to_vec(body)?)))?;
+        let body = body.map(serde_json::to_vec).transpose()?.unwrap_or_default();
+        let request = request.body(Full::new(Bytes::from(body)))?;
         self.sender.ready().await?;
         let response = self.sender.send_request(request).await?;
-        let (parts, body) = response.into_parts();
-        let body = body.collect().await?.to_bytes();
-        if parts.status != StatusCode::OK && parts.status != StatusCode::ACCEPTED {
-            bail!("HTTP {}: {}", parts.status, String::from_utf8_lossy(&body));
+        if !response.status().is_success() {
+            let status = response.status();
+            let body = response.into_body().collect().await?.to_bytes();
+            bail!("HTTP {status}: {}", String::from_utf8_lossy(&body));
         }
-        Ok((parts.headers, body))
+        Ok(response)
     }
 }
 
@@ -135,14 +152,56 @@ impl RawMcp {
         self.next_id += 1;
         let name = params["name"].as_str().map(str::to_string);
         if self.revision == Revision::Current {
-            params["_meta"] = json!({
-                "io.modelcontextprotocol/protocolVersion": self.revision.version(),
-                "io.modelcontextprotocol/clientInfo": {"name": "raw-keep-alive", "version": "1"},
-                "io.modelcontextprotocol/clientCapabilities": {}
-            });
+            params["_meta"] = self.meta();
         }
         let message = json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
         self.post(&message, method, name.as_deref()).await
+    }
+
+    /// Opens the stream a client listens on for the server's notifications: in a session,
+    /// `GET` on the endpoint; on 2026-07-28, `subscriptions/listen` for every list. Returns
+    /// the stream's body as it comes.
+    pub async fn listen(&mut self) -> Result<Incoming> {
+        let version = self.revision.version();
+        let mut headers =
+            vec![("accept", "text/event-stream, application/json"), ("mcp-protocol-version", version)];
+        let response = match (self.revision, &self.session) {
+            (Revision::Handshake, Some(session)) => {
+                headers.push(("mcp-session-id", session));
+                self.http.send(hyper::Method::GET, &self.path, &headers, None).await?
+            }
+            (Revision::Handshake, None) => bail!("no session to listen on"),
+            (Revision::Current, _) => {
+                self.next_id += 1;
+                headers.push(("mcp-method", "subscriptions/listen"));
+                let params = json!({
+                    "_meta": self.meta(),
+                    "notifications": {"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true}
+                });
+                let message = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "subscriptions/listen", "params": params});
+                self.http.send(hyper::Method::POST, &self.path, &headers, Some(&message)).await?
+            }
+        };
+        Ok(response.into_body())
+    }
+
+    /// The `_meta` every 2026-07-28 request carries.
+    fn meta(&self) -> Value {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": self.revision.version(),
+            "io.modelcontextprotocol/clientInfo": {"name": "raw-keep-alive", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        })
+    }
+
+    /// Ends the session, if there is one, as a polite client does (`DELETE`).
+    pub async fn close(mut self) -> Result<()> {
+        if let Some(session) = self.session.take() {
+            let headers =
+                [("mcp-session-id", session.as_str()), ("mcp-protocol-version", self.revision.version())];
+            self.http.send(hyper::Method::DELETE, &self.path, &headers, None).await?;
+        }
+        Ok(())
     }
 
     /// POSTs one JSON-RPC message with the revision's headers; returns the answer's body.
