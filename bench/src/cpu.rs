@@ -72,21 +72,21 @@ pub fn machine_seconds() -> f64 {
         .and_then(|l| l.strip_prefix("cpu "))
         .map(|l| l.split_whitespace().map(|v| v.parse().unwrap_or(0.0)).collect())
         .unwrap_or_default();
-    // user nice system idle iowait irq softirq steal
-    let busy: f64 = [0, 1, 2, 5, 6, 7].iter().filter_map(|i| cpu.get(*i)).sum();
+    // user nice system idle iowait irq softirq (steal is another machine's)
+    let busy: f64 = [0, 1, 2, 5, 6].iter().filter_map(|i| cpu.get(*i)).sum();
     busy / TICKS
 }
 
-/// The postmaster of the PostgreSQL cluster at `database_url`.
+/// The postmaster of the PostgreSQL cluster at `database_url`: the parent of the backend
+/// serving a connection.
 pub async fn postmaster(database_url: &str) -> Result<u32> {
     use sqlx::Connection;
     let mut db = sqlx::PgConnection::connect(database_url).await?;
-    let dir: String = sqlx::query_scalar("SHOW data_directory").fetch_one(&mut db).await?;
+    let backend: i32 = sqlx::query_scalar("SELECT pg_backend_pid()").fetch_one(&mut db).await?;
+    // Fields after the name: state(0) ppid(1).
+    let parent = stat_fields(backend.unsigned_abs()).get(1).copied();
     db.close().await?;
-    // Readable here: the benchmark runs as the cluster's owner.
-    let pid = std::fs::read_to_string(format!("{dir}/postmaster.pid"))
-        .with_context(|| format!("reading {dir}/postmaster.pid"))?;
-    pid.lines().next().and_then(|l| l.trim().parse().ok()).context("no pid in postmaster.pid")
+    parent.filter(|p| *p > 1.0).map(|p| p as u32).context("the database is not on this machine")
 }
 
 /// The processes a row watches, named.

@@ -178,8 +178,7 @@ pub async fn measure(load: &Load<'_>, concurrency: usize, seconds: f64, watch: &
                 c.call(driver, &tool, &arguments).await?;
                 latencies.push(t.elapsed());
             }
-            c.close().await;
-            anyhow::Ok(latencies)
+            anyhow::Ok((latencies, c))
         }));
     }
     let mut rss = gateway.map(rss_mib);
@@ -189,20 +188,21 @@ pub async fn measure(load: &Load<'_>, concurrency: usize, seconds: f64, watch: &
             *max = max.max(rss_mib(pid));
         }
     }
-    let mut all = Vec::new();
+    let (mut all, mut done) = (Vec::new(), Vec::new());
     for worker in workers {
-        all.extend(worker.await??);
+        let (latencies, client) = worker.await??;
+        all.extend(latencies);
+        done.push(client);
     }
     let elapsed = started.elapsed().as_secs_f64();
     all.sort();
     let calls = (all.len() * driver.calls()) as f64;
-    Ok(Measured {
-        per_second: calls / elapsed,
-        p50: at(&all, 0.50),
-        p99: at(&all, 0.99),
-        cpu: watch.per_call(&before, calls),
-        rss_mib: rss,
-    })
+    // Read before the clients close, which is not the calls' work.
+    let cpu = watch.per_call(&before, calls);
+    for client in done {
+        client.close().await;
+    }
+    Ok(Measured { per_second: calls / elapsed, p50: at(&all, 0.50), p99: at(&all, 0.99), cpu, rss_mib: rss })
 }
 
 /// The `q` quantile of sorted `samples`.

@@ -18,6 +18,9 @@ pub struct Listeners {
     heard: mpsc::UnboundedReceiver<Instant>,
 }
 
+/// What a stream hears when the tenant's tools change.
+const HEARD: &[u8] = b"notifications/tools/list_changed";
+
 /// Streams opened at once while opening many.
 const OPENING: usize = 32;
 
@@ -35,17 +38,17 @@ impl Listeners {
                 let mut body = client.listen().await?;
                 drop(permit);
                 anyhow::Ok(async move {
-                    // The client keeps the connection; each `list_changed` is told once.
+                    // The client keeps the connection; each `tools/list_changed` is told once.
                     let _client = client;
                     let mut tail = Vec::new();
                     while let Some(Ok(frame)) = body.frame().await {
                         let Some(data) = frame.data_ref() else { continue };
                         tail.extend_from_slice(data);
-                        if tail.windows(12).any(|w| w == b"list_changed") {
+                        if tail.windows(HEARD.len()).any(|w| w == HEARD) {
                             let _ = tell.send(Instant::now());
                             tail.clear();
                         } else {
-                            tail.drain(..tail.len().saturating_sub(11));
+                            tail.drain(..tail.len().saturating_sub(HEARD.len() - 1));
                         }
                     }
                 })
@@ -58,7 +61,7 @@ impl Listeners {
         Ok(Listeners { streams, heard })
     }
 
-    /// How many streams are open.
+    /// How many streams were opened.
     pub fn len(&self) -> usize {
         self.streams.len()
     }

@@ -16,8 +16,9 @@
 //! 3. `tools/list` for a tenant with 5,000 tools (as Toolgate sends it and as an rmcp client
 //!    reads it), Toolgate's RSS, the time a configuration change takes to reach a second,
 //!    `toolgate gateway` process;
-//! 4. scale: thousands of idle listening streams in each era, their memory, and how long a
-//!    `list_changed` takes to reach all of them;
+//! 4. scale: thousands of idle listening streams in each era on a fresh `toolgate gateway`
+//!    replica, their memory, and how long a `list_changed` made on `serve` takes to reach all
+//!    of them;
 //!
 //! and prints Markdown tables and the performance issue's targets, met or not.
 //!
@@ -108,7 +109,7 @@ async fn main() -> Result<()> {
     let bin = std::env::var("TOOLGATE_BIN").context("TOOLGATE_BIN names the release toolgate binary")?;
     let database_url = std::env::var("DATABASE_URL").context("DATABASE_URL names the benchmark's cluster")?;
     let seconds: f64 = env_or("BENCH_SECONDS", 5.0);
-    let rounds: usize = env_or("BENCH_ROUNDS", 3);
+    let rounds: usize = env_or("BENCH_ROUNDS", 3).max(1);
     let stream_count: usize = env_or("BENCH_STREAMS", 10_000);
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let data = std::env::temp_dir().join(format!("toolgate-loadgen-{}", std::process::id()));
@@ -144,18 +145,14 @@ async fn main() -> Result<()> {
     let server = |name: &str, transport: &str, url: &str| json!({"name": name, "transport": transport, "url": url, "tags": ["bench"]});
     let mut servers = vec![server("up", "streamable_http", &rust_upstream)];
     let mut tools = vec!["up_echo"];
-    for (name, upstream, transport) in [
-        ("py", &fastmcp, "streamable_http"),
-        ("sse", &fastmcp_sse, "sse"),
-        ("py1", &fastmcp_1, "streamable_http"),
+    for (name, upstream, transport, tool) in [
+        ("py", &fastmcp, "streamable_http", "py_echo"),
+        ("sse", &fastmcp_sse, "sse", "sse_echo"),
+        ("py1", &fastmcp_1, "streamable_http", "py1_echo"),
     ] {
         if let Some((_, url)) = upstream {
             servers.push(server(name, transport, url));
-            tools.push(match name {
-                "py" => "py_echo",
-                "sse" => "sse_echo",
-                _ => "py1_echo",
-            });
+            tools.push(tool);
         }
     }
     if let Some(python) = &python {
@@ -197,17 +194,6 @@ async fn main() -> Result<()> {
     let beside = Watch(vec![postgres, driver]);
     let through = Watch(vec![(GATEWAY, Pids::One(pid)), postgres, driver]);
 
-    // A second build of Toolgate, on the same database, for a before-and-after in one run.
-    let baseline = match std::env::var("TOOLGATE_BASELINE_BIN") {
-        Ok(baseline) => {
-            let process = ToolgateProcess::start_with_env(&baseline, "serve", &data, None, &env)?;
-            let url = format!("{}/mcp/bench", process.url);
-            wait_for_tools(&url, &key, |listed| listed.iter().any(|l| l.name == "py_echo")).await;
-            Some((process, url))
-        }
-        Err(_) => None,
-    };
-
     // 1. Side by side.
     let mut side = Vec::new();
     if let Some((upstream_process, fastmcp_url)) = &fastmcp
@@ -219,6 +205,16 @@ async fn main() -> Result<()> {
                 eprintln!("AGENTGATEWAY_BIN is not set: the side-by-side run leaves agentgateway out");
                 None
             }
+        };
+        // A second build of Toolgate on the same database, for a before-and-after in one run.
+        let baseline = match std::env::var("TOOLGATE_BASELINE_BIN") {
+            Ok(baseline) => {
+                let process = ToolgateProcess::start_with_env(&baseline, "serve", &data, None, &env)?;
+                let url = format!("{}/mcp/bench", process.url);
+                wait_for_tools(&url, &key, |listed| listed.iter().any(|l| l.name == "py_echo")).await;
+                Some((process, url))
+            }
+            Err(_) => None,
         };
         let mut contenders = vec![Contender {
             name: "FastMCP directly",
@@ -362,25 +358,28 @@ async fn main() -> Result<()> {
     replica.cancel().await.ok();
     drop(gateway);
 
-    // 4. Thousands of idle listening streams.
+    // 4. Thousands of idle listening streams, each era on a fresh `toolgate gateway` replica
+    // (what one era's streams leave behind does not lower the next one's figure); the admin
+    // change is made on `serve` and reaches the replica through PostgreSQL.
     let mut streams = Vec::new();
     for revision in [Revision::Handshake, Revision::Current] {
         if !format!("streams {revision:?}").contains(&only) {
             continue;
         }
         eprintln!("measuring: {stream_count} idle streams, {revision:?}");
-        let before = rss_mib(pid);
+        let replica = ToolgateProcess::start_with_env(&bin, "gateway", &data, None, &env)?;
+        let replica_endpoint = format!("{}/mcp/bench", replica.url);
+        wait_for_tools(&replica_endpoint, &key, |listed| !listed.is_empty()).await;
+        let before = rss_mib(replica.pid());
         let started = Instant::now();
-        let mut listeners = Listeners::open(&endpoint, &key, revision, stream_count).await?;
+        let mut listeners = Listeners::open(&replica_endpoint, &key, revision, stream_count).await?;
         let opened_in = started.elapsed();
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let kib_each = (rss_mib(pid) - before) * 1024.0 / listeners.len() as f64;
+        let kib_each = (rss_mib(replica.pid()) - before) * 1024.0 / listeners.len() as f64;
         let since = Instant::now();
         toggle(streams.len()).await?;
         let heard = listeners.heard_since(since, Duration::from_secs(10)).await;
         streams.push(Streams { revision, open: listeners.len(), opened_in, kib_each, heard });
-        drop(listeners);
-        tokio::time::sleep(Duration::from_secs(2)).await;
     }
     print_streams(&streams);
 
@@ -501,7 +500,7 @@ fn print_streams(streams: &[Streams]) {
     }
     println!("\n### Idle listening streams, each on its own keep-alive connection\n");
     println!(
-        "| stream | open | opened in | Toolgate RSS per stream | heard the change | fan-out p50 | p99 | last |"
+        "| stream | opened | opened in | replica's RSS per stream | heard the change | fan-out p50 | p99 | last |"
     );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for s in streams {

@@ -27,10 +27,10 @@ fn millis(seconds: f64) -> String {
     format!("{:.3} ms", seconds * 1000.0)
 }
 
-/// The lowest and highest of `values`, and how they read.
-fn range(values: &[f64], show: impl Fn(f64) -> String) -> (String, f64, f64) {
+/// How `values` range, and the highest.
+fn range(values: &[f64], show: impl Fn(f64) -> String) -> (String, f64) {
     let (low, high) = values.iter().fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(*v), h.max(*v)));
-    (format!("{}–{} over {} rows", show(low), show(high), values.len()), low, high)
+    (format!("{}–{} over {} rows", show(low), show(high), values.len()), high)
 }
 
 pub fn judge(run: &Run) -> Vec<Target> {
@@ -71,7 +71,7 @@ pub fn judge(run: &Run) -> Vec<Target> {
     proxied
         .extend(row("Toolgate").into_iter().flat_map(|r| [&r.c1, &r.c16]).filter_map(|m| m.cpu.of(GATEWAY)));
     if !proxied.is_empty() {
-        let (measured, _, high) = range(&proxied, millis);
+        let (measured, high) = range(&proxied, millis);
         targets
             .push(Target { what: "proxied call ≤ 0.15 ms Toolgate CPU", measured, met: high <= 0.15e-3 });
     }
@@ -83,7 +83,7 @@ pub fn judge(run: &Run) -> Vec<Target> {
     let at_16: Vec<&&OwnRow> = builtin.iter().filter(|r| r.concurrency == 16).collect();
     let cpu: Vec<f64> = at_16.iter().filter_map(|r| r.measured.cpu.of(GATEWAY)).collect();
     if !cpu.is_empty() {
-        let (measured, _, high) = range(&cpu, millis);
+        let (measured, high) = range(&cpu, millis);
         targets.push(Target {
             what: "built-in tool over MCP ≤ 0.04 ms CPU, c=16",
             measured,
@@ -107,7 +107,7 @@ pub fn judge(run: &Run) -> Vec<Target> {
         added.push(toolgate.c1.p50.saturating_sub(direct.c1.p50).as_secs_f64());
     }
     if !added.is_empty() {
-        let (measured, _, high) = range(&added, millis);
+        let (measured, high) = range(&added, millis);
         targets.push(Target {
             what: "added p50 ≤ 0.25 ms over FastMCP, c=1",
             measured,
