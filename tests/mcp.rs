@@ -226,17 +226,7 @@ async fn a_changed_description_is_announced_to_the_sessions(pool: PgPool) {
         ..Default::default()
     };
     let acme = TenantSlug::parse("acme").unwrap();
-    store::overrides::set(
-        &pool,
-        &common::secret_box(),
-        &Actor::system(),
-        &acme,
-        run_command,
-        &described,
-        engine::catalog::check_presets,
-    )
-    .await
-    .unwrap();
+    common::set_override(&pool, &acme, run_command, &described).await.unwrap();
 
     let deadline = Instant::now() + Duration::from_secs(5);
     while client.service().list_changed.load(Ordering::SeqCst) == 0 {
@@ -839,17 +829,7 @@ async fn a_preset_parameter_mirrored_in_a_header_reaches_a_renamed_upstream_tool
         ..Default::default()
     };
     let acme = TenantSlug::parse("acme").unwrap();
-    store::overrides::set(
-        &pool,
-        &common::secret_box(),
-        &Actor::system(),
-        &acme,
-        tool_id,
-        &renamed,
-        engine::catalog::check_presets,
-    )
-    .await
-    .unwrap();
+    common::set_override(&pool, &acme, tool_id, &renamed).await.unwrap();
     let (_, offered) = listed("run_sql").await;
     assert!(offered.input_schema.get("properties").unwrap().get("region").is_none(), "{offered:?}");
 

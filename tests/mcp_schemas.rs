@@ -182,17 +182,7 @@ async fn mcp_clients_get_schemas_as_published_less_the_presets_and_arguments_mee
     };
     common::until_listed(&app.url(""), &key, "shipping_ship").await;
     let tool_id = common::tool_id(&pool, "ship").await;
-    store::overrides::set(
-        &pool,
-        &common::secret_box(),
-        &Actor::system(),
-        &acme,
-        tool_id,
-        &preset,
-        engine::catalog::check_presets,
-    )
-    .await
-    .unwrap();
+    common::set_override(&pool, &acme, tool_id, &preset).await.unwrap();
 
     let mut expected = published_input();
     expected["properties"].as_object_mut().unwrap().remove("apiKey");

@@ -162,17 +162,7 @@ async fn an_mcp_session_moves_to_another_replica_with_its_key_and_its_equipped_g
     assert_eq!(stream.status(), 200);
     let renamed =
         engine::store::overrides::OverrideInput { name: Some("run_program".into()), ..Default::default() };
-    store::overrides::set(
-        &pool,
-        &common::secret_box(),
-        &Actor::system(),
-        &acme,
-        run_command,
-        &renamed,
-        engine::catalog::check_presets,
-    )
-    .await
-    .unwrap();
+    common::set_override(&pool, &acme, run_command, &renamed).await.unwrap();
     let mut heard = String::new();
     while !heard.contains("notifications/tools/list_changed") {
         let chunk = tokio::time::timeout(Duration::from_secs(10), stream.chunk()).await;

@@ -21,6 +21,18 @@ fn actor() -> Actor {
     Actor::admin("tester")
 }
 
+/// Sets `tenant`'s override of `tool` as an administrator does, with the catalog's presets rule.
+async fn set_override(
+    pool: &PgPool,
+    secrets: &SecretBox,
+    tenant: &str,
+    tool: Uuid,
+    input: &OverrideInput,
+) -> store::Result<store::overrides::Override> {
+    store::overrides::set(pool, secrets, &actor(), &slug(tenant), tool, input, engine::catalog::check_presets)
+        .await
+}
+
 fn slug(s: &str) -> TenantSlug {
     TenantSlug::parse(s).unwrap()
 }
@@ -137,17 +149,7 @@ async fn disabled_source_global_switch_and_overrides_hide_tools(pool: PgPool) {
     tenant(&pool, "t", Some(&[])).await;
     let secrets = SecretBox::from_key(&[1; 32]).unwrap();
     let hide = OverrideInput { enabled: Some(false), ..Default::default() };
-    store::overrides::set(
-        &pool,
-        &secrets,
-        &actor(),
-        &slug("t"),
-        ids[1],
-        &hide,
-        engine::catalog::check_presets,
-    )
-    .await
-    .unwrap();
+    set_override(&pool, &secrets, "t", ids[1], &hide).await.unwrap();
     store::sources::set_enabled(&pool, &actor(), &name("b"), false).await.unwrap();
     let live = catalog(&pool).await;
     assert_eq!(names(&live.snapshot(), "t"), ["a_one"]);
@@ -256,17 +258,7 @@ async fn name_conflicts_are_reported_and_resolved_by_an_override(pool: PgPool) {
 
     let secrets = SecretBox::from_key(&[1; 32]).unwrap();
     let rename = OverrideInput { name: Some("search_one".into()), ..Default::default() };
-    store::overrides::set(
-        &pool,
-        &secrets,
-        &actor(),
-        &slug("t"),
-        first[0],
-        &rename,
-        engine::catalog::check_presets,
-    )
-    .await
-    .unwrap();
+    set_override(&pool, &secrets, "t", first[0], &rename).await.unwrap();
     eventually(&live, Duration::from_secs(5), |s| s.tenant("t").unwrap().conflicts.is_empty()).await;
     let snapshot = live.snapshot();
     assert_eq!(names(&snapshot, "t"), ["fetch", "search", "search_one"]);
@@ -292,17 +284,7 @@ async fn presets_leave_the_llm_schema_and_secrets_stay_encrypted(pool: PgPool) {
         secret_presets: [("apiKey".to_string(), SecretInput::Value("sk-live-PLAINTEXT".into()))].into(),
         ..Default::default()
     };
-    let saved = store::overrides::set(
-        &pool,
-        &secrets,
-        &actor(),
-        &slug("t"),
-        ids[0],
-        &input,
-        engine::catalog::check_presets,
-    )
-    .await
-    .unwrap();
+    let saved = set_override(&pool, &secrets, "t", ids[0], &input).await.unwrap();
     assert_eq!(saved.secret_presets, ["apiKey"], "read back as names only");
 
     let snapshot = catalog(&pool).await.snapshot();
@@ -328,17 +310,7 @@ async fn presets_leave_the_llm_schema_and_secrets_stay_encrypted(pool: PgPool) {
         secret_presets: [("apiKey".to_string(), SecretInput::Keep { set: true })].into(),
         ..input
     };
-    store::overrides::set(
-        &pool,
-        &secrets,
-        &actor(),
-        &slug("t"),
-        ids[0],
-        &keep,
-        engine::catalog::check_presets,
-    )
-    .await
-    .unwrap();
+    set_override(&pool, &secrets, "t", ids[0], &keep).await.unwrap();
     let stored: String = sqlx::query_scalar("select secret_presets->>'apiKey' from tool_override")
         .fetch_one(&pool)
         .await
@@ -374,17 +346,7 @@ async fn the_audit_log_names_tools_shows_revocations_and_skips_writes_that_chang
     store::tenants::update(&pool, &actor(), &slug("t"), rename.clone()).await.unwrap();
     store::tenants::update(&pool, &actor(), &slug("t"), rename).await.unwrap();
     let hide = OverrideInput { enabled: Some(false), ..Default::default() };
-    store::overrides::set(
-        &pool,
-        &secrets,
-        &actor(),
-        &slug("t"),
-        ids[0],
-        &hide,
-        engine::catalog::check_presets,
-    )
-    .await
-    .unwrap();
+    set_override(&pool, &secrets, "t", ids[0], &hide).await.unwrap();
     store::overrides::clear(&pool, &actor(), &slug("t"), ids[0]).await.unwrap();
     let (key, _) =
         store::keys::create(&pool, &actor(), &slug("t"), "ci", None, Default::default()).await.unwrap();
@@ -421,27 +383,9 @@ async fn bad_input_is_rejected_with_what_was_wrong(pool: PgPool) {
     let secrets = SecretBox::from_key(&[1; 32]).unwrap();
     let ids = source(&pool, "s", &[], &[tool("x", &[])]).await;
     let bad_name = OverrideInput { name: Some("has space".into()), ..Default::default() };
-    let err = store::overrides::set(
-        &pool,
-        &secrets,
-        &actor(),
-        &slug("t"),
-        ids[0],
-        &bad_name,
-        engine::catalog::check_presets,
-    )
-    .await;
+    let err = set_override(&pool, &secrets, "t", ids[0], &bad_name).await;
     assert!(matches!(err, Err(store::Error::Invalid(m)) if m.contains("not a valid tool name")));
-    let missing = store::overrides::set(
-        &pool,
-        &secrets,
-        &actor(),
-        &slug("t"),
-        Uuid::new_v4(),
-        &OverrideInput::default(),
-        engine::catalog::check_presets,
-    )
-    .await;
+    let missing = set_override(&pool, &secrets, "t", Uuid::new_v4(), &OverrideInput::default()).await;
     assert!(matches!(missing, Err(store::Error::NotFound(_))));
     let bad_schema = ToolDefinition { input_schema: json!("not an object"), ..tool("y", &[]) };
     let err = store::sources::sync_tools(&pool, &actor(), &name("s"), &[bad_schema]).await;
@@ -470,17 +414,7 @@ async fn a_burst_of_a_thousand_changes_ends_in_the_final_state(pool: PgPool) {
     let secrets = SecretBox::from_key(&[1; 32]).unwrap();
     for i in 0..1000 {
         let input = OverrideInput { description: Some(format!("version {i}")), ..Default::default() };
-        store::overrides::set(
-            &pool,
-            &secrets,
-            &actor(),
-            &slug("acme"),
-            ids[0],
-            &input,
-            engine::catalog::check_presets,
-        )
-        .await
-        .unwrap();
+        set_override(&pool, &secrets, "acme", ids[0], &input).await.unwrap();
     }
     eventually(&observer, Duration::from_secs(10), |s| {
         s.tenant("acme").unwrap().resolve("s_echo").unwrap().description == "version 999"
@@ -499,17 +433,7 @@ async fn a_rebuild_reuses_unchanged_tools_and_sees_every_kind_of_change(pool: Pg
     // A tenant's choice: the other tools are reused as they were, not read and built again.
     let secrets = SecretBox::from_key(&[1; 32]).unwrap();
     let renamed = OverrideInput { description: Some("Renamed".into()), ..Default::default() };
-    store::overrides::set(
-        &pool,
-        &secrets,
-        &actor(),
-        &slug("t"),
-        ids[0],
-        &renamed,
-        engine::catalog::check_presets,
-    )
-    .await
-    .unwrap();
+    set_override(&pool, &secrets, "t", ids[0], &renamed).await.unwrap();
     eventually(&live, Duration::from_secs(5), |s| tool_of(s, "a_one").description == "Renamed").await;
     assert!(std::sync::Arc::ptr_eq(&before, &tool_of(&live.snapshot(), "a_two")), "a_two was rebuilt");
 

@@ -323,6 +323,26 @@ pub fn venv_program_of(variant: &str, name: &str) -> std::path::PathBuf {
     program
 }
 
+/// Sets `tenant`'s override of `tool` as the system does, with the catalog's presets rule.
+pub async fn set_override(
+    pool: &PgPool,
+    tenant: &engine::model::TenantSlug,
+    tool: uuid::Uuid,
+    input: &engine::store::overrides::OverrideInput,
+) -> engine::store::Result<engine::store::overrides::Override> {
+    let system = engine::store::Actor::system();
+    engine::store::overrides::set(
+        pool,
+        &secret_box(),
+        &system,
+        tenant,
+        tool,
+        input,
+        engine::catalog::check_presets,
+    )
+    .await
+}
+
 /// An admin API token with every right, as `toolgate admin token create` makes one.
 pub async fn admin_token(pool: &PgPool, name: &str) -> String {
     let new = engine::store::tokens::NewToken { name: name.into(), ..Default::default() };
