@@ -150,7 +150,7 @@ pub(super) const MAX_ANSWER: usize = 16 * 1024 * 1024;
 const SSE_POST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The endpoint's HTTP headers, checked.
-fn headers(endpoint: &Endpoint) -> Result<http::HeaderMap, UpstreamError> {
+pub(super) fn headers(endpoint: &Endpoint) -> Result<http::HeaderMap, UpstreamError> {
     let mut headers = http::HeaderMap::new();
     for (name, value) in &endpoint.headers {
         let name = http::HeaderName::try_from(name.as_str())

@@ -7,36 +7,41 @@
 //! probes and `subscriptions/listen` stay on the connection. rmcp's client would hand each call
 //! through its service loop and its transport's worker (tasks and channels that cost more than
 //! the call), and its HTTP client keeps no connection alive between requests: a new TCP
-//! connection per call. The request and its answer are rmcp's model types, and the exchange is
-//! rmcp's own HTTP code (`StreamableHttpClient` for reqwest: headers, size limits, status and
-//! auth errors, SSE decoding). What rmcp's client adds that this does not (an `Mcp-Param-*`
-//! header for an annotated argument, an encoded `Mcp-Name`) leaves the call to rmcp.
+//! connection per call. The exchange is Toolgate's own, as the gateway's inbound side is: the
+//! request written from rmcp's model types into one buffer, and the answer read as far as needed
+//! (the JSON-RPC envelope borrowed from the body, the result parsed once into its type). rmcp's
+//! own POST (`StreamableHttpClient`) parsed every answer into its message enum, variant by
+//! variant over a buffered copy, and parsed the URL again for every call. What rmcp's client adds
+//! that this does not (an `Mcp-Param-*` header for an annotated argument, an encoded `Mcp-Name`)
+//! leaves the call to rmcp.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
+use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
-use http::{HeaderName, HeaderValue};
+use http::header::{ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientJsonRpcMessage, ClientRequest, ErrorData,
-    InputRequiredResult, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
-    RequestMetaObject, ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, CallToolResult, ErrorData, InputRequiredResult, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{Peer, RoleClient, ServiceError};
 use rmcp::transport::DynamicTransportError;
 use rmcp::transport::streamable_http_client::{
-    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
+    AuthRequiredError, InsufficientScopeError, StreamableHttpError,
 };
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
+use sse_stream::SseStream;
 
-use super::connect::{MAX_ANSWER, custom_headers};
+use super::connect::{MAX_ANSWER, headers};
 use super::handler::client_config;
 use super::oauth::Token;
+use super::sse::bounded;
 use crate::catalog::CatalogTool;
 use crate::store::servers::{Endpoint, Transport};
 use crate::tool::{Progress, ToolContext, send_progress};
@@ -48,18 +53,25 @@ const DRAIN: Duration = Duration::from_millis(100);
 /// Calls through one connection's HTTP endpoint.
 pub(super) struct DirectCalls {
     http: reqwest::Client,
-    url: Arc<str>,
-    /// The endpoint's own headers and the revision's.
-    headers: HashMap<HeaderName, HeaderValue>,
+    url: reqwest::Url,
+    /// The endpoint's own headers, the revision's and the exchange's.
+    headers: HeaderMap,
     /// What every request on 2026-07-28 carries in `_meta`: the revision, the client's
     /// information and capabilities.
     meta: RequestMetaObject,
-    /// The largest answer read, as on the rmcp connection.
-    limits: StreamableHttpResponseLimits,
     /// Ids of this connection's requests.
     ids: AtomicI64,
-    /// An OAuth server's token, added to each call (and refreshed) by rmcp's client.
+    /// An OAuth server's token, added to each call (and refreshed).
     token: Option<Arc<Token>>,
+}
+
+/// A JSON-RPC request as sent: the envelope around rmcp's params.
+#[derive(Serialize)]
+struct Request<'a> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    method: &'static str,
+    params: &'a CallToolRequestParams,
 }
 
 impl DirectCalls {
@@ -74,20 +86,19 @@ impl DirectCalls {
         if endpoint.transport != Transport::StreamableHttp || version != ProtocolVersion::V_2026_07_28 {
             return None;
         }
-        let mut headers = custom_headers(endpoint).ok()?;
+        let mut headers = headers(endpoint).ok()?;
         let revision = HeaderValue::from_str(version.as_str()).ok()?;
         headers.insert(HeaderName::from_static("mcp-protocol-version"), revision);
         headers.insert(HeaderName::from_static("mcp-method"), HeaderValue::from_static("tools/call"));
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream, application/json"));
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let client = client_config();
         let mut meta = RequestMetaObject::default();
         meta.set_protocol_version(version);
         meta.set_client_info(client.client_info);
         meta.set_client_capabilities(client.capabilities);
-        let url = endpoint.url.as_deref()?.into();
-        let mut limits = StreamableHttpResponseLimits::default();
-        limits.max_sse_event_size = MAX_ANSWER;
-        limits.max_json_response_size = MAX_ANSWER;
-        Some(DirectCalls { http: http.clone(), url, headers, meta, limits, ids: AtomicI64::new(0), token })
+        let url = endpoint.url.as_deref()?.parse().ok()?;
+        Some(DirectCalls { http: http.clone(), url, headers, meta, ids: AtomicI64::new(0), token })
     }
 
     /// Whether a call of `tool` can go this way: its name travels as a bare header value and
@@ -119,40 +130,69 @@ impl DirectCalls {
         if let Some(token) = &progress {
             meta.set_progress_token(token.clone());
         }
-        let mut headers = self.headers.clone();
         let name = HeaderValue::try_from(params.name.as_ref()).map_err(|e| failed(e.to_string()))?;
-        headers.insert(HeaderName::from_static("mcp-name"), name);
-        let message = ClientJsonRpcMessage::request(
-            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-            id.clone(),
-        );
-        let url = self.url.clone();
-        let response = match &self.token {
-            Some(token) => {
-                token.renew().await.map_err(|e| failed(e.to_string()))?;
-                token
-                    .client
-                    .post_message_with_response_limits(url, message, None, None, headers, self.limits)
-                    .await
-            }
-            None => {
-                self.http
-                    .post_message_with_response_limits(url, message, None, None, headers, self.limits)
-                    .await
-            }
+        let request = Request { jsonrpc: "2.0", id: &id, method: "tools/call", params: &params };
+        let body = Bytes::from(serde_json::to_vec(&request).map_err(|e| failed(e.to_string()))?);
+        let response = self.post(body, name).await?;
+        let status = response.status();
+        let kind = response.headers().get(CONTENT_TYPE).map(|v| v.as_bytes().to_vec()).unwrap_or_default();
+        if !status.is_success() {
+            return Err(refusal(response).await);
         }
-        .map_err(http_error)?;
-        match response {
-            StreamableHttpPostResponse::Json(message, _) => answer_of(message),
-            StreamableHttpPostResponse::Sse(mut stream, _) => {
-                let answer = read_stream(&mut stream, &id, progress.as_ref(), ctx).await;
-                // The rest of the stream, so its connection goes back to the pool.
-                let _ = tokio::time::timeout(DRAIN, stream.for_each(|_| async {})).await;
-                answer
+        if media_type_is(&kind, b"text/event-stream") {
+            let mut stream = SseStream::from_bytes_stream(bounded(response.bytes_stream(), MAX_ANSWER));
+            let answer = read_stream(&mut stream, &id, progress.as_ref(), ctx).await;
+            // The rest of the stream, so its connection goes back to the pool.
+            let _ = tokio::time::timeout(DRAIN, stream.for_each(|_| async {})).await;
+            return answer;
+        }
+        if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
+            return Err(failed("the server accepted the call but sent no answer"));
+        }
+        if !media_type_is(&kind, b"application/json") {
+            let kind = String::from_utf8_lossy(&kind);
+            return Err(failed(format!(
+                "the server answered with `{kind}`, neither JSON nor an event stream"
+            )));
+        }
+        let body = read_body(response).await?;
+        let message: Message = serde_json::from_slice(&body).map_err(|e| failed(e.to_string()))?;
+        answer_of(message)
+    }
+
+    /// POSTs `body`, with the connection's token when it has one: refreshed once, and sent
+    /// again, when the server refuses it with a challenge.
+    async fn post(&self, body: Bytes, name: HeaderValue) -> Result<reqwest::Response, ServiceError> {
+        let send = |bearer: Option<&str>| {
+            let mut request = self
+                .http
+                .post(self.url.clone())
+                .headers(self.headers.clone())
+                .header(HeaderName::from_static("mcp-name"), name.clone())
+                .body(body.clone());
+            if let Some(bearer) = bearer {
+                request = request.bearer_auth(bearer);
             }
-            _ => Err(failed("the server accepted the call but sent no answer")),
+            async move { request.send().await.map_err(broken) }
+        };
+        let Some(token) = &self.token else { return send(None).await };
+        let sent = token.bearer().await.map_err(|e| failed(e.to_string()))?;
+        let response = send(Some(&sent)).await?;
+        let challenged = response.headers().contains_key(WWW_AUTHENTICATE);
+        if response.status() != StatusCode::UNAUTHORIZED || !challenged {
+            return Ok(response);
+        }
+        match token.refreshed(&sent).await.map_err(|e| failed(e.to_string()))? {
+            Some(fresh) => send(Some(&fresh)).await,
+            None => Ok(response),
         }
     }
+}
+
+/// Whether a `Content-Type` value names `expected` (any parameters after it).
+fn media_type_is(value: &[u8], expected: &[u8]) -> bool {
+    let essence = value.split(|&b| b == b';').next().unwrap_or_default();
+    essence.trim_ascii().eq_ignore_ascii_case(expected)
 }
 
 /// Whether a schema annotates any property with `x-mcp-header`.
@@ -166,7 +206,7 @@ fn annotates_headers(schema: &Value) -> bool {
     }
 }
 
-/// A message of an answer stream, read as far as needed to tell what it is.
+/// A JSON-RPC message of an answer, read as far as needed to tell what it is.
 #[derive(Deserialize)]
 struct Message<'a> {
     id: Option<RequestId>,
@@ -177,6 +217,15 @@ struct Message<'a> {
     #[serde(borrow)]
     result: Option<&'a RawValue>,
     error: Option<ErrorData>,
+}
+
+/// The answer a message carries: its result, or its error.
+fn answer_of(message: Message) -> Result<ServerResult, ServiceError> {
+    match (message.result, message.error) {
+        (Some(result), _) => result_of(result),
+        (None, Some(error)) => Err(ServiceError::McpError(error)),
+        (None, None) => Err(failed("an answer without a result or an error")),
+    }
 }
 
 /// Reads an answer stream up to the answer to request `id`, relaying progress under `progress`
@@ -193,13 +242,7 @@ async fn read_stream(
         let Some(data) = event.data.filter(|data| !data.is_empty()) else { continue };
         let message: Message = serde_json::from_str(&data).map_err(|e| failed(e.to_string()))?;
         match (&message.id, message.method.as_deref()) {
-            (Some(answered), None) if answered == id => {
-                return match (message.result, message.error) {
-                    (Some(result), _) => result_of(result),
-                    (None, Some(error)) => Err(ServiceError::McpError(error)),
-                    (None, None) => Err(failed("an answer without a result or an error")),
-                };
-            }
+            (Some(answered), None) if answered == id => return answer_of(message),
             (None, Some("notifications/progress")) => {
                 let report = message
                     .params
@@ -242,34 +285,69 @@ fn result_of(result: &RawValue) -> Result<ServerResult, ServiceError> {
     read.map_err(|e| failed(format!("the answer is not a tools/call result: {e}")))
 }
 
-/// The answer a JSON body carried.
-fn answer_of(message: ServerJsonRpcMessage) -> Result<ServerResult, ServiceError> {
-    match message {
-        ServerJsonRpcMessage::Response(response) => Ok(response.result),
-        ServerJsonRpcMessage::Error(error) => Err(ServiceError::McpError(error.error)),
-        _ => Err(failed("the answer is not a response")),
+/// A JSON body, read up to the answer limit.
+async fn read_body(mut response: reqwest::Response) -> Result<Bytes, ServiceError> {
+    if response.content_length().is_some_and(|length| length > MAX_ANSWER as u64) {
+        return Err(too_large());
     }
+    let mut body = BytesMut::with_capacity(response.content_length().unwrap_or(0) as usize);
+    while let Some(chunk) = response.chunk().await.map_err(broken)? {
+        if body.len() + chunk.len() > MAX_ANSWER {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
 }
 
-/// A failure to reach the server is the connection's; any other is the call's.
-fn http_error(err: StreamableHttpError<reqwest::Error>) -> ServiceError {
-    match err {
-        StreamableHttpError::Client(_) | StreamableHttpError::Io(_) | StreamableHttpError::Sse(_) => {
-            tracing::debug!(error = %err, "a direct call found the connection broken");
-            ServiceError::TransportClosed
+/// What a server's failure status answers the call: its challenge (401, or 403 for want of
+/// scope) as rmcp's client reports one, so the connection marks the authorization; the JSON-RPC
+/// error a JSON body carries; or the status.
+async fn refusal(response: reqwest::Response) -> ServiceError {
+    let status = response.status();
+    let challenge =
+        response.headers().get(WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let refused: Option<StreamableHttpError<reqwest::Error>> = match (status, challenge) {
+        (StatusCode::UNAUTHORIZED, Some(challenge)) => {
+            Some(StreamableHttpError::AuthRequired(AuthRequiredError::new(challenge)))
         }
-        StreamableHttpError::ResponseBodyTooLarge { .. } => ServiceError::TransportClosed,
-        // As rmcp's client reports it: the connection then marks the authorization.
-        refused @ (StreamableHttpError::AuthRequired(_) | StreamableHttpError::InsufficientScope(_)) => {
-            let id = std::any::TypeId::of::<DirectCalls>();
-            ServiceError::TransportSend(DynamicTransportError::from_parts(
-                "direct call",
-                id,
-                Box::new(refused),
-            ))
+        // The scope it wants is read from the challenge where the authorization is marked.
+        (StatusCode::FORBIDDEN, Some(challenge)) => {
+            Some(StreamableHttpError::InsufficientScope(InsufficientScopeError::new(challenge, None)))
         }
-        other => failed(other.to_string()),
+        _ => None,
+    };
+    if let Some(refused) = refused {
+        let id = std::any::TypeId::of::<DirectCalls>();
+        return ServiceError::TransportSend(DynamicTransportError::from_parts(
+            "direct call",
+            id,
+            Box::new(refused),
+        ));
     }
+    let is_json = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| media_type_is(v.as_bytes(), b"application/json"));
+    if is_json
+        && let Ok(body) = read_body(response).await
+        && let Ok(Message { error: Some(error), .. }) = serde_json::from_slice(&body)
+    {
+        return ServiceError::McpError(error);
+    }
+    failed(format!("the server answered HTTP {status}"))
+}
+
+/// A failure to reach the server, or to read its answer: the connection's, not the call's.
+fn broken(err: reqwest::Error) -> ServiceError {
+    tracing::debug!(error = %err, "a direct call found the connection broken");
+    ServiceError::TransportClosed
+}
+
+/// An answer over the limit is not read: its connection is dropped, as rmcp's client does.
+fn too_large() -> ServiceError {
+    tracing::debug!("a direct call's answer is over the limit");
+    ServiceError::TransportClosed
 }
 
 fn failed(reason: impl Into<String>) -> ServiceError {

@@ -95,7 +95,7 @@ impl SseTransport {
 
 /// Fails the byte stream once more than `max_event` bytes arrive without an event ending (a
 /// blank line), so one endless event cannot grow the parser's buffer without bound.
-fn bounded(
+pub(super) fn bounded(
     bytes: impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
     max_event: usize,
 ) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use oauth2::TokenResponse;
 use rmcp::transport::auth::{
     AuthClient, AuthError, ClientCredentialsConfig, CredentialStore, OAuthClientConfig,
 };
@@ -89,6 +90,27 @@ impl Token {
                 Err(UpstreamError::NeedsAuthorization(server.name))
             }
             Err(err) => Err(failed(&err)),
+        }
+    }
+
+    /// The access token to send: exchanged again, or refreshed, first if it must be.
+    pub(in crate::upstream) async fn bearer(&self) -> Result<String, UpstreamError> {
+        self.renew().await?;
+        self.client.get_access_token().await.map_err(|e| UpstreamError::Authorization(e.to_string()))
+    }
+
+    /// After the server refused `sent` with a challenge: a refreshed token, when refreshing
+    /// gives a new one (`None` when the provider refuses, or has no refresh token: the
+    /// authorization must be given again). A provider out of reach is an error of the call.
+    pub(in crate::upstream) async fn refreshed(&self, sent: &str) -> Result<Option<String>, UpstreamError> {
+        let manager = self.client.auth_manager.lock().await;
+        match manager.refresh_token().await {
+            Ok(fresh) => {
+                let fresh = fresh.access_token().secret().to_string();
+                Ok((fresh != sent).then_some(fresh))
+            }
+            Err(AuthError::AuthorizationRequired | AuthError::TokenRefreshRejected(_)) => Ok(None),
+            Err(err) => Err(UpstreamError::Authorization(err.to_string())),
         }
     }
 
