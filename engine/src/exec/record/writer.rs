@@ -46,6 +46,14 @@ impl Writer {
         let mut retry: Option<Duration> = None;
         let mut open = true;
         while open || (!self.backlog.is_empty() && retry.is_none()) {
+            // Gathering a batch while writes succeed, the writer sleeps until the batch is due:
+            // the records that come meanwhile wait in the channel without waking it, one wake
+            // per batch rather than one per call.
+            if let Some(at) =
+                write_at.filter(|&at| retry.is_none() && flushes.is_empty() && at > Instant::now())
+            {
+                tokio::time::sleep_until(at.into()).await;
+            }
             let due = async {
                 match write_at {
                     Some(at) => tokio::time::sleep_until(at.into()).await,
@@ -53,6 +61,8 @@ impl Writer {
                 }
             };
             tokio::select! {
+                // What waits in the channel is taken before a due write.
+                biased;
                 count = receiver.recv_many(&mut received, BATCH), if open => {
                     open = count > 0;
                     for message in received.drain(..) {
