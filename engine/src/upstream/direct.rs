@@ -33,7 +33,8 @@ use rmcp::transport::DynamicTransportError;
 use rmcp::transport::streamable_http_client::{
     AuthRequiredError, InsufficientScopeError, StreamableHttpError,
 };
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use sse_stream::SseStream;
@@ -71,7 +72,47 @@ struct Request<'a> {
     jsonrpc: &'static str,
     id: &'a RequestId,
     method: &'static str,
-    params: &'a CallToolRequestParams,
+    params: Params<'a>,
+}
+
+/// A call's params as rmcp writes them (their own `_meta` set aside), with the `_meta` a direct
+/// call sends.
+#[derive(Serialize)]
+struct Params<'a> {
+    #[serde(flatten)]
+    call: &'a CallToolRequestParams,
+    #[serde(rename = "_meta")]
+    meta: Meta<'a>,
+}
+
+/// A direct call's `_meta`: the call's own entries (the caller's capabilities, log level and
+/// trace), the connection's where the call has none (the revision, the client's information),
+/// and the progress token; written from where they are, not merged into a copy.
+struct Meta<'a> {
+    call: Option<&'a RequestMetaObject>,
+    connection: &'a RequestMetaObject,
+    progress: Option<&'a ProgressToken>,
+}
+
+impl Serialize for Meta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        const PROGRESS: &str = "progressToken";
+        let call = self.call.map(|meta| &meta.0.0);
+        let in_call = |key: &str| call.is_some_and(|call| call.contains_key(key));
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in call.into_iter().flatten() {
+            if key != PROGRESS || self.progress.is_none() {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        for (key, value) in self.connection.iter().filter(|(key, _)| !in_call(key)) {
+            map.serialize_entry(key, value)?;
+        }
+        if let Some(token) = self.progress {
+            map.serialize_entry(PROGRESS, token)?;
+        }
+        map.end()
+    }
 }
 
 impl DirectCalls {
@@ -114,25 +155,23 @@ impl DirectCalls {
     }
 
     /// Sends one `tools/call`; progress and log messages the server sends before its answer go
-    /// to `ctx`.
+    /// to `ctx`. `params` is written as it is, its `_meta` completed with the connection's (set
+    /// aside while the request is written, so nothing of the call is copied).
     pub(super) async fn call(
         &self,
-        mut params: CallToolRequestParams,
+        params: &mut CallToolRequestParams,
         ctx: &ToolContext,
     ) -> Result<ServerResult, ServiceError> {
         let id = RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed));
-        let meta = params.meta.get_or_insert_with(RequestMetaObject::default);
-        // The call's own (the caller's capabilities) win over the connection's.
-        for (key, value) in self.meta.iter() {
-            meta.0.entry(key.clone()).or_insert_with(|| value.clone());
-        }
         let progress = ctx.progress_sink().map(|_| ProgressToken(id.clone()));
-        if let Some(token) = &progress {
-            meta.set_progress_token(token.clone());
-        }
         let name = HeaderValue::try_from(params.name.as_ref()).map_err(|e| failed(e.to_string()))?;
-        let request = Request { jsonrpc: "2.0", id: &id, method: "tools/call", params: &params };
-        let body = Bytes::from(serde_json::to_vec(&request).map_err(|e| failed(e.to_string()))?);
+        let own = params.meta.take();
+        let meta = Meta { call: own.as_ref(), connection: &self.meta, progress: progress.as_ref() };
+        let request =
+            Request { jsonrpc: "2.0", id: &id, method: "tools/call", params: Params { call: params, meta } };
+        let body = serde_json::to_vec(&request).map(Bytes::from);
+        params.meta = own;
+        let body = body.map_err(|e| failed(e.to_string()))?;
         let response = self.post(body, name).await?;
         let status = response.status();
         let kind = response.headers().get(CONTENT_TYPE).map(|v| v.as_bytes().to_vec()).unwrap_or_default();
@@ -352,4 +391,34 @@ fn too_large() -> ServiceError {
 
 fn failed(reason: impl Into<String>) -> ServiceError {
     ServiceError::McpError(ErrorData::internal_error(reason.into(), None))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_direct_calls_meta_is_its_own_then_the_connections_then_its_progress_token() {
+        const CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+        const REVISION: &str = "io.modelcontextprotocol/protocolVersion";
+        let mut own = RequestMetaObject::default();
+        own.0.insert(CAPABILITIES.into(), json!({"sampling": {}}));
+        own.0.insert("progressToken".into(), json!("stale"));
+        let mut connection = RequestMetaObject::default();
+        connection.0.insert(CAPABILITIES.into(), json!({}));
+        connection.0.insert(REVISION.into(), json!("2026-07-28"));
+        let arguments = json!({"text": "hi"}).as_object().cloned().unwrap();
+        let call = CallToolRequestParams::new("echo").with_arguments(arguments);
+        let token = ProgressToken(RequestId::Number(7));
+        let meta = Meta { call: Some(&own), connection: &connection, progress: Some(&token) };
+        let written = serde_json::to_value(Params { call: &call, meta }).unwrap();
+        let expected = json!({
+            "name": "echo",
+            "arguments": {"text": "hi"},
+            "_meta": {CAPABILITIES: {"sampling": {}}, REVISION: "2026-07-28", "progressToken": 7},
+        });
+        assert_eq!(written, expected);
+    }
 }

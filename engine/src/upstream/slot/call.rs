@@ -73,7 +73,7 @@ impl Slot {
         let rounds_of_the_call = async {
             loop {
                 let sent = match &direct {
-                    Some(direct) => direct.call(params.clone(), ctx).await,
+                    Some(direct) => direct.call(&mut params, ctx).await,
                     None => self.send_call(&peer, params.clone(), ctx).await,
                 };
                 match sent {
