@@ -15,14 +15,14 @@ mod record;
 mod upstream;
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use rmcp::model::ContentBlock;
 use serde_json::{Map, Value};
 use sqlx::PgPool;
-use tokio_util::task::AbortOnDropHandle;
-use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::catalog::{Catalog, CatalogTool, TenantTools};
@@ -329,7 +329,7 @@ impl Executor {
     async fn dispatch(
         &self,
         tenant_id: Uuid,
-        tool: &Arc<CatalogTool>,
+        tool: &CatalogTool,
         mut arguments: Value,
         ctx: ToolContext,
     ) -> Outcome {
@@ -367,19 +367,12 @@ impl Executor {
                 }
             }
         }
-        // Its own task, so a panic is caught; aborted when the call is dropped (its client
-        // cancelled) or times out, which cancels an upstream call.
-        let running = {
-            let (executor, tool) = (self.clone(), tool.clone());
-            let run = async move { executor.run(&tool, arguments, &ctx).await };
-            AbortOnDropHandle::new(tokio::spawn(run.in_current_span()))
-        };
+        // A panic fails the call, not the process; the call stops when it is dropped (its
+        // client cancelled) or times out, which cancels an upstream call.
+        let running = AssertUnwindSafe(self.run(tool, arguments, &ctx)).catch_unwind();
         match tokio::time::timeout(tool.timeout, running).await {
             Err(_) => Outcome::Timeout(tool.timeout),
-            Ok(Err(join)) if join.is_panic() => {
-                self.failed(&format!("tool `{}` panicked", tool.exposed_name))
-            }
-            Ok(Err(join)) => self.failed(&join),
+            Ok(Err(_)) => self.failed(&format!("tool `{}` panicked", tool.exposed_name)),
             Ok(Ok(Ok(output))) => match structured_mismatch(tool, &output) {
                 Some(problems) => Outcome::ToolError(format!(
                     "`{}` answered with structured content that does not match its output schema: {problems}",
