@@ -48,7 +48,7 @@ impl ServerHandler for Faulty {
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let object = Arc::new(json!({"type": "object"}).as_object().cloned().unwrap());
-        let tools = ["echo", "hang", "late", "huge", "flood"]
+        let tools = ["echo", "hang", "late", "huge", "flood", "refused"]
             .map(|name| Tool::new(name, format!("misbehaves: {name}"), object.clone()));
         Ok(ListToolsResult::with_all_items(tools.into()))
     }
@@ -119,8 +119,16 @@ async fn serve_faulty(address: SocketAddr) -> Upstream {
         Default::default(),
         StreamableHttpServerConfig::default().with_sse_keep_alive(None).with_cancellation_token(stop.clone()),
     );
+    // `refused` is refused before it reaches the MCP server, as a proxy in front of one does.
+    let refuse = |request: axum::extract::Request, next: axum::middleware::Next| async move {
+        if request.headers().get("mcp-name").is_some_and(|name| name == "refused") {
+            return (StatusCode::BAD_REQUEST, "the X-Tenant header is missing").into_response();
+        }
+        next.run(request).await
+    };
+    let router = axum::Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(refuse));
     // One token stops the listener and ends the MCP sessions, as a killed process would.
-    serve(address, axum::Router::new().nest_service("/mcp", service), stop).await
+    serve(address, router, stop).await
 }
 
 /// A server that handshakes correctly, then answers `tools/call` with broken JSON-RPC: a cut
@@ -417,6 +425,11 @@ async fn misbehaving_upstreams_get_clear_errors_within_their_timeouts_and_bounde
         assert!(took < Duration::from_millis(3000), "{tool} took {took:?}");
         assert_eq!(setup.call("odd_echo").await.0, "ok", "after {tool}");
     }
+
+    // An HTTP failure says what the server said.
+    let (status, text, _) = setup.call("odd_refused").await;
+    assert_eq!(status, "tool_error", "{text}");
+    assert!(text.contains("HTTP 400 Bad Request: the X-Tenant header is missing"), "{text}");
 
     // 50 MB: more than an answer may be. The connection is dropped rather than read into
     // memory, the caller is told, and the server is used again at once.

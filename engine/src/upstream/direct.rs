@@ -216,11 +216,11 @@ impl DirectCalls {
         };
         let Some(token) = &self.token else { return send(None).await };
         let sent = token.bearer().await.map_err(|e| failed(e.to_string()))?;
-        let response = send(Some(&sent)).await?;
+        let response = send(sent.as_deref()).await?;
         let challenged = response.headers().contains_key(WWW_AUTHENTICATE);
-        if response.status() != StatusCode::UNAUTHORIZED || !challenged {
+        let Some(sent) = sent.filter(|_| response.status() == StatusCode::UNAUTHORIZED && challenged) else {
             return Ok(response);
-        }
+        };
         match token.refreshed(&sent).await.map_err(|e| failed(e.to_string()))? {
             Some(fresh) => send(Some(&fresh)).await,
             None => Ok(response),
@@ -364,17 +364,45 @@ async fn refusal(response: reqwest::Response) -> ServiceError {
             Box::new(refused),
         ));
     }
-    let is_json = response
-        .headers()
-        .get(CONTENT_TYPE)
-        .is_some_and(|v| media_type_is(v.as_bytes(), b"application/json"));
-    if is_json
-        && let Ok(body) = read_body(response).await
-        && let Ok(Message { error: Some(error), .. }) = serde_json::from_slice(&body)
-    {
-        return ServiceError::McpError(error);
+    // A 401 or 403 without a challenge keeps its status, as rmcp's client reports it.
+    let is_json = !matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+        && response
+            .headers()
+            .get(CONTENT_TYPE)
+            .is_some_and(|v| media_type_is(v.as_bytes(), b"application/json"));
+    if is_json {
+        return match read_body(response).await {
+            Ok(body) => match serde_json::from_slice(&body) {
+                Ok(Message { error: Some(error), .. }) => ServiceError::McpError(error),
+                _ => status_failure(status, &body),
+            },
+            Err(err) => err,
+        };
     }
-    failed(format!("the server answered HTTP {status}"))
+    status_failure(status, &body_prefix(response).await)
+}
+
+/// How much of a failure's body its message quotes: what a server says went wrong.
+const QUOTED: usize = 1024;
+
+/// A failure status, with the start of what the server said.
+fn status_failure(status: StatusCode, body: &[u8]) -> ServiceError {
+    let said = String::from_utf8_lossy(&body[..body.len().min(QUOTED)]);
+    match said.trim() {
+        "" => failed(format!("the server answered HTTP {status}")),
+        said => failed(format!("the server answered HTTP {status}: {said}")),
+    }
+}
+
+/// The start of a body (at least [`QUOTED`] bytes, if it has them), the rest left unread.
+async fn body_prefix(mut response: reqwest::Response) -> Bytes {
+    let mut prefix = BytesMut::new();
+    while prefix.len() < QUOTED
+        && let Ok(Some(chunk)) = response.chunk().await
+    {
+        prefix.extend_from_slice(&chunk);
+    }
+    prefix.freeze()
 }
 
 /// A failure to reach the server, or to read its answer: the connection's, not the call's.

@@ -40,8 +40,9 @@ pub const RECORDS_DROPPED: &str = "toolgate_invocation_records_dropped_total";
 /// Gauge of invocation records waiting to be written.
 pub const RECORDS_UNWRITTEN: &str = "toolgate_invocation_records_unwritten";
 
-/// Calls hand records over through a channel this long; the writer empties it into its buffer
-/// at once, even while the database is away.
+/// Calls hand records over through a channel this long. Records wait in it while the writer
+/// gathers a batch (50 ms); otherwise, and all the while the database is away, the writer
+/// empties it into its buffer at once.
 const CAPACITY: usize = 10_000;
 /// The most bytes of arguments one record keeps (as JSON text).
 pub const RECORDED_ARGUMENTS: usize = 64 * 1024;

@@ -1,6 +1,7 @@
 //! A stored authorization's token on a connection: opened (its provider discovered, its client
-//! configured, the token refreshed if it must be), added by rmcp's client to every request, and,
-//! for a client credentials server, exchanged again shortly before it expires.
+//! configured, the token refreshed if it must be), added to every request (by rmcp's client, and
+//! by the direct calls themselves), and, for a client credentials server, exchanged again
+//! shortly before it expires.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +39,8 @@ pub(super) fn machine_credentials(server: &OAuthServer) -> Result<ClientCredenti
 const RENEW_BEFORE: Duration = Duration::from_secs(60);
 
 /// One stored authorization's token, for one connection: rmcp's client adds it to every
-/// request, refreshes it before it expires and once when the server refuses it.
+/// request, refreshes it before it expires and once when the server refuses it; the direct
+/// calls do the same with [`Token::bearer`] and [`Token::refreshed`].
 pub(in crate::upstream) struct Token {
     pub(in crate::upstream) client: AuthClient<reqwest::Client>,
     /// A client credentials server's: exchanged again shortly before expiry.
@@ -93,10 +95,16 @@ impl Token {
         }
     }
 
-    /// The access token to send: exchanged again, or refreshed, first if it must be.
-    pub(in crate::upstream) async fn bearer(&self) -> Result<String, UpstreamError> {
+    /// The access token to send: exchanged again, or refreshed, first if it must be. `None`
+    /// when there is none to send (expired, and no refresh gave another): the request goes
+    /// without, as rmcp's client sends it, and the server's challenge marks the authorization.
+    pub(in crate::upstream) async fn bearer(&self) -> Result<Option<String>, UpstreamError> {
         self.renew().await?;
-        self.client.get_access_token().await.map_err(|e| UpstreamError::Authorization(e.to_string()))
+        match self.client.get_access_token().await {
+            Ok(token) => Ok(Some(token)),
+            Err(AuthError::AuthorizationRequired) => Ok(None),
+            Err(err) => Err(UpstreamError::Authorization(err.to_string())),
+        }
     }
 
     /// After the server refused `sent` with a challenge: a refreshed token, when refreshing
