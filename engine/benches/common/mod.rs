@@ -1,5 +1,8 @@
 //! Helpers shared by the benchmarks.
 
+// Each benchmark uses its own part of them.
+#![allow(dead_code)]
+
 use std::str::FromStr;
 use std::time::Duration;
 

@@ -10,6 +10,7 @@
 pub mod apps;
 pub mod items;
 mod presets;
+pub mod search;
 mod snapshot;
 pub mod visibility;
 

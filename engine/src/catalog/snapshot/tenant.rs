@@ -2,7 +2,7 @@
 //! tools, and the meta tool `reset_equipped_tools` by which a session equips its own groups.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::CatalogTool;
 use crate::catalog::items::TenantItems;
+use crate::catalog::search::ToolIndex;
 use crate::model::limits::Limits;
 
 /// Two or more visible tools that would share an exposed name for a tenant. None of them is
@@ -58,6 +59,9 @@ pub struct TenantTools {
     pub items: Arc<TenantItems>,
     /// Its MCP clients get portable schemas ([`CatalogTool::mcp_definition`]).
     pub portable_mcp_schemas: bool,
+    /// The search index of `tools`, built by the first search.
+    #[serde(skip)]
+    index: OnceLock<Arc<ToolIndex>>,
 }
 
 /// The ways into a tenant's endpoints it accepts.
@@ -83,6 +87,14 @@ impl TenantTools {
     /// The tool a call to `exposed_name` runs: the inverse of naming.
     pub fn resolve(&self, exposed_name: &str) -> Option<&Arc<CatalogTool>> {
         self.by_name.get(exposed_name).map(|&i| &self.tools[i])
+    }
+
+    /// The `count` tools that match `query` best, best first, with their scores.
+    pub fn search(&self, query: &str, count: usize) -> Vec<(&Arc<CatalogTool>, f32)> {
+        let index = self
+            .index
+            .get_or_init(|| Arc::new(ToolIndex::new(self.tools.iter().map(|tool| tool.searchable()))));
+        index.search(query, count).into_iter().map(|hit| (&self.tools[hit.index], hit.score)).collect()
     }
 
     /// Whether MCP sessions of the tenant are offered the meta tool: it is on, and no tool of
@@ -188,5 +200,6 @@ pub(super) fn tenant_tools(
         access: Access::default(),
         items: Arc::default(),
         portable_mcp_schemas: false,
+        index: OnceLock::new(),
     }
 }

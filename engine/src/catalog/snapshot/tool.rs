@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+use crate::catalog::search::Searchable;
 use crate::model::SourceKind;
 use crate::schema;
 use crate::schema::validate::ArgumentValidator;
@@ -95,6 +96,17 @@ impl CatalogTool {
     /// get [`Self::render`] for MCP): its schemas as its server published them, presets removed.
     pub fn published_mcp(&self) -> Value {
         schema::render::published_mcp(&self.view())
+    }
+
+    /// What a search reads of the tool.
+    pub fn searchable(&self) -> Searchable<'_> {
+        Searchable {
+            name: &self.exposed_name,
+            server: &self.source_name,
+            description: &self.description,
+            tags: &self.tags,
+            input_schema: &self.input_schema,
+        }
     }
 
     /// Roughly how many tokens the tool's definition costs an LLM request (its OpenAI

@@ -1,0 +1,156 @@
+//! Tool search over the corpus of public MCP servers (`bench/tool-search/`): how well the
+//! queries find the tools that serve them (recall@1, recall@5, MRR), what a listing costs with
+//! and without search, and how long a search takes among 5,000 tools.
+//!
+//! recall@k of a query is the share of the tools that serve it found in the first k, out of at
+//! most k (a query two tools serve is fully recalled at 1 when either comes first); MRR is the
+//! mean of 1/rank of the first tool that serves it (0 when none is found).
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use engine::catalog::search::{Searchable, ToolIndex};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use common::report;
+
+#[derive(Deserialize)]
+struct CorpusTool {
+    server: String,
+    name: String,
+    description: String,
+    #[serde(rename = "inputSchema")]
+    input_schema: Value,
+}
+
+#[derive(Deserialize)]
+struct Query {
+    query: String,
+    /// `server/name` of each tool that serves it.
+    tools: Vec<String>,
+}
+
+/// How many tools a search answers, as the search tool does unless asked for another count.
+const COUNT: usize = 5;
+
+/// The tools of the large catalog the latency is measured in.
+const LARGE: usize = 5_000;
+
+fn read<T: serde::de::DeserializeOwned>(file: &str) -> T {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/tool-search").join(file);
+    serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn searchable(tool: &CorpusTool) -> Searchable<'_> {
+    Searchable {
+        name: &tool.name,
+        server: &tool.server,
+        description: &tool.description,
+        tags: &[],
+        input_schema: &tool.input_schema,
+    }
+}
+
+/// Tokens as the panel estimates them: a quarter of the JSON's bytes.
+fn tokens(value: &Value) -> usize {
+    value.to_string().len().div_ceil(4)
+}
+
+fn mcp_definition(tool: &CorpusTool) -> Value {
+    json!({"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema})
+}
+
+fn quality(corpus: &[CorpusTool], queries: &[Query]) {
+    let index = ToolIndex::new(corpus.iter().map(searchable));
+    let position: HashMap<String, usize> =
+        corpus.iter().enumerate().map(|(i, tool)| (format!("{}/{}", tool.server, tool.name), i)).collect();
+    let (mut recall_1, mut recall_5, mut reciprocal_ranks) = (0.0, 0.0, 0.0);
+    let mut missed = Vec::new();
+    for query in queries {
+        let wanted: Vec<usize> = query
+            .tools
+            .iter()
+            .map(|tool| *position.get(tool).unwrap_or_else(|| panic!("`{tool}` is not in the corpus")))
+            .collect();
+        let found: Vec<usize> =
+            index.search(&query.query, corpus.len()).iter().map(|hit| hit.index).collect();
+        let recall = |k: usize| {
+            let within = found.iter().take(k).filter(|i| wanted.contains(i)).count();
+            within as f64 / wanted.len().min(k) as f64
+        };
+        recall_1 += recall(1);
+        recall_5 += recall(COUNT);
+        if let Some(rank) = found.iter().position(|i| wanted.contains(i)) {
+            reciprocal_ranks += 1.0 / (rank + 1) as f64;
+        }
+        if recall(COUNT) == 0.0 {
+            let top: Vec<&str> = found.iter().take(3).map(|&i| corpus[i].name.as_str()).collect();
+            missed.push(format!("  {:?} wants {:?}, got {:?}", query.query, query.tools, top));
+        }
+    }
+    let n = queries.len() as f64;
+    println!(
+        "tool search, {} queries over {} tools: recall@1 {:.3}, recall@{COUNT} {:.3}, MRR {:.3}",
+        queries.len(),
+        corpus.len(),
+        recall_1 / n,
+        recall_5 / n,
+        reciprocal_ranks / n
+    );
+    println!("not in the first {COUNT} ({}):\n{}", missed.len(), missed.join("\n"));
+
+    let full: usize = corpus.iter().map(|tool| tokens(&mcp_definition(tool))).sum();
+    let answers: usize = queries
+        .iter()
+        .map(|query| {
+            let found = index.search(&query.query, COUNT);
+            tokens(&Value::Array(found.iter().map(|hit| mcp_definition(&corpus[hit.index])).collect()))
+        })
+        .sum();
+    println!(
+        "listing of the {} tools: ~{full} tokens; a search's answer ({COUNT} tools): ~{} tokens on average",
+        corpus.len(),
+        answers / queries.len()
+    );
+}
+
+fn latency(corpus: &[CorpusTool], queries: &[Query]) {
+    let copies = LARGE.div_ceil(corpus.len());
+    let large: Vec<CorpusTool> = (0..copies)
+        .flat_map(|copy| {
+            corpus.iter().map(move |tool| CorpusTool {
+                server: format!("{}{copy}", tool.server),
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                input_schema: tool.input_schema.clone(),
+            })
+        })
+        .take(LARGE)
+        .collect();
+    let started = Instant::now();
+    let index = ToolIndex::new(large.iter().map(searchable));
+    println!("index of {} tools built in {:.3?}", large.len(), started.elapsed());
+    let mut samples = Vec::new();
+    for _ in 0..5 {
+        for query in queries {
+            let started = Instant::now();
+            std::hint::black_box(index.search(&query.query, COUNT));
+            samples.push(started.elapsed());
+        }
+    }
+    report(&format!("search among {} tools", large.len()), samples);
+}
+
+fn main() {
+    if !common::benchmarking() {
+        return;
+    }
+    let corpus: Vec<CorpusTool> = read("corpus.json");
+    let queries: Vec<Query> = read("queries.json");
+    quality(&corpus, &queries);
+    latency(&corpus, &queries);
+}

@@ -1,0 +1,187 @@
+//! Tool search: BM25 (the `bm25` crate) over what an LLM reads of a tool — its name, server,
+//! tags, description, and its parameters' names and descriptions — so that an agent finds the
+//! tools it needs among thousands without listing them all.
+//!
+//! Identifiers are split into words (`_`, `-`, `.`, `/` and camelCase), then every text goes
+//! through the crate's English tokenizer (Unicode normalisation, stop words, stemming), the
+//! query as the documents. A tool's name counts more than its description: in a small catalog
+//! ("the folders inside a directory" finds `list_directory` before `view_text_file`, which
+//! "shows" a file); the benchmark of `bench/tool-search` scores the same either way.
+
+use std::fmt;
+
+use bm25::{DefaultTokenizer, Embedder, EmbedderBuilder, Language, Scorer, Tokenizer};
+use serde_json::Value;
+
+/// How many times a tool's name counts against once for its description.
+const NAME_WEIGHT: usize = 3;
+
+/// How deep into a schema's nested objects parameters are read.
+const SCHEMA_DEPTH: usize = 2;
+
+/// What a search reads of one tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Searchable<'a> {
+    pub name: &'a str,
+    pub server: &'a str,
+    pub description: &'a str,
+    pub tags: &'a [String],
+    /// The schema its callers see (presets already removed, so hidden parameters are never
+    /// searched).
+    pub input_schema: &'a Value,
+}
+
+/// One tool found, by its position in the tools the index was built from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub index: usize,
+    pub score: f32,
+}
+
+/// The BM25 index of a list of tools.
+pub struct ToolIndex {
+    embedder: Embedder<u32, Words>,
+    scorer: Scorer<usize>,
+    len: usize,
+}
+
+impl fmt::Debug for ToolIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolIndex").field("tools", &self.len).finish_non_exhaustive()
+    }
+}
+
+impl ToolIndex {
+    pub fn new<'a>(tools: impl IntoIterator<Item = Searchable<'a>>) -> ToolIndex {
+        let documents: Vec<String> = tools.into_iter().map(document).collect();
+        let contents: Vec<&str> = documents.iter().map(String::as_str).collect();
+        let words = Words(DefaultTokenizer::new(Language::English));
+        let embedder = EmbedderBuilder::with_tokenizer_and_fit_to_corpus(words, &contents).build();
+        let mut scorer = Scorer::new();
+        for (index, document) in documents.iter().enumerate() {
+            scorer.upsert(&index, embedder.embed(document));
+        }
+        ToolIndex { embedder, scorer, len: documents.len() }
+    }
+
+    /// The `count` tools that match `query` best, best first; none when no word of it is in
+    /// any tool.
+    pub fn search(&self, query: &str, count: usize) -> Vec<Hit> {
+        let mut hits: Vec<Hit> = self
+            .scorer
+            .matches(&self.embedder.embed(query))
+            .into_iter()
+            .map(|found| Hit { index: found.id, score: found.score })
+            .collect();
+        // Equal scores in the order of the tools, so that an answer does not vary by run.
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+        hits.truncate(count);
+        hits
+    }
+}
+
+/// The text a tool is indexed by: its name [`NAME_WEIGHT`] times, its server and its tags, its
+/// description, and its parameters' names and descriptions.
+fn document(tool: Searchable<'_>) -> String {
+    let mut text = String::with_capacity(NAME_WEIGHT * (tool.name.len() + 1) + tool.description.len() + 256);
+    for _ in 0..NAME_WEIGHT {
+        text.push_str(tool.name);
+        text.push('\n');
+    }
+    text.push_str(tool.server);
+    for tag in tool.tags {
+        text.push(' ');
+        text.push_str(tag);
+    }
+    text.push('\n');
+    text.push_str(tool.description);
+    parameters(tool.input_schema, SCHEMA_DEPTH, &mut text);
+    text
+}
+
+/// Appends the names and descriptions of a schema's properties, and of the objects they hold,
+/// `depth` levels down.
+fn parameters(schema: &Value, depth: usize, text: &mut String) {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else { return };
+    for (name, property) in properties {
+        text.push('\n');
+        text.push_str(name);
+        if let Some(description) = property.get("description").and_then(Value::as_str) {
+            text.push_str(": ");
+            text.push_str(description);
+        }
+        if depth > 1 {
+            parameters(property, depth - 1, text);
+            if let Some(items) = property.get("items") {
+                parameters(items, depth - 1, text);
+            }
+        }
+    }
+}
+
+/// An identifier as words: `list_pullRequests` → `list pull Requests`.
+fn split_identifier(name: &str) -> String {
+    let mut words = String::with_capacity(name.len() + 8);
+    let mut previous = ' ';
+    for c in name.chars() {
+        if matches!(c, '_' | '-' | '.' | '/' | ':') {
+            words.push(' ');
+            previous = ' ';
+            continue;
+        }
+        if previous.is_lowercase() && c.is_uppercase() {
+            words.push(' ');
+        }
+        words.push(c);
+        previous = c;
+    }
+    words
+}
+
+/// The crate's English tokenizer, after identifiers are split into words.
+struct Words(DefaultTokenizer);
+
+impl Tokenizer for Words {
+    fn tokenize(&self, text: &str) -> Vec<String> {
+        self.0.tokenize(&split_identifier(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn tool<'a>(name: &'a str, description: &'a str, input_schema: &'a Value) -> Searchable<'a> {
+        Searchable { name, server: "demo", description, tags: &[], input_schema }
+    }
+
+    #[test]
+    fn identifiers_are_split_into_words() {
+        assert_eq!(split_identifier("list_pullRequests"), "list pull Requests");
+        assert_eq!(split_identifier("brave-web.search/v2"), "brave web search v2");
+        assert_eq!(split_identifier("HTTPServer"), "HTTPServer");
+    }
+
+    #[test]
+    fn finds_by_name_words_description_and_parameters_stemmed() {
+        let none = json!({"type": "object"});
+        let issue = json!({"type": "object", "properties": {"assignee": {"type": "string"}}});
+        let weather =
+            json!({"type": "object", "properties": {"city": {"description": "Where forecasts are wanted"}}});
+        let tools = [
+            tool("create_issue", "Open a new ticket in a repository", &issue),
+            tool("getWeather", "Current conditions", &weather),
+            tool("read_file", "Return a file's contents", &none),
+        ];
+        let index = ToolIndex::new(tools);
+        let first = |query: &str| index.search(query, 3).first().map(|hit| hit.index);
+        assert_eq!(first("creating issues"), Some(0), "name words, stemmed");
+        assert_eq!(first("who is the assignee"), Some(0), "a parameter's name");
+        assert_eq!(first("weather forecast"), Some(1), "camelCase and a parameter's description");
+        assert_eq!(first("contents of a file"), Some(2));
+        assert!(index.search("zebra", 3).is_empty(), "no word in any tool");
+        assert_eq!(index.search("file issue weather", 2).len(), 2, "at most `count`");
+    }
+}
