@@ -168,6 +168,63 @@ async fn test_invocation_and_schema_inspection(pool: PgPool) {
     assert!(schema["normalised"].get("title").is_none());
 }
 
+/// Tool search: the tenant's tools that match a request best, first; what a preset hides is
+/// neither in an answer nor found by; a tool the tenant does not see is never found.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn tool_search_finds_the_tenants_tools_and_nothing_it_hides(pool: PgPool) {
+    let (app, token) = setup(&pool).await;
+    let search = async |query: &str, count: usize| -> Vec<Value> {
+        let url = app.url("/api/admin/v1/tenants/acme/search");
+        let count = count.to_string();
+        let found = client().get(url).bearer_auth(&token).query(&[("query", query), ("count", &count)]);
+        let found = json_of(found).await;
+        found.as_array().unwrap_or_else(|| panic!("{found}")).clone()
+    };
+    let names =
+        |found: &[Value]| found.iter().map(|f| f["name"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+
+    let found = search("show me the folders inside a directory", 3).await;
+    assert_eq!(found[0]["name"], "list_directory", "{found:?}");
+    assert_eq!(found[0]["server"], "files");
+    assert!(found.len() <= 3 && found.windows(2).all(|w| w[0]["score"].as_f64() >= w[1]["score"].as_f64()));
+    assert_eq!(names(&search("overwrite a text file", 1).await), ["write_text_file"]);
+    assert!(search("zebra", 5).await.is_empty());
+
+    // `path` of write_text_file ("created (with its folders) if missing") preset: the schema
+    // answered leaves it out, and its words no longer find the tool.
+    assert_eq!(names(&search("missing", 50).await), ["write_text_file"]);
+    let write = common::tool_id(&pool, "write_text_file").await;
+    let preset = client()
+        .put(app.url(&format!("/api/admin/v1/tenants/acme/tools/{write}")))
+        .bearer_auth(&token)
+        .json(&json!({"presets": {"path": "notes.txt"}}));
+    assert_eq!(preset.send().await.unwrap().status(), StatusCode::OK);
+    assert!(search("missing", 50).await.is_empty());
+    let found = search("overwrite a text file", 1).await;
+    assert_eq!(found[0]["name"], "write_text_file");
+    assert!(found[0]["input_schema"]["properties"].get("path").is_none(), "{found:?}");
+    assert!(found[0]["input_schema"]["properties"].get("content").is_some(), "{found:?}");
+
+    // A tool the tenant turned off is not found.
+    let list = common::tool_id(&pool, "list_directory").await;
+    let off = client()
+        .put(app.url(&format!("/api/admin/v1/tenants/acme/tools/{list}")))
+        .bearer_auth(&token)
+        .json(&json!({"enabled": false}));
+    assert_eq!(off.send().await.unwrap().status(), StatusCode::OK);
+    assert!(
+        !names(&search("show me the folders inside a directory", 50).await)
+            .contains(&"list_directory".into())
+    );
+    let unknown = client()
+        .get(app.url("/api/admin/v1/tenants/nobody/search?query=file"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+}
+
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn the_admin_api_needs_an_owner_session_or_a_token(pool: PgPool) {
     let (app, _) = setup(&pool).await;

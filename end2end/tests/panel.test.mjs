@@ -288,11 +288,24 @@ test('an owner limits a tenant, a tool and a key; calls beyond are refused and t
   assert.equal(await page.locator('input[name="tenant-limit-per-minute"]').inputValue(), '');
 });
 
-test('the playground runs a tool through a form generated from its schema', async () => {
+test('the playground finds a tool by what it is for, and runs it through a form generated from its schema', async () => {
   await open(page, toolgate, '/playground');
   await page.locator('select[name=tenant]').selectOption('acme');
   await page.locator('select[name=tool] option[value="untrusted_echo"]').waitFor({ state: 'attached' });
-  await page.locator('select[name=tool]').selectOption('untrusted_echo');
+  // The search ranks the tenant's tools by their words and their parameters' (`loud`).
+  await page.locator('input[name=tool-search]').fill('repeat my message back, loudly');
+  await page.getByRole('button', { name: 'Search' }).click();
+  const first = page.locator('table.found tbody tr').first();
+  await first.locator('code', { hasText: 'untrusted_echo' }).waitFor();
+  assert.equal(await first.locator('td.small').innerText(), HOSTILE);
+  assert.match(await first.locator('td').nth(2).innerText(), /^\d+\.\d\d$/);
+  await page.locator('input[name=tool-search]').fill('zebra crossing');
+  await page.getByRole('button', { name: 'Search' }).click();
+  await page.getByText('No tool of this tenant matches these words.').waitFor();
+  await page.locator('input[name=tool-search]').fill('repeat my message back, loudly');
+  await page.getByRole('button', { name: 'Search' }).click();
+  await first.getByRole('button', { name: 'untrusted_echo' }).click();
+  assert.equal(await page.locator('select[name=tool]').inputValue(), 'untrusted_echo');
   await page.getByLabel(/^message/).fill('hello from the panel');
   await page.getByLabel(/^loud/).check();
   await page.getByRole('button', { name: 'Run' }).click();

@@ -50,6 +50,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(services: Services) -> Router<S>
         .route("/api/admin/v1/tenants/{slug}/keys/{id}/limits", put(set_key_limits))
         .route("/api/admin/v1/usage", get(usage))
         .route("/api/admin/v1/tenants/{slug}/invoke", post(invoke))
+        .route("/api/admin/v1/tenants/{slug}/search", get(search))
         .route("/api/admin/v1/tools/{id}/schema", get(schema))
         .route("/api/admin/v1/admin_tokens", get(list_tokens).post(create_token))
         .route("/api/admin/v1/admin_tokens/{id}", delete(revoke_token))
@@ -248,6 +249,29 @@ async fn invoke(
     let request = CallRequest { name: body.tool, arguments: body.arguments };
     let result = tenants::invoke(&state, &admin.tenant(&tenant)?, request, CallHooks::default()).await?;
     Ok(Json(result).into_response())
+}
+
+#[derive(Deserialize)]
+struct SearchQuery {
+    query: String,
+    #[serde(default = "five")]
+    count: usize,
+}
+
+fn five() -> usize {
+    5
+}
+
+/// `GET /api/admin/v1/tenants/{slug}/search?query=&count=` -> the tenant's tools that match
+/// `query` best (5 unless `count` says, at most 50), best first, with their scores.
+async fn search(
+    State(state): State<Services>,
+    Extension(admin): Extension<Admin>,
+    Path(tenant): Path<String>,
+    Query(query): Query<SearchQuery>,
+) -> Answer {
+    let found = tenants::search(&state, &admin.tenant(&tenant)?, &query.query, query.count).await?;
+    Ok(Json(found).into_response())
 }
 
 #[derive(Deserialize)]

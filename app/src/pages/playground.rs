@@ -1,7 +1,8 @@
 //! The playground: pick a tenant and one of its tools, fill in a form generated from the
 //! schema its LLM sees (or raw JSON), and run it through the same execution path as real
 //! calls, answering what the tool's server asks meanwhile ([`asked`]). Recent runs can be
-//! replayed or edited. Below, the tenant's prompts and resources ([`items`]).
+//! replayed or edited. A search box shows what an agent searching the tenant's tools would find
+//! ([`search`]). Below, the tenant's prompts and resources ([`items`]).
 //!
 //! This file is the page and its wiring; the arguments form is [`form`], the raw JSON editor
 //! [`raw`], the run's stream (progress and result) [`stream`], and the recent runs [`history`].
@@ -19,6 +20,7 @@ mod form;
 mod history;
 mod items;
 mod raw;
+mod search;
 mod stream;
 #[cfg(feature = "ssr")]
 pub use asked::Questions;
@@ -27,6 +29,7 @@ use form::{field, initial};
 use history::{History, PastRun, playground_history};
 use items::PromptsAndResources;
 use raw::RawArguments;
+use search::ToolSearch;
 use stream::{Live, RunProgress, RunResult, outcome, run_tool};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -250,6 +253,7 @@ pub fn PlaygroundPage() -> impl IntoView {
                 </select>
             </label>
         </div>
+        <ToolSearch tenant choose=choose_tool />
         {move || {
             tool.get()
                 .map(|chosen| {

@@ -404,7 +404,50 @@ pub async fn invoke(
     services.executor.call_in(&view, &tenant.caller(), request, hooks).await
 }
 
-/// The tenant's view of the catalog, for its prompts and resources.
+/// A tool a search found for a tenant.
+#[derive(Debug, Clone, Serialize)]
+pub struct FoundTool {
+    /// Its exposed name.
+    pub name: String,
+    pub server: String,
+    pub description: String,
+    /// The BM25 score: higher is better; comparable within one search only.
+    pub score: f32,
+    /// The schema the tenant's LLM sees (presets removed).
+    pub input_schema: Arc<serde_json::Value>,
+}
+
+/// Most tools a search answers.
+pub const MAX_FOUND: usize = 50;
+
+/// The `count` (at most [`MAX_FOUND`]) tools of the tenant that match `query` best, best
+/// first, as its LLM would find them. The first search after a change builds the tenant's
+/// index (a third of a second for 5,000 tools): off the async workers.
+pub async fn search(
+    services: &Services,
+    tenant: &ManagedTenant<'_>,
+    query: &str,
+    count: usize,
+) -> Result<Vec<FoundTool>> {
+    let view = view(services, tenant)?;
+    let query = query.to_string();
+    let found = tokio::task::spawn_blocking(move || {
+        let found = view.search(&query, count.min(MAX_FOUND));
+        found
+            .into_iter()
+            .map(|(tool, score)| FoundTool {
+                name: tool.exposed_name.clone(),
+                server: tool.source_name.clone(),
+                description: tool.description.clone(),
+                score,
+                input_schema: tool.input_schema.clone(),
+            })
+            .collect()
+    });
+    found.await.map_err(|err| crate::Error::Internal(Box::new(err)))
+}
+
+/// The tenant's view of the catalog, for its prompts, resources and searches.
 fn view(services: &Services, tenant: &ManagedTenant<'_>) -> Result<Arc<TenantTools>> {
     let snapshot = services.catalog.snapshot();
     let view = snapshot.tenant(tenant.slug().as_str()).cloned();
