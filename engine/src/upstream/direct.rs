@@ -329,20 +329,11 @@ async fn read_body(mut response: reqwest::Response) -> Result<Bytes, ServiceErro
     if response.content_length().is_some_and(|length| length > MAX_ANSWER as u64) {
         return Err(too_large());
     }
-    let body = read_up_to(&mut response, MAX_ANSWER).await.map_err(broken)?;
-    if body.len() > MAX_ANSWER {
-        return Err(too_large());
-    }
-    Ok(body)
-}
-
-/// A body read until it ends or grows past `limit` bytes (the chunk that crosses it kept), the
-/// rest left unread.
-async fn read_up_to(response: &mut reqwest::Response, limit: usize) -> Result<Bytes, reqwest::Error> {
-    let mut body = BytesMut::with_capacity(response.content_length().unwrap_or(0).min(limit as u64) as usize);
-    while body.len() <= limit
-        && let Some(chunk) = response.chunk().await?
-    {
+    let mut body = BytesMut::with_capacity(response.content_length().unwrap_or(0) as usize);
+    while let Some(chunk) = response.chunk().await.map_err(broken)? {
+        if body.len() + chunk.len() > MAX_ANSWER {
+            return Err(too_large());
+        }
         body.extend_from_slice(&chunk);
     }
     Ok(body.freeze())
@@ -351,7 +342,7 @@ async fn read_up_to(response: &mut reqwest::Response, limit: usize) -> Result<By
 /// What a server's failure status answers the call: its challenge (401, or 403 for want of
 /// scope) as rmcp's client reports one, so the connection marks the authorization; the JSON-RPC
 /// error a JSON body carries; or the status.
-async fn refusal(mut response: reqwest::Response) -> ServiceError {
+async fn refusal(response: reqwest::Response) -> ServiceError {
     let status = response.status();
     let challenge =
         response.headers().get(WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).map(str::to_string);
@@ -388,7 +379,7 @@ async fn refusal(mut response: reqwest::Response) -> ServiceError {
             Err(err) => err,
         };
     }
-    status_failure(status, &read_up_to(&mut response, QUOTED).await.unwrap_or_default())
+    status_failure(status, &body_prefix(response).await)
 }
 
 /// How much of a failure's body its message quotes: what a server says went wrong.
@@ -401,6 +392,17 @@ fn status_failure(status: StatusCode, body: &[u8]) -> ServiceError {
         "" => failed(format!("the server answered HTTP {status}")),
         said => failed(format!("the server answered HTTP {status}: {said}")),
     }
+}
+
+/// The start of a body (at least [`QUOTED`] bytes, if it has them), the rest left unread.
+async fn body_prefix(mut response: reqwest::Response) -> Bytes {
+    let mut prefix = BytesMut::new();
+    while prefix.len() < QUOTED
+        && let Ok(Some(chunk)) = response.chunk().await
+    {
+        prefix.extend_from_slice(&chunk);
+    }
+    prefix.freeze()
 }
 
 /// A failure to reach the server, or to read its answer: the connection's, not the call's.
