@@ -216,6 +216,12 @@ async fn tool_search_finds_the_tenants_tools_and_nothing_it_hides(pool: PgPool) 
         !names(&search("show me the folders inside a directory", 50).await)
             .contains(&"list_directory".into())
     );
+    let long = "file ".repeat(103);
+    let refused = client().get(app.url("/api/admin/v1/tenants/acme/search")).bearer_auth(&token);
+    let refused = refused.query(&[("query", long.as_str())]).send().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let refused: Value = refused.json().await.unwrap();
+    assert_eq!(refused["detail"], "a search query is at most 512 bytes; this one is 515", "{refused}");
     let unknown = client()
         .get(app.url("/api/admin/v1/tenants/nobody/search?query=file"))
         .bearer_auth(&token)

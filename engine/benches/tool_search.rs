@@ -33,7 +33,7 @@ struct Query {
     tools: Vec<String>,
 }
 
-/// How many tools a search answers, as the search tool does unless asked for another count.
+/// How many tools a search answers, as the admin API does unless asked for another count.
 const COUNT: usize = 5;
 
 /// The tools of the large catalog the latency is measured in.
@@ -55,7 +55,7 @@ fn searchable(tool: &CorpusTool) -> Searchable<'_> {
     }
 }
 
-/// Tokens as the panel estimates them: a quarter of the JSON's bytes.
+/// Tokens, roughly: a quarter of the JSON's bytes (of the MCP definitions, as servers list them).
 fn tokens(value: &Value) -> usize {
     value.to_string().len().div_ceil(4)
 }

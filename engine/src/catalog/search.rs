@@ -1,12 +1,13 @@
-//! Tool search: BM25 (the `bm25` crate) over what an LLM reads of a tool — its name, server,
-//! tags, description, and its parameters' names and descriptions — so that an agent finds the
-//! tools it needs among thousands without listing them all.
+//! Tool search: BM25 (the `bm25` crate) over a tool's name, server, tags, description, and its
+//! parameters' names and descriptions, so that the tools needed are found among thousands
+//! without listing them all.
 //!
-//! Identifiers are split into words (`_`, `-`, `.`, `/` and camelCase), then every text goes
-//! through the crate's English tokenizer (Unicode normalisation, stop words, stemming), the
-//! query as the documents. A tool's name counts more than its description: in a small catalog
-//! ("the folders inside a directory" finds `list_directory` before `view_text_file`, which
-//! "shows" a file); the benchmark of `bench/tool-search` scores the same either way.
+//! Words are also split at `_`, `-`, `.`, `/`, `:` and camelCase, the joined form kept too
+//! ("GitHub" is `GitHub Git Hub`), then every text goes through the crate's English tokenizer
+//! (Unicode normalisation, stop words, stemming), the query as the documents. A tool's name
+//! counts more than its description: in a small catalog "the folders inside a directory" finds
+//! `list_directory` before `view_text_file`, which "shows" a file; the benchmark of
+//! `bench/tool-search` scores the same either way.
 
 use std::fmt;
 
@@ -119,21 +120,28 @@ fn parameters(schema: &Value, depth: usize, text: &mut String) {
     }
 }
 
-/// An identifier as words: `list_pullRequests` → `list pull Requests`.
-fn split_identifier(name: &str) -> String {
-    let mut words = String::with_capacity(name.len() + 8);
-    let mut previous = ' ';
-    for c in name.chars() {
-        if matches!(c, '_' | '-' | '.' | '/' | ':') {
-            words.push(' ');
-            previous = ' ';
+/// Text with its identifiers also as words: `list_pullRequests` → `list pullRequests pull
+/// Requests`.
+fn split_identifier(text: &str) -> String {
+    let mut words = String::with_capacity(2 * text.len());
+    for word in text.split(|c: char| c.is_whitespace() || matches!(c, '_' | '-' | '.' | '/' | ':')) {
+        if word.is_empty() {
             continue;
         }
-        if previous.is_lowercase() && c.is_uppercase() {
+        words.push_str(word);
+        words.push(' ');
+        let camel = word.chars().zip(word.chars().skip(1)).any(|(a, b)| a.is_lowercase() && b.is_uppercase());
+        if camel {
+            let mut previous = ' ';
+            for c in word.chars() {
+                if previous.is_lowercase() && c.is_uppercase() {
+                    words.push(' ');
+                }
+                words.push(c);
+                previous = c;
+            }
             words.push(' ');
         }
-        words.push(c);
-        previous = c;
     }
     words
 }
@@ -159,9 +167,9 @@ mod tests {
 
     #[test]
     fn identifiers_are_split_into_words() {
-        assert_eq!(split_identifier("list_pullRequests"), "list pull Requests");
-        assert_eq!(split_identifier("brave-web.search/v2"), "brave web search v2");
-        assert_eq!(split_identifier("HTTPServer"), "HTTPServer");
+        assert_eq!(split_identifier("list_pullRequests"), "list pullRequests pull Requests ");
+        assert_eq!(split_identifier("brave-web.search/v2 a:b"), "brave web search v2 a b ");
+        assert_eq!(split_identifier("HTTPServer GitHub"), "HTTPServer GitHub Git Hub ");
     }
 
     #[test]
@@ -180,6 +188,7 @@ mod tests {
         assert_eq!(first("creating issues"), Some(0), "name words, stemmed");
         assert_eq!(first("who is the assignee"), Some(0), "a parameter's name");
         assert_eq!(first("weather forecast"), Some(1), "camelCase and a parameter's description");
+        assert_eq!(first("getweather"), Some(1), "a camelCase word joined");
         assert_eq!(first("contents of a file"), Some(2));
         assert!(index.search("zebra", 3).is_empty(), "no word in any tool");
         assert_eq!(index.search("file issue weather", 2).len(), 2, "at most `count`");

@@ -37,20 +37,20 @@ pub(super) fn ToolSearch(
     choose: impl Fn(String) + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
     let query = RwSignal::new(String::new());
-    let search = Action::new(move |query: &String| playground_search(tenant.get_untracked(), query.clone()));
-    // A search answers for the tenant it was made for.
-    Effect::new(move |_| {
-        tenant.track();
-        search.value().set(None);
+    // Each answer carries the tenant it was asked for: one of another tenant is not shown.
+    let search = Action::new(|(asked, words): &(String, String)| {
+        let (asked, words) = (asked.clone(), words.clone());
+        async move { (asked.clone(), playground_search(asked, words).await) }
     });
-    let found = move || search.value().get();
+    let found =
+        move || search.value().get().filter(|(asked, _)| *asked == tenant.get()).map(|(_, found)| found);
     view! {
         <section class="card tool-search">
             <h2>"Find a tool"</h2>
             <form class="filters" on:submit=move |ev| {
                 ev.prevent_default();
                 if !query.read().trim().is_empty() {
-                    search.dispatch(query.get());
+                    search.dispatch((tenant.get(), query.get()));
                 }
             }>
                 <input
@@ -60,7 +60,7 @@ pub(super) fn ToolSearch(
                     prop:value=move || query.get()
                     on:input=move |ev| query.set(event_target_value(&ev))
                 />
-                <button type="submit" disabled=move || tenant.read().is_empty()>"Search"</button>
+                <button type="submit" disabled=move || tenant.read().is_empty() || search.pending().get()>"Search"</button>
             </form>
             <ErrorNote error=move || found().and_then(Result::err).map(|err| err.to_string()) />
             {move || {
