@@ -222,6 +222,26 @@ test('a tenant: tag toggles change the effective tool list; keys are shown once 
   assert.equal(await page.locator('figure.new-key').count(), 0, 'a revoked key is no longer shown');
   await reload(page);
   assert.equal(await page.locator('figure.new-key').count(), 0, 'a key is never shown again');
+
+  // Found by search: the LLM is listed the search tool and the tools pinned.
+  await page.getByLabel('Found by search').check();
+  await eventually(page, async () => {
+    await reload(page);
+    assert.ok(await page.getByLabel('Found by search').isChecked());
+  }, 'search mode was never saved');
+  await page.getByLabel('Pin view_text_file').check();
+  await eventually(page, async () => {
+    await reload(page);
+    assert.ok(await page.getByLabel('Pin view_text_file').isChecked());
+    assert.match(await page.locator('.search-listing').innerText(), /the search tool and 1 pinned tools \(about \d+ tokens/);
+  }, 'the pin was never saved');
+  await page.screenshot({ path: `${screenshots}/tenant-search.png`, fullPage: true });
+  await page.getByLabel('Found by search').uncheck();
+  await eventually(page, async () => {
+    await reload(page);
+    assert.equal(await page.getByLabel('Found by search').isChecked(), false);
+    assert.equal(await page.getByLabel('Pin view_text_file').count(), 0, 'no pins shown while every tool is listed');
+  }, 'list mode was never saved');
 });
 
 test('an owner limits a tenant, a tool and a key; calls beyond are refused and the dashboard shows the use', async () => {

@@ -1,6 +1,6 @@
 //! Tool search over the corpus of public MCP servers (`bench/tool-search/`): how well the
 //! queries find the tools that serve them (recall@1, recall@5, MRR), what a listing costs with
-//! and without search, and how long a search takes among 5,000 tools.
+//! and without search (a tenant in `search` mode lists its search tool), and how long a search takes among 5,000 tools.
 //!
 //! recall@k of a query is the share of the tools that serve it found in the first k, out of at
 //! most k (a query two tools serve is fully recalled at 1 when either comes first); MRR is the
@@ -115,6 +115,11 @@ fn quality(corpus: &[CorpusTool], queries: &[Query]) {
         "listing of the {} tools: ~{full} tokens; a search's answer ({COUNT} tools): ~{} tokens on average",
         corpus.len(),
         answers / queries.len()
+    );
+    let searching = tokens(&engine::schema::render::published_mcp(&engine::catalog::search_tool()));
+    println!(
+        "listing in search mode (the search tool, nothing pinned): ~{searching} tokens, {:.2} % of the full listing",
+        100.0 * searching as f64 / full as f64
     );
 }
 

@@ -45,6 +45,9 @@ pub enum Missing {
     /// A tool the tenant does not see by this name.
     #[error("unknown tool `{0}`")]
     Tool(String),
+    /// A tool of a tenant in `search` mode that the caller has not found (nor is it pinned).
+    #[error("tool `{0}` is not listed yet: find it with `search_tools` first")]
+    Unfound(String),
     /// A call that is not pending for this tenant: unknown, or already resumed.
     #[error("no pending call {0} for this tenant (unknown, or already resumed)")]
     PendingCall(Uuid),

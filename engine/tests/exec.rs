@@ -296,7 +296,7 @@ async fn a_batch_runs_concurrently_and_answers_in_call_order(pool: PgPool) {
         call("sleep", json!({"ms": 200})),
     ];
     let started = Instant::now();
-    let results = s.executor.call_batch("acme", &admin(), batch).await;
+    let results = s.executor.call_batch("acme", &admin(), batch, None).await;
     let elapsed = started.elapsed();
     assert!(elapsed < Duration::from_millis(500), "three 200 ms calls took {elapsed:?}");
     let texts: Vec<String> = results.iter().map(|r| text(&r.as_ref().unwrap().output)).collect();
@@ -309,6 +309,7 @@ async fn a_batch_runs_concurrently_and_answers_in_call_order(pool: PgPool) {
             "acme",
             &admin(),
             vec![call("sleep", json!({"ms": 150})), call("sleep", json!({"ms": 150}))],
+            None,
         )
         .await;
     assert!(started.elapsed() >= Duration::from_millis(300), "sequential when configured");

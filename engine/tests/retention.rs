@@ -29,6 +29,9 @@ async fn records_aged(pool: &PgPool, tenant: uuid::Uuid, days: i32) {
         format!(
             "insert into invocation_loss (tenant_id, reason, count, first_at, last_at) values ($1, 'overflow', 1, {at}, {at})"
         ),
+        format!(
+            "insert into tool_find (tenant_id, owner_id, tool, found_at) values ($1, gen_random_uuid(), 't', {at})"
+        ),
     ] {
         sqlx::query(&statement).bind(tenant).execute(pool).await.unwrap();
     }
@@ -36,9 +39,15 @@ async fn records_aged(pool: &PgPool, tenant: uuid::Uuid, days: i32) {
 
 async fn counts(pool: &PgPool) -> Vec<i64> {
     let mut counts = Vec::new();
-    for table in
-        ["invocation", "pending_call", "audit_event", "login_failure", "call_usage", "invocation_loss"]
-    {
+    for table in [
+        "invocation",
+        "pending_call",
+        "audit_event",
+        "login_failure",
+        "call_usage",
+        "invocation_loss",
+        "tool_find",
+    ] {
         let count =
             sqlx::query_scalar(&format!("select count(*) from {table}")).fetch_one(pool).await.unwrap();
         counts.push(count);
@@ -67,19 +76,19 @@ async fn records_past_their_age_are_pruned_and_others_kept(pool: PgPool) {
     let deleted: Vec<u64> =
         first.unwrap().iter().zip(second.unwrap()).map(|((_, a), (_, b))| a + b).collect();
     assert_eq!(
-        deleted[..6],
-        [2, 3, 1, 3, 3, 2],
-        "invocation, pending_call, audit_event, login_failure, call_usage, invocation_loss"
+        deleted[..7],
+        [2, 3, 1, 3, 3, 2, 3],
+        "invocation, pending_call, audit_event, login_failure, call_usage, invocation_loss, tool_find"
     );
-    assert_eq!(counts(&pool).await, [2, 1, 3, 1, 1, 2]);
+    assert_eq!(counts(&pool).await, [2, 1, 3, 1, 1, 2, 1]);
 
     let forever = Retention { invocations: None, pending_calls: None, audit_events: None };
     records_aged(&pool, tenant, 4000).await;
     prune(&pool, &forever).await.unwrap();
     assert_eq!(
         counts(&pool).await,
-        [3, 2, 4, 1, 1, 3],
-        "without an age only sign-in failures and call counts go"
+        [3, 2, 4, 1, 1, 3, 1],
+        "without an age only sign-in failures, call counts and tools found go"
     );
 }
 

@@ -14,8 +14,8 @@ use engine::service::SecretInput;
 use engine::service::global::AuditFilter;
 use engine::service::servers::ServerConfig;
 use engine::service::tenants::OverrideInput;
-use engine::service::tenants::TenantUpdate;
 use engine::service::tenants::{ItemOverrideInput, ItemRef};
+use engine::service::tenants::{TenantUpdate, ToolDiscovery};
 use engine::service::{Admin, Services, global, servers, tenants};
 use serde::Deserialize;
 use serde_json::json;
@@ -135,6 +135,10 @@ struct TenantEdit {
     enabled: Option<bool>,
     /// MCP clients get portable (normalised) schemas instead of the schemas as published.
     portable_mcp_schemas: Option<bool>,
+    /// How the tools reach the LLM: `list` or `search`.
+    tool_discovery: Option<ToolDiscovery>,
+    /// With `search`: the tools listed all the same, by default exposed name (the whole list).
+    pinned_tools: Option<Vec<String>>,
 }
 
 /// Tells a key given as `null` (`Some(None)`) from a key left out (`None`).
@@ -160,6 +164,8 @@ async fn update_tenant(
         oauth: body.oauth,
         enabled: body.enabled,
         portable_mcp_schemas: body.portable_mcp_schemas,
+        tool_discovery: body.tool_discovery,
+        pinned_tools: body.pinned_tools,
     };
     ok(tenants::update(&state, &admin.tenant(&slug)?, update).await?)
 }

@@ -187,6 +187,7 @@ impl From<engine::Error> for Failure {
             Error::NotFound(missing) => {
                 let code = match missing {
                     Missing::Tool(_) => "unknown_tool",
+                    Missing::Unfound(_) => "tool_not_found_yet",
                     Missing::PendingCall(_) => "unknown_pending_call",
                     Missing::Tenant(_) | Missing::Other(_) => "not_found",
                 };

@@ -14,10 +14,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, middleware};
-use engine::schema::Provider;
-use engine::service::calls::{CallRequest, CallResult, Executor};
+use engine::schema::{Provider, render};
+use engine::service::calls::{CallHooks, CallRequest, CallResult, Executor};
 use engine::service::catalog::CatalogItem;
-use engine::service::catalog::{Catalog, TenantTools};
+use engine::service::catalog::{Catalog, TenantTools, search_tool};
 use engine::tool::ToolOutput;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -87,15 +87,28 @@ pub fn router(catalog: Catalog, executor: Executor, credentials: Credentials, ba
 
 #[derive(Deserialize, utoipa::IntoParams)]
 struct ListQuery {
-    /// `openai` (default), `anthropic`, `gemini` or `mcp`.
+    /// `openai` (default), `anthropic`, `gemini` or `mcp`: of the tools listed, and of those a
+    /// search (`search_tools`) answers.
     format: Option<String>,
+}
+
+impl ListQuery {
+    fn provider(&self) -> Result<Provider, Failure> {
+        let format = self.format.as_deref().unwrap_or("openai");
+        Provider::parse(format).ok_or_else(|| {
+            let detail = format!("format `{format}` is unknown; use one of mcp, openai, anthropic, gemini");
+            Failure::new(problem(StatusCode::BAD_REQUEST, "unknown_format", detail))
+        })
+    }
 }
 
 /// The tenant's tools in one provider's format.
 #[derive(Serialize, ToSchema)]
 struct ToolList {
     format: &'static str,
-    /// Each tool exactly as the provider takes it (normalised, lint-clean).
+    /// Each tool exactly as the provider takes it (normalised, lint-clean). A tenant in
+    /// `search` mode lists its search tool `search_tools`, its pinned tools and the tools the
+    /// key found within the hour.
     tools: Vec<Value>,
 }
 
@@ -109,17 +122,24 @@ async fn list_tools(
     State(rest): State<Rest>,
     Extension(access): Extension<TenantAccess>,
     Query(query): Query<ListQuery>,
-) -> Response {
-    let format = query.format.as_deref().unwrap_or("openai");
-    let Some(provider) = Provider::parse(format) else {
-        let detail = format!("format `{format}` is unknown; use one of mcp, openai, anthropic, gemini");
-        return problem(StatusCode::BAD_REQUEST, "unknown_format", detail);
-    };
-    let body = rest.rendered[&provider].body(&rest.catalog, &access.tenant, 0, |tools| {
+) -> Result<Response, Failure> {
+    let provider = query.provider()?;
+    let serialise = |tools| {
         let list = ToolList { format: provider.as_str(), tools };
         serde_json::to_vec(&list).expect("tool lists serialise").into()
-    });
-    ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
+    };
+    let lists = &rest.rendered[&provider];
+    let view = view_of(&rest, &access)?;
+    let body: axum::body::Bytes = if view.searching() {
+        let found = rest.executor.found(&view, &access.caller).await;
+        let search = render::render(&search_tool(), provider).expect("the search tool renders");
+        serialise(
+            [search].into_iter().chain(lists.render_kept(&view.listed_when_searching(&found))).collect(),
+        )
+    } else {
+        lists.body(&rest.catalog, &access.tenant, 0, serialise)
+    };
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -130,22 +150,25 @@ struct Invoke {
 }
 
 /// Call one tool.
-#[utoipa::path(post, path = "/api/v1/tools/{name}/invoke", params(("name" = String, Path, description = "The tool's exposed name")),
+#[utoipa::path(post, path = "/api/v1/tools/{name}/invoke", params(("name" = String, Path, description = "The tool's exposed name"), ListQuery),
     request_body = Invoke, responses(
     (status = 200, description = "The call's result; a tool error is `status: tool_error`", body = engine::service::calls::CallResult),
     (status = 400, description = "The body is not valid JSON of this shape", body = Problem),
     (status = 401, description = "No valid API key", body = Problem),
-    (status = 404, description = "The tenant has no such tool", body = Problem),
+    (status = 400, description = "Unknown format", body = Problem),
+    (status = 404, description = "The tenant has no such tool (`unknown_tool`), or, in `search` mode, the key has not found it (`tool_not_found_yet`)", body = Problem),
     (status = 429, description = "A limit refused the call (`rate_limited`, or `busy` for calls at once), with `Retry-After` and the `limit`", body = Problem),
 ))]
 async fn invoke(
     State(rest): State<Rest>,
     Extension(access): Extension<TenantAccess>,
     Path(name): Path<String>,
+    Query(query): Query<ListQuery>,
     Body(body): Body<Invoke>,
 ) -> Result<Response, Failure> {
+    let hooks = CallHooks { format: Some(query.provider()?), ..CallHooks::default() };
     let request = CallRequest { name, arguments: body.arguments };
-    let result = rest.executor.call(&access.tenant, &access.caller, request, None).await?;
+    let result = rest.executor.call_hooked(&access.tenant, &access.caller, request, hooks).await?;
     Ok(Json(result).into_response())
 }
 
@@ -220,7 +243,7 @@ fn tool_message(id: &str, result: Result<CallResult, String>) -> ToolMessage {
 }
 
 /// Run a batch of OpenAI-style `tool_calls` concurrently; one result per call id, in order.
-#[utoipa::path(post, path = "/api/v1/tool_calls", request_body = ToolCalls, responses(
+#[utoipa::path(post, path = "/api/v1/tool_calls", params(ListQuery), request_body = ToolCalls, responses(
     (status = 200, body = ToolMessages),
     (status = 400, description = "The body is not valid JSON of this shape", body = Problem),
     (status = 401, description = "No valid API key", body = Problem),
@@ -229,8 +252,13 @@ fn tool_message(id: &str, result: Result<CallResult, String>) -> ToolMessage {
 async fn tool_calls(
     State(rest): State<Rest>,
     Extension(access): Extension<TenantAccess>,
+    Query(query): Query<ListQuery>,
     Body(body): Body<ToolCalls>,
 ) -> Response {
+    let provider = match query.provider() {
+        Ok(provider) => provider,
+        Err(failure) => return failure.into_response(),
+    };
     if body.tool_calls.len() > rest.batch_limit {
         let detail = format!(
             "a batch holds at most {} tool calls; this one has {}: send them in several batches",
@@ -254,7 +282,8 @@ async fn tool_calls(
         })
         .collect();
     let runnable: Vec<CallRequest> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
-    let mut results = rest.executor.call_batch(&access.tenant, &access.caller, runnable).await.into_iter();
+    let mut results =
+        rest.executor.call_batch(&access.tenant, &access.caller, runnable, Some(provider)).await.into_iter();
     let messages: Vec<ToolMessage> = body
         .tool_calls
         .iter()
@@ -295,7 +324,7 @@ async fn resume(
     }
 }
 
-/// The tenant's view, for its prompts and resources.
+/// The tenant's view, for its tools, prompts and resources.
 fn view_of(rest: &Rest, access: &TenantAccess) -> Result<Arc<TenantTools>, Failure> {
     let snapshot = rest.catalog.snapshot();
     let view = snapshot.tenant(&access.tenant).cloned();

@@ -24,7 +24,10 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
 pub use presets::check_presets;
-pub use snapshot::{CatalogTool, Conflict, DEFAULT_TIMEOUT, META_TOOL, Snapshot, TenantTools};
+pub use snapshot::{
+    CatalogTool, Conflict, DEFAULT_TIMEOUT, FOUND_BY_DEFAULT, MAX_FOUND, META_TOOL, SEARCH_TOOL, Snapshot,
+    TenantTools, search_tool,
+};
 
 use crate::store::{self, CHANNEL};
 

@@ -124,6 +124,8 @@ pub async fn apply(
             oauth: tenant.oauth,
             enabled: tenant.enabled,
             portable_mcp_schemas: tenant.portable_mcp_schemas,
+            tool_discovery: tenant.tool_discovery,
+            pinned_tools: tenant.pinned_tools.clone(),
         };
         let id = tenants::put(&mut *tx, &stored).await?;
         tenant_ids.insert(tenant.slug.to_string(), id);

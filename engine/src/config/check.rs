@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use super::{Document, at, items};
 use crate::model::{Name, Tag, TenantSlug};
+use crate::store::tenants::check_pinned;
 use crate::store::{Error, Result};
 
 fn unique<'a>(section: &str, names: impl Iterator<Item = &'a str>) -> Result<()> {
@@ -74,6 +75,8 @@ impl Document {
             if let Some(refusal) = refusal {
                 return Err(Error::Invalid(format!("tenants.{}: {refusal}", tenant.slug)));
             }
+            check_pinned(&tenant.pinned_tools)
+                .map_err(at(format!("tenants.{}.pinned_tools", tenant.slug)))?;
         }
         items::check(self)
     }

@@ -129,6 +129,8 @@ pub(super) async fn current(tx: &mut Transaction<'_, Postgres>) -> Result<Curren
             oauth: tenant.oauth,
             enabled: tenant.enabled,
             portable_mcp_schemas: tenant.portable_mcp_schemas,
+            tool_discovery: tenant.tool_discovery,
+            pinned_tools: tenant.pinned_tools.clone(),
         };
         items::export(&mut config, tenant.id, &item_rows, &server_names);
         tenants.push(config);

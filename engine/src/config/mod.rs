@@ -30,6 +30,7 @@ use crate::store::Error;
 use crate::store::item_overrides::ItemRef;
 use crate::store::overrides::OverrideInput;
 use crate::store::servers::ServerConfig;
+use crate::store::tenants::ToolDiscovery;
 
 /// The configuration document. Keys left out take their defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -148,6 +149,13 @@ pub struct TenantConfig {
     /// left out = as published.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub portable_mcp_schemas: bool,
+    /// How the tools reach the LLM: `list` (all listed) or `search` (found with the search
+    /// tool); left out = `list`.
+    #[serde(default, skip_serializing_if = "ToolDiscovery::is_list")]
+    pub tool_discovery: ToolDiscovery,
+    /// With `search`: the tools listed all the same, by default exposed name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned_tools: Vec<String>,
 }
 
 impl TenantConfig {

@@ -104,6 +104,8 @@ fn tenant_view(tenant: &TenantConfig, stored: &PresetSecrets, moved: &HashSet<Uu
         "oauth": tenant.oauth,
         "enabled": tenant.enabled,
         "portable_mcp_schemas": tenant.portable_mcp_schemas,
+        "tool_discovery": tenant.tool_discovery,
+        "pinned_tools": tenant.pinned_tools,
     }))
 }
 

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::schema::Provider;
 use crate::tool::{ClientRelay, ProgressSink, ToolOutput};
 
 /// One call, as an LLM makes it.
@@ -50,6 +51,9 @@ pub struct CallHooks {
     pub progress: Option<ProgressSink>,
     /// Requests and log messages an upstream server sends the caller.
     pub client: Option<Arc<dyn ClientRelay>>,
+    /// The format in which the search tool answers tool definitions; `None`: MCP's, as the
+    /// tenant's MCP clients list tools.
+    pub format: Option<Provider>,
 }
 
 /// A call of an external tool waiting for the caller's result.

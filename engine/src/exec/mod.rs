@@ -12,6 +12,7 @@ mod call;
 mod items;
 pub mod limits;
 mod record;
+mod search;
 mod upstream;
 
 use std::collections::HashMap;
@@ -25,9 +26,10 @@ use serde_json::{Map, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::catalog::{Catalog, CatalogTool, TenantTools};
+use crate::catalog::{Catalog, CatalogTool, SEARCH_TOOL, TenantTools};
 use crate::error::{Error, Missing};
 use crate::model::{Limited, SourceKind};
+use crate::schema::Provider;
 use crate::secret::SecretBox;
 use crate::store;
 use crate::tool::{Caller, ProgressSink, Tool, ToolContext, ToolError, ToolOutput, ToolProvider, block_size};
@@ -171,24 +173,44 @@ impl Executor {
         request: CallRequest,
         progress: Option<ProgressSink>,
     ) -> Result<CallResult, Error> {
+        self.call_hooked(tenant, caller, request, CallHooks { progress, ..CallHooks::default() }).await
+    }
+
+    /// Runs one call for `tenant` with `hooks`.
+    pub async fn call_hooked(
+        &self,
+        tenant: &str,
+        caller: &Caller,
+        request: CallRequest,
+        hooks: CallHooks,
+    ) -> Result<CallResult, Error> {
         let snapshot = self.inner.catalog.snapshot();
         let view = snapshot.tenant(tenant).ok_or_else(|| Missing::Tenant(tenant.to_string()))?;
-        self.call_in(view, caller, request, CallHooks { progress, client: None }).await
+        self.call_in(view, caller, request, hooks).await
     }
 
     /// Runs one call among the tools of `view` (the tenant's, or an MCP session's own choice
-    /// of groups, [`TenantTools::equip`]); `hooks` receive what the call sends its caller.
+    /// of groups, [`TenantTools::equip`]); `hooks` receive what the call sends its caller. A
+    /// tenant in `search` mode runs its search tool here, and refuses a tool the caller has
+    /// not found ([`search`]).
     #[tracing::instrument(name = "tool call", skip_all, fields(tenant = %view.slug, tool = %crate::telemetry::bounded(&request.name), caller = %caller, status))]
     pub async fn call_in(
         &self,
-        view: &TenantTools,
+        view: &Arc<TenantTools>,
         caller: &Caller,
         request: CallRequest,
         hooks: CallHooks,
     ) -> Result<CallResult, Error> {
         let started = Instant::now();
         let tenant = view.slug.as_str();
+        let searching = view.searching();
+        if searching && request.name == SEARCH_TOOL {
+            return self.search(view, caller, request.arguments, hooks.format).await;
+        }
         let tool = view.resolve(&request.name).ok_or_else(|| Missing::Tool(request.name.clone()))?.clone();
+        if searching {
+            self.check_found(view, caller, &tool.exposed_name).await?;
+        }
         let arguments = match request.arguments {
             Value::Null => Value::Object(Map::new()),
             other => other,
@@ -241,25 +263,28 @@ impl Executor {
     }
 
     /// Runs the calls of one LLM turn, concurrently unless configured otherwise; results come
-    /// in call order.
+    /// in call order. A search among them answers in `format`.
     pub async fn call_batch(
         &self,
         tenant: &str,
         caller: &Caller,
         requests: Vec<CallRequest>,
+        format: Option<Provider>,
     ) -> Vec<Result<CallResult, Error>> {
+        let hooks = || CallHooks { format, ..CallHooks::default() };
         if !self.inner.config.parallel {
             let mut results = Vec::with_capacity(requests.len());
             for request in requests {
-                results.push(self.call(tenant, caller, request, None).await);
+                results.push(self.call_hooked(tenant, caller, request, hooks()).await);
             }
             return results;
         }
         let handles: Vec<_> = requests
             .into_iter()
             .map(|request| {
-                let (executor, tenant, caller) = (self.clone(), tenant.to_string(), caller.clone());
-                tokio::spawn(async move { executor.call(&tenant, &caller, request, None).await })
+                let (executor, tenant, caller, hooks) =
+                    (self.clone(), tenant.to_string(), caller.clone(), hooks());
+                tokio::spawn(async move { executor.call_hooked(&tenant, &caller, request, hooks).await })
             })
             .collect();
         let mut results = Vec::with_capacity(handles.len());

@@ -3,4 +3,6 @@
 
 pub use crate::catalog::apps;
 pub use crate::catalog::items::{CatalogItem, TenantItems, exposed};
-pub use crate::catalog::{Catalog, CatalogOptions, CatalogTool, META_TOOL, TenantTools};
+pub use crate::catalog::{
+    Catalog, CatalogOptions, CatalogTool, META_TOOL, SEARCH_TOOL, TenantTools, search_tool,
+};

@@ -4,7 +4,7 @@
 
 pub use crate::store::item_overrides::{ItemOverrideInput, ItemRef};
 pub use crate::store::overrides::OverrideInput;
-pub use crate::store::tenants::{Tenant, TenantUpdate};
+pub use crate::store::tenants::{MAX_PINNED, Tenant, TenantUpdate, ToolDiscovery};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -417,43 +417,26 @@ pub struct FoundTool {
     pub input_schema: Arc<serde_json::Value>,
 }
 
-/// Most tools a search answers.
-pub const MAX_FOUND: usize = 50;
-
-/// The longest query a search takes, in bytes: its cost grows with its words.
-pub const MAX_QUERY: usize = 512;
-
-/// The `count` (at most [`MAX_FOUND`]) tools of the tenant that match `query` best, best
-/// first. The first search after each catalog rebuild builds the tenant's index (0.4 s for
-/// 5,000 tools): off the async workers.
+/// The `count` (at most [`catalog::MAX_FOUND`]) tools of the tenant that match `query` best,
+/// best first ([`TenantTools::find`]).
 pub async fn search(
     services: &Services,
     tenant: &ManagedTenant<'_>,
     query: &str,
     count: usize,
 ) -> Result<Vec<FoundTool>> {
-    if query.len() > MAX_QUERY {
-        return Err(crate::Error::Invalid(format!(
-            "a search query is at most {MAX_QUERY} bytes; this one is {}",
-            query.len()
-        )));
-    }
-    let view = view(services, tenant)?;
-    let query = query.to_string();
-    let found = tokio::task::spawn_blocking(move || {
-        let found = view.search(&query, count.min(MAX_FOUND));
-        found
-            .into_iter()
-            .map(|(tool, score)| FoundTool {
-                name: tool.exposed_name.clone(),
-                server: tool.source_name.clone(),
-                description: tool.description.clone(),
-                score,
-                input_schema: tool.input_schema.clone(),
-            })
-            .collect()
-    });
-    found.await.map_err(|err| crate::Error::Internal(Box::new(err)))
+    let found =
+        view(services, tenant)?.find(query.to_string(), count).await.map_err(crate::Error::Invalid)?;
+    Ok(found
+        .into_iter()
+        .map(|(tool, score)| FoundTool {
+            name: tool.exposed_name.clone(),
+            server: tool.source_name.clone(),
+            description: tool.description.clone(),
+            score,
+            input_schema: tool.input_schema.clone(),
+        })
+        .collect())
 }
 
 /// The tenant's view of the catalog, for its prompts, resources and searches.

@@ -6,6 +6,7 @@ pub mod admins;
 pub mod audit;
 pub mod authorizations;
 pub(crate) mod catalog;
+pub mod finds;
 pub mod groups;
 pub mod invocations;
 pub mod item_overrides;

@@ -1,9 +1,9 @@
 //! Retention: invocation records, audit events, calls waiting for their results, sign-in
-//! failures and counts of calls against the limits are deleted once older than their
-//! settings, in batches, by a task every process runs; expired OAuth requests, codes, tokens
-//! and invitations as soon as they expire, and clients that registered themselves (or were
-//! fetched) but that nobody authorized within a day. Replicas pruning at once are safe: a
-//! row another one deleted first is simply gone.
+//! failures, counts of calls against the limits and tools found by searching are deleted once
+//! older than their settings, in batches, by a task every process runs; expired OAuth
+//! requests, codes, tokens and invitations as soon as they expire, and clients that registered
+//! themselves (or were fetched) but that nobody authorized within a day. Replicas pruning at
+//! once are safe: a row another one deleted first is simply gone.
 
 use std::time::Duration;
 
@@ -43,6 +43,7 @@ impl Retention {
             ("login_failure", "failed_at", Some(LOGIN_FAILURES)),
             ("call_usage", "window_start", Some(CALL_USAGE)),
             ("invocation_loss", "last_at", self.invocations),
+            ("tool_find", "found_at", Some(super::finds::FOUND_FOR)),
             ("oauth_request", "expires_at", Some(Duration::ZERO)),
             ("oauth_code", "expires_at", Some(Duration::ZERO)),
             ("oauth_token", "expires_at", Some(Duration::ZERO)),

@@ -37,6 +37,56 @@ pub struct Tenant {
     /// MCP clients get the portable, normalised schemas (as REST does) instead of the
     /// schemas as their servers published them.
     pub portable_mcp_schemas: bool,
+    /// How its tools reach the LLM: all listed, or found by searching.
+    pub tool_discovery: ToolDiscovery,
+    /// With `search`: the tools listed all the same, by default exposed name.
+    pub pinned_tools: Vec<String>,
+}
+
+/// How a tenant's tools reach the LLM.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolDiscovery {
+    /// Every tool is listed.
+    #[default]
+    List,
+    /// The search tool, the pinned tools and those the caller found are listed; the rest are
+    /// found with the search tool.
+    Search,
+}
+
+impl ToolDiscovery {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolDiscovery::List => "list",
+            ToolDiscovery::Search => "search",
+        }
+    }
+
+    pub fn is_list(&self) -> bool {
+        *self == ToolDiscovery::List
+    }
+
+    fn from_column(value: &str) -> Self {
+        if value == "search" { ToolDiscovery::Search } else { ToolDiscovery::List }
+    }
+}
+
+/// The most tools a tenant may pin: OpenAI takes at most 128 tools in a request.
+pub const MAX_PINNED: usize = 128;
+
+/// Why `pinned` cannot be a tenant's pinned tools, if it cannot.
+pub fn check_pinned(pinned: &[String]) -> Result<()> {
+    if pinned.len() > MAX_PINNED {
+        return Err(Error::Invalid(format!(
+            "a tenant pins at most {MAX_PINNED} tools; this list has {}",
+            pinned.len()
+        )));
+    }
+    match pinned.iter().find(|name| !crate::model::naming::is_valid(name)) {
+        Some(name) => Err(Error::Invalid(format!("`{name}` is not a tool name"))),
+        None => Ok(()),
+    }
 }
 
 impl Tenant {
@@ -69,6 +119,8 @@ struct Row {
     oauth_enabled: bool,
     enabled: bool,
     portable_mcp_schemas: bool,
+    tool_discovery: String,
+    pinned_tools: Vec<String>,
 }
 
 impl From<Row> for Tenant {
@@ -93,6 +145,8 @@ impl From<Row> for Tenant {
             oauth: row.oauth_enabled,
             enabled: row.enabled,
             portable_mcp_schemas: row.portable_mcp_schemas,
+            tool_discovery: ToolDiscovery::from_column(&row.tool_discovery),
+            pinned_tools: row.pinned_tools,
         }
     }
 }
@@ -112,6 +166,8 @@ pub struct TenantUpdate {
     pub oauth: Option<bool>,
     pub enabled: Option<bool>,
     pub portable_mcp_schemas: Option<bool>,
+    pub tool_discovery: Option<ToolDiscovery>,
+    pub pinned_tools: Option<Vec<String>>,
 }
 
 impl TenantUpdate {
@@ -138,7 +194,8 @@ pub async fn get(db: impl PgExecutor<'_>, slug: &TenantSlug) -> Result<Tenant> {
         Row,
         r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
                 limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
-                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled, portable_mcp_schemas
+                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled, portable_mcp_schemas,
+                tool_discovery, pinned_tools
            from tenant where slug = $1"#,
         slug.as_str()
     )
@@ -153,7 +210,8 @@ pub async fn list(db: impl PgExecutor<'_>) -> Result<Vec<Tenant>> {
         Row,
         r#"select id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
                 limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
-                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled, portable_mcp_schemas
+                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled, portable_mcp_schemas,
+                tool_discovery, pinned_tools
            from tenant order by slug"#
     )
     .fetch_all(db)
@@ -170,7 +228,8 @@ pub async fn create(pool: &PgPool, actor: &Actor, slug: &TenantSlug, name: &str)
         r#"insert into tenant (slug, name) values ($1, $2) on conflict (slug) do nothing
            returning id, slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
                 limits as "limits: Json<CallLimits>", tool_limits as "tool_limits: Json<BTreeMap<String, CallLimits>>",
-                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled, portable_mcp_schemas"#,
+                user_limits as "user_limits: Json<CallLimits>", api_keys_enabled, oauth_enabled, enabled, portable_mcp_schemas,
+                tool_discovery, pinned_tools"#,
         slug.as_str(),
         name,
     )
@@ -186,6 +245,9 @@ pub async fn create(pool: &PgPool, actor: &Actor, slug: &TenantSlug, name: &str)
 pub async fn update(pool: &PgPool, actor: &Actor, slug: &TenantSlug, update: TenantUpdate) -> Result<Tenant> {
     if let Some(name) = &update.name {
         check_name(name)?;
+    }
+    if let Some(pinned) = &update.pinned_tools {
+        check_pinned(pinned)?;
     }
     let mut tx = pool.begin().await?;
     let before = get(&mut *tx, slug).await?;
@@ -207,6 +269,8 @@ pub async fn update(pool: &PgPool, actor: &Actor, slug: &TenantSlug, update: Ten
         oauth: update.oauth.unwrap_or(before.oauth),
         enabled: update.enabled.unwrap_or(before.enabled),
         portable_mcp_schemas: update.portable_mcp_schemas.unwrap_or(before.portable_mcp_schemas),
+        tool_discovery: update.tool_discovery.unwrap_or(before.tool_discovery),
+        pinned_tools: update.pinned_tools.unwrap_or_else(|| before.pinned_tools.clone()),
         ..before.clone()
     };
     if choosing_tags
@@ -226,15 +290,17 @@ pub(crate) async fn put(db: impl PgExecutor<'_>, tenant: &Tenant) -> Result<Uuid
     let ceiling = &tenant.ceiling;
     let id = sqlx::query_scalar!(
         "insert into tenant (slug, name, enabled_tags, meta_tool, ceiling_tags, ceiling_sources, ceiling_groups, ceiling_shell,
-                             limits, tool_limits, user_limits, api_keys_enabled, oauth_enabled, enabled, portable_mcp_schemas)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                             limits, tool_limits, user_limits, api_keys_enabled, oauth_enabled, enabled, portable_mcp_schemas,
+                             tool_discovery, pinned_tools)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
          on conflict (slug) do update set
             name = excluded.name, enabled_tags = excluded.enabled_tags, meta_tool = excluded.meta_tool,
             ceiling_tags = excluded.ceiling_tags, ceiling_sources = excluded.ceiling_sources,
             ceiling_groups = excluded.ceiling_groups, ceiling_shell = excluded.ceiling_shell, limits = excluded.limits, tool_limits = excluded.tool_limits,
             user_limits = excluded.user_limits, api_keys_enabled = excluded.api_keys_enabled,
             oauth_enabled = excluded.oauth_enabled, enabled = excluded.enabled,
-            portable_mcp_schemas = excluded.portable_mcp_schemas
+            portable_mcp_schemas = excluded.portable_mcp_schemas, tool_discovery = excluded.tool_discovery,
+            pinned_tools = excluded.pinned_tools
          returning id",
         tenant.slug,
         tenant.name,
@@ -251,6 +317,8 @@ pub(crate) async fn put(db: impl PgExecutor<'_>, tenant: &Tenant) -> Result<Uuid
         tenant.oauth,
         tenant.enabled,
         tenant.portable_mcp_schemas,
+        tenant.tool_discovery.as_str(),
+        &tenant.pinned_tools,
     )
     .fetch_one(db)
     .await?;

@@ -6,11 +6,13 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::http::HeaderMap;
+use engine::schema::{Provider, render};
 use engine::service::PgPool;
 use engine::service::calls::{CallHooks, CallRequest, CallResult, Executor};
 use engine::service::catalog::Catalog;
 use engine::service::catalog::TenantItems;
-use engine::service::catalog::{CatalogTool, TenantTools};
+use engine::service::catalog::{CatalogTool, TenantTools, search_tool};
+use engine::tool::Caller;
 use engine::tool::{ClientRelay, Keyed, RelayAllFuture, RelayFuture, ToolOutput};
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -367,34 +369,58 @@ pub(super) struct Call {
 }
 
 impl Shared {
-    /// The tools a request sees listed: `Some` list when it is not the tenant's plain list
-    /// (a session's own choice of groups, or the meta tool added), `None` for the tenant's
-    /// list as [`Shared::lists_of`] keeps it.
-    pub(super) fn own_listing(&self, view: &TenantTools, equipped: bool, era: Era) -> Option<Vec<Tool>> {
+    /// The tools a request of `caller` sees listed: `Some` list when it is not the tenant's
+    /// plain list (a session's own choice of groups, the meta tool added, or a tenant in
+    /// `search` mode: its search tool, pinned tools and those the caller found), `None` for
+    /// the tenant's list as [`Shared::lists_of`] keeps it.
+    pub(super) async fn own_listing(
+        &self,
+        view: &TenantTools,
+        equipped: bool,
+        era: Era,
+        caller: &Caller,
+    ) -> Option<Vec<Tool>> {
         let offers = offers_meta_tool(view, era);
-        if !equipped && !offers {
+        let searching = view.searching();
+        if !equipped && !offers && !searching {
             return None;
         }
-        let mut tools = self.lists_of(view).render_kept(view.tools());
+        let lists = self.lists_of(view);
+        let mut tools = if searching {
+            let found = self.executor.found(view, caller).await;
+            let search = if view.portable_mcp_schemas {
+                render::render(&search_tool(), Provider::Mcp).ok()
+            } else {
+                Some(render::published_mcp(&search_tool()))
+            };
+            let mut tools: Vec<Tool> =
+                search.and_then(|tool| serde_json::from_value(tool).ok()).into_iter().collect();
+            tools.extend(lists.render_kept(&view.listed_when_searching(&found)));
+            tools
+        } else {
+            lists.render_kept(view.tools())
+        };
         if offers {
             tools.extend(view.meta_tool_definition().and_then(|tool| serde_json::from_value(tool).ok()));
         }
         Some(tools)
     }
 
-    /// The tools a request sees listed, as a `tools/list` result.
-    pub(super) fn listing(
+    /// The tools a request of `caller` sees listed, as a `tools/list` result.
+    pub(super) async fn listing(
         &self,
         tenant: &str,
         session: Option<&SessionChoices>,
         era: Era,
+        caller: &Caller,
     ) -> ListToolsResult {
         let Some((view, equipped)) = self.view(tenant, session) else {
             return tool_list(Vec::new());
         };
-        let tools = self
-            .own_listing(&view, equipped, era)
-            .unwrap_or_else(|| self.lists_of(&view).render(view.tools()));
+        let tools = match self.own_listing(&view, equipped, era, caller).await {
+            Some(tools) => tools,
+            None => self.lists_of(&view).render(view.tools()),
+        };
         tool_list(tools)
     }
 
@@ -457,6 +483,7 @@ impl Shared {
         let hooks = CallHooks {
             progress: progress.then(|| progress_reports(&listening)),
             client: Some(Arc::new(CallRelay::new(listening, None))),
+            format: None,
         };
         let call = self.executor.call_in(&view, &access.caller, call_request(params), hooks);
         // rmcp runs a handler to its end after the client cancels the request (and drops the
@@ -493,6 +520,7 @@ impl Shared {
         let hooks = CallHooks {
             progress: Some(progress_reports(&listening)),
             client: Some(Arc::new(CallRelay::new(listening.clone(), Some(asks)))),
+            format: None,
         };
         let (executor, caller, call) = (self.executor.clone(), owner.caller.clone(), call_request(request));
         let task = tokio::spawn(async move { executor.call_in(&view, &caller, call, hooks).await });

@@ -51,7 +51,7 @@ use super::calls::{Call, Client, Era, Listener, call_span, offers_meta_tool, too
 use super::handler::Gateway;
 use super::outbox::{Outbox, SessionCalls};
 use super::session::SessionHandle;
-use engine::service::catalog::META_TOOL;
+use engine::service::catalog::{META_TOOL, SEARCH_TOOL};
 
 /// The largest request body taken, as rmcp takes.
 const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -201,7 +201,7 @@ impl Endpoint {
         let session = session.filter(|_| era == Era::Handshake);
         let (view, equipped) = self.shared.view(&access.tenant, session.map(|s| &*s.state))?;
         let Some(params) = call else {
-            let result = match self.shared.own_listing(&view, equipped, era) {
+            let result = match self.shared.own_listing(&view, equipped, era, &access.caller).await {
                 Some(tools) => list_result(tools, era),
                 None => self.shared.lists_of(&view).body(
                     &self.shared.catalog,
@@ -212,8 +212,9 @@ impl Endpoint {
             };
             return Some(respond_with(&id, &result));
         };
-        if params.name == META_TOOL && offers_meta_tool(&view, era) {
-            // Choosing groups tells the session's GET stream: rmcp's.
+        let finds_in_session = era == Era::Handshake && params.name == SEARCH_TOOL && view.searching();
+        if (params.name == META_TOOL && offers_meta_tool(&view, era)) || finds_in_session {
+            // Choosing groups, or finding tools, tells the session's GET stream: rmcp's.
             return None;
         }
         let (messages, outgoing) = mpsc::channel(MESSAGES);

@@ -30,7 +30,7 @@ use super::calls::{
 };
 use super::items;
 use super::session::{Equipped, Opening, SESSION_CHECK, SessionChoices};
-use engine::service::catalog::META_TOOL;
+use engine::service::catalog::{META_TOOL, SEARCH_TOOL};
 
 /// One MCP session's handler: what all share, and what the session chose.
 #[derive(Clone)]
@@ -157,11 +157,25 @@ impl Gateway {
             };
             return Ok(CallToolResponse::Complete(result));
         }
+        let finds_in_session = era == Era::Handshake && request.name == SEARCH_TOOL && view.searching();
         let level = self.session.lock().level;
-        let client = Client::Peer(context.peer.clone());
-        let listener = Listener::new(client, &context.meta, era, level, context.client_capabilities());
+        let peer = context.peer.clone();
+        let listener = Listener::new(
+            Client::Peer(peer.clone()),
+            &context.meta,
+            era,
+            level,
+            context.client_capabilities(),
+        );
         let call = Call { access, view, params: request, listener, era, cancelled: context.ct };
-        self.shared.call(call).await
+        let answer = self.shared.call(call).await;
+        if finds_in_session
+            && matches!(&answer, Ok(CallToolResponse::Complete(result)) if result.is_error != Some(true))
+        {
+            // The tools found are listed from now on.
+            let _ = peer.notify_tool_list_changed().await;
+        }
+        answer
     }
 }
 
@@ -312,7 +326,7 @@ impl ServerHandler for Gateway {
     ) -> Result<ListToolsResult, ErrorData> {
         let access = access(&context.extensions).ok_or_else(not_authenticated)?;
         let era = era(&context);
-        Ok(self.shared.listing(&access.tenant, self.session(era), era))
+        Ok(self.shared.listing(&access.tenant, self.session(era), era, &access.caller).await)
     }
 
     async fn list_prompts(

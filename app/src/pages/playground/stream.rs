@@ -70,7 +70,7 @@ pub async fn run_tool(
         by: caller.actor().as_str().to_string(),
         events,
     };
-    let hooks = CallHooks { progress: Some(sink), client: Some(Arc::new(relay)) };
+    let hooks = CallHooks { progress: Some(sink), client: Some(Arc::new(relay)), format: None };
     let call = async move {
         let request = CallRequest { name: tool, arguments };
         let result =

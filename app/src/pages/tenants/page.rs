@@ -58,6 +58,10 @@ pub struct TenantView {
     pub enabled: bool,
     /// Its MCP clients get portable schemas instead of the schemas as published.
     pub portable_mcp_schemas: bool,
+    /// Its tools are found with the search tool rather than all listed.
+    pub tool_search: bool,
+    /// In search mode, the tools listed all the same.
+    pub pinned_tools: Vec<String>,
     /// The tenant's MCP endpoint, as clients reach it.
     pub endpoint: String,
     /// The REST API's base (`…/api/v1`), as clients reach it.
@@ -307,6 +311,8 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         user_limits: tenant.user_limits.into(),
         enabled: tenant.enabled,
         portable_mcp_schemas: tenant.portable_mcp_schemas,
+        tool_search: tenant.tool_discovery == engine::service::tenants::ToolDiscovery::Search,
+        pinned_tools: tenant.pinned_tools,
         api_keys: tenant.api_keys,
         oauth: tenant.oauth,
         endpoint,
@@ -336,8 +342,10 @@ pub fn TenantPage() -> impl IntoView {
     let save_item = ServerAction::<SaveItemChoice>::new();
     let clear_item = ServerAction::<ClearItemChoice>::new();
     let save_schemas = ServerAction::<SaveMcpSchemas>::new();
+    let save_discovery = ServerAction::<SaveDiscovery>::new();
     let changes = [
         succeeded(save_schemas),
+        succeeded(save_discovery),
         succeeded(save_item),
         succeeded(clear_item),
         succeeded(change_tenant),
@@ -368,7 +376,7 @@ pub fn TenantPage() -> impl IntoView {
                     <LimitsCard tenant=t.clone() action=save_limits />
                     <TagToggles tenant=t.clone() action=save_tags />
                     <GroupToggles tenant=t.clone() action=save_groups />
-                    <EffectiveTools tenant=t.clone() action=save_schemas />
+                    <EffectiveTools tenant=t.clone() action=save_schemas discovery=save_discovery />
                     <EffectiveItems tenant=t.clone() save=save_item clear=clear_item />
                     <Overrides tenant=t.clone() save=save_override clear=clear_override />
                     <AccessCard tenant=t.clone() action=save_access />
@@ -429,9 +437,44 @@ pub async fn save_mcp_schemas(slug: String, portable: bool) -> Result<(), PanelE
     Ok(())
 }
 
+/// Sets how the tenant's tools reach the LLM: all listed, or found by search with `pinned`
+/// listed all the same.
+#[server(input = leptos::server_fn::codec::Json)]
+pub async fn save_discovery(slug: String, search: bool, pinned: Vec<String>) -> Result<(), PanelError> {
+    use engine::service::tenants::{TenantUpdate, ToolDiscovery};
+
+    use crate::server::{caller, state};
+    let caller = caller().await?;
+    let tenant = caller.tenant(&slug)?;
+    let discovery = if search { ToolDiscovery::Search } else { ToolDiscovery::List };
+    let update =
+        TenantUpdate { tool_discovery: Some(discovery), pinned_tools: Some(pinned), ..Default::default() };
+    engine::service::tenants::update(&state(), &tenant, update).await?;
+    Ok(())
+}
+
 #[component]
-fn EffectiveTools(tenant: TenantView, action: ServerAction<SaveMcpSchemas>) -> impl IntoView {
+fn EffectiveTools(
+    tenant: TenantView,
+    action: ServerAction<SaveMcpSchemas>,
+    discovery: ServerAction<SaveDiscovery>,
+) -> impl IntoView {
     let slug = StoredValue::new(tenant.slug.clone());
+    let search = tenant.tool_search;
+    let pinned = StoredValue::new(tenant.pinned_tools.clone());
+    let pinned_tokens: usize =
+        tenant.tools.iter().filter(|t| tenant.pinned_tools.contains(&t.name)).map(|t| t.approx_tokens).sum();
+    let save = move |search: bool, pinned: Vec<String>| {
+        discovery.dispatch(SaveDiscovery { slug: slug.get_value(), search, pinned });
+    };
+    let pin = move |name: String, on: bool| {
+        let mut names = pinned.get_value();
+        names.retain(|n| *n != name);
+        if on {
+            names.push(name);
+        }
+        save(true, names);
+    };
     view! {
         <section class="card">
             <h2>"What the LLM sees"</h2>
@@ -459,6 +502,28 @@ fn EffectiveTools(tenant: TenantView, action: ServerAction<SaveMcpSchemas>) -> i
                  a strict LLM provider. The schema inspector shows both."
             </p>
             <ErrorNote error=action_error(action) />
+            <label class="check">
+                <input
+                    type="checkbox"
+                    name="tool-search"
+                    prop:checked=search
+                    disabled=move || discovery.pending().get()
+                    on:change=move |ev| save(event_target_checked(&ev), pinned.get_value())
+                />
+                "Found by search"
+            </label>
+            <p class="muted small">
+                "On: the LLM is listed the search tool " <code>"search_tools"</code>
+                ", the tools pinned below and the tools it found within the hour (by the same key or person); \
+                 it finds the others by saying what it needs. Every rule above still decides what it can find."
+            </p>
+            {search.then(|| view! {
+                <p class="muted search-listing">
+                    "Listed before any search: the search tool and " {pinned.get_value().len()} " pinned tools (about "
+                    <strong>{pinned_tokens}</strong> " tokens of pinned tools)."
+                </p>
+            })}
+            <ErrorNote error=action_error(discovery) />
             {tenant
                 .conflicts
                 .into_iter()
@@ -479,6 +544,7 @@ fn EffectiveTools(tenant: TenantView, action: ServerAction<SaveMcpSchemas>) -> i
                         <th>"Source"</th>
                         <th>"Description"</th>
                         <th>"≈ tokens"</th>
+                        {search.then(|| view! { <th>"Pinned"</th> })}
                     </tr>
                 </thead>
                 <tbody>
@@ -489,11 +555,26 @@ fn EffectiveTools(tenant: TenantView, action: ServerAction<SaveMcpSchemas>) -> i
                             view! {
                                 <tr>
                                     <td>
-                                        <a href=format!("/tools/{}?tenant={}", t.id, tenant.slug)>{t.name}</a>
+                                        <a href=format!("/tools/{}?tenant={}", t.id, tenant.slug)>{t.name.clone()}</a>
                                     </td>
                                     <td>{t.source}</td>
                                     <td class="description">{t.description}</td>
                                     <td>{t.approx_tokens}</td>
+                                    {search.then(|| {
+                                        let name = t.name.clone();
+                                        view! {
+                                            <td>
+                                                <input
+                                                    type="checkbox"
+                                                    name="pinned"
+                                                    aria-label=format!("Pin {name}")
+                                                    prop:checked=pinned.get_value().contains(&name)
+                                                    disabled=move || discovery.pending().get()
+                                                    on:change=move |ev| pin(name.clone(), event_target_checked(&ev))
+                                                />
+                                            </td>
+                                        }
+                                    })}
                                 </tr>
                             }
                         })

@@ -27,7 +27,9 @@ use crate::store::overrides::StoredOverride;
 pub(super) use bases::Bases;
 use bases::timeout;
 use tenant::{Access, tenant_tools};
-pub use tenant::{Conflict, GroupInfo, META_TOOL, TenantTools};
+pub use tenant::{
+    Conflict, FOUND_BY_DEFAULT, GroupInfo, MAX_FOUND, META_TOOL, SEARCH_TOOL, TenantTools, search_tool,
+};
 pub use tool::{CatalogTool, DEFAULT_TIMEOUT};
 
 /// The whole catalog at one moment.
@@ -235,6 +237,8 @@ pub(super) fn build(loaded: &Loaded, bases: &Arc<Bases>, version: u64, force_too
         view.limits = Arc::new(limits);
         view.access = Access { api_keys: tenant.api_keys, oauth: tenant.oauth, enabled: tenant.enabled };
         view.portable_mcp_schemas = tenant.portable_mcp_schemas;
+        view.tool_discovery = tenant.tool_discovery;
+        view.pinned_tools = tenant.pinned_tools.iter().cloned().collect();
         if tenant.meta_tool {
             view.equippable = equippable;
             view.groups = if ceiling.groups.is_none() {
