@@ -279,6 +279,10 @@ async fn admin_tokens_are_listed_limited_and_revoked(pool: PgPool) {
     assert_eq!(status(&acme, Method::GET, "/api/admin/v1/tenants/acme-other").await, StatusCode::FORBIDDEN);
     assert_eq!(status(&acme, Method::GET, "/api/admin/v1/tenants").await, StatusCode::FORBIDDEN);
     assert_eq!(status(&acme, Method::POST, "/api/admin/v1/admin_tokens").await, StatusCode::FORBIDDEN);
+    let search = "/api/admin/v1/tenants/acme/search?query=file";
+    assert_eq!(status(&acme, Method::GET, search).await, StatusCode::OK);
+    let search = "/api/admin/v1/tenants/globex/search?query=file";
+    assert_eq!(status(&acme, Method::GET, search).await, StatusCode::FORBIDDEN);
     let refusal = json_of(client().get(app.url("/api/admin/v1/config")).bearer_auth(&acme)).await;
     assert_eq!(refusal["code"], "tenant_token", "{refusal}");
     // It chooses within the owner's ceiling, like a tenant administrator, and cannot change it.
@@ -287,6 +291,21 @@ async fn admin_tokens_are_listed_limited_and_revoked(pool: PgPool) {
     };
     let ceiling = json!({"ceiling": {"tags": ["demo"]}});
     assert_eq!(patch(&acme, ceiling.clone()).await.unwrap().status(), StatusCode::FORBIDDEN);
+    // It lets its tools be found by search, with pinned tools named as tools are.
+    let searching = json!({"tool_discovery": "search", "pinned_tools": ["list_directory", "no such name!"]});
+    let refused = patch(&acme, searching).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let refused: Value = refused.json().await.unwrap();
+    assert_eq!(refused["detail"], "`no such name!` is not a tool name", "{refused}");
+    let searching = json!({"tool_discovery": "search", "pinned_tools": ["list_directory"]});
+    let set: Value = patch(&acme, searching).await.unwrap().json().await.unwrap();
+    assert_eq!(
+        (&set["tool_discovery"], &set["pinned_tools"]),
+        (&json!("search"), &json!(["list_directory"])),
+        "{set}"
+    );
+    let unknown = patch(&acme, json!({"tool_discovery": "sideways"})).await.unwrap();
+    assert_eq!(unknown.status(), StatusCode::BAD_REQUEST, "an unknown mode is refused");
     assert_eq!(patch(&owner, ceiling).await.unwrap().status(), StatusCode::OK);
     let beyond = json_of(
         client()

@@ -117,6 +117,29 @@ async fn an_agent_finds_lists_and_calls_tools_it_searched_for_in_both_eras(pool:
     // What one key found is not another's.
     let other = client(&app, &new_key(&pool, "other").await, ClientLifecycleMode::Initialize).await;
     assert_eq!(names(&other).await, ["list_directory", "search_tools"]);
+
+    // A pin names a tool by its default name: renamed, the tool stays pinned.
+    let acme = TenantSlug::parse("acme").unwrap();
+    let rename = store::overrides::OverrideInput { name: Some("ls".into()), ..Default::default() };
+    common::set_override(&pool, &acme, common::tool_id(&pool, "list_directory").await, &rename)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while names(&other).await != ["ls", "search_tools"] {
+        assert!(Instant::now() < deadline, "listed {:?}", names(&other).await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Back to listing every tool: the session hears of it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let heard = other.service().list_changed.load(Ordering::SeqCst);
+    let listing = TenantUpdate { tool_discovery: Some(ToolDiscovery::List), ..Default::default() };
+    store::tenants::update(&pool, &Actor::system(), &acme, listing).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while other.service().list_changed.load(Ordering::SeqCst) == heard {
+        assert!(Instant::now() < deadline, "no list_changed after the tenant left search mode");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(names(&other).await.contains(&"write_text_file".to_string()));
 }
 
 async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (StatusCode, Value) {

@@ -129,15 +129,14 @@ async fn list_tools(
         serde_json::to_vec(&list).expect("tool lists serialise").into()
     };
     let lists = &rest.rendered[&provider];
-    let view = view_of(&rest, &access)?;
-    let body: axum::body::Bytes = if view.searching() {
-        let found = rest.executor.found(&view, &access.caller).await;
-        let search = render::render(&search_tool(), provider).expect("the search tool renders");
-        serialise(
-            [search].into_iter().chain(lists.render_kept(&view.listed_when_searching(&found))).collect(),
-        )
-    } else {
-        lists.body(&rest.catalog, &access.tenant, 0, serialise)
+    let body: axum::body::Bytes = match view_of(&rest, &access) {
+        Ok(view) if view.searching() => {
+            let found = rest.executor.found(&view, &access.caller).await;
+            let search = render::render(&search_tool(), provider).expect("the search tool renders");
+            let listed = lists.render_kept(&view.listed_when_searching(&found));
+            serialise([search].into_iter().chain(listed).collect())
+        }
+        _ => lists.body(&rest.catalog, &access.tenant, 0, serialise),
     };
     Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
 }
@@ -153,9 +152,8 @@ struct Invoke {
 #[utoipa::path(post, path = "/api/v1/tools/{name}/invoke", params(("name" = String, Path, description = "The tool's exposed name"), ListQuery),
     request_body = Invoke, responses(
     (status = 200, description = "The call's result; a tool error is `status: tool_error`", body = engine::service::calls::CallResult),
-    (status = 400, description = "The body is not valid JSON of this shape", body = Problem),
+    (status = 400, description = "The body is not valid JSON of this shape, or the format is unknown (`unknown_format`)", body = Problem),
     (status = 401, description = "No valid API key", body = Problem),
-    (status = 400, description = "Unknown format", body = Problem),
     (status = 404, description = "The tenant has no such tool (`unknown_tool`), or, in `search` mode, the key has not found it (`tool_not_found_yet`)", body = Problem),
     (status = 429, description = "A limit refused the call (`rate_limited`, or `busy` for calls at once), with `Retry-After` and the `limit`", body = Problem),
 ))]
@@ -245,7 +243,7 @@ fn tool_message(id: &str, result: Result<CallResult, String>) -> ToolMessage {
 /// Run a batch of OpenAI-style `tool_calls` concurrently; one result per call id, in order.
 #[utoipa::path(post, path = "/api/v1/tool_calls", params(ListQuery), request_body = ToolCalls, responses(
     (status = 200, body = ToolMessages),
-    (status = 400, description = "The body is not valid JSON of this shape", body = Problem),
+    (status = 400, description = "The body is not valid JSON of this shape, or the format is unknown (`unknown_format`)", body = Problem),
     (status = 401, description = "No valid API key", body = Problem),
     (status = 413, description = "More calls than one batch may hold (`too_many_calls`)", body = Problem),
 ))]

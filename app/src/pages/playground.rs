@@ -214,6 +214,16 @@ pub fn PlaygroundPage() -> impl IntoView {
         }
         tool.set(found);
     };
+    // A tool a search found may be newer than the list loaded: the list is read again for it.
+    let choose_found = move |name: String| {
+        let loaded = tools.get_untracked().and_then(Result::ok);
+        if loaded.is_some_and(|list| list.iter().any(|t| t.name == name)) {
+            choose_tool(name);
+        } else {
+            wanted.set_value(Some(name));
+            tools.refetch();
+        }
+    };
 
     view! {
         <Title text="Playground" />
@@ -253,7 +263,7 @@ pub fn PlaygroundPage() -> impl IntoView {
                 </select>
             </label>
         </div>
-        <ToolSearch tenant choose=choose_tool />
+        <ToolSearch tenant choose=choose_found />
         {move || {
             tool.get()
                 .map(|chosen| {

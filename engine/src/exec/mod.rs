@@ -208,9 +208,6 @@ impl Executor {
             return self.search(view, caller, request.arguments, hooks.format).await;
         }
         let tool = view.resolve(&request.name).ok_or_else(|| Missing::Tool(request.name.clone()))?.clone();
-        if searching {
-            self.check_found(view, caller, &tool.exposed_name).await?;
-        }
         let arguments = match request.arguments {
             Value::Null => Value::Object(Map::new()),
             other => other,
@@ -222,13 +219,17 @@ impl Executor {
         if let Some(client) = hooks.client {
             ctx = ctx.with_client(client);
         }
-        // Admitted before its arguments are checked: a call they refuse is a call, and counts
-        // against the limits like any other (a key whose limit is spent stores nothing more).
+        // Admitted before its arguments are checked (and, in `search` mode, whether the caller
+        // found the tool): a call they refuse is a call, and counts against the limits like any
+        // other (a key whose limit is spent stores nothing more).
         // Refused here, it is not a call: nothing is recorded.
         let _places = self
-            .admit(view, &tool, caller)
+            .admit(view, tool.tool_id, caller)
             .await
             .inspect_err(|limited| limits::count_refusal(limited, tenant))?;
+        if searching {
+            self.check_found(view, caller, &tool).await?;
+        }
         let unfinished = Unfinished::new(
             &self.inner.recorder,
             started,
@@ -325,16 +326,18 @@ impl Executor {
 
     /// Admits a call under its limits: places among the running calls, then its count
     /// against the rate limits (a call that waited for a place and was refused is not counted).
+    /// `tool` is the nil id for a call that runs no tool (the search tool): no tool's limits
+    /// apply to it.
     async fn admit(
         &self,
         view: &TenantTools,
-        tool: &CatalogTool,
+        tool: Uuid,
         caller: &Caller,
     ) -> Result<admission::Permit, Limited> {
         let holder = holder(view, caller);
-        let places = self.inner.admission.admit(&view.limits, view.tenant_id, tool.tool_id, holder).await?;
+        let places = self.inner.admission.admit(&view.limits, view.tenant_id, tool, holder).await?;
         let inner = &self.inner;
-        inner.quotas.admit(&inner.pool, &view.limits, view.tenant_id, tool.tool_id, holder).await?;
+        inner.quotas.admit(&inner.pool, &view.limits, view.tenant_id, tool, holder).await?;
         Ok(places)
     }
 

@@ -2,12 +2,14 @@
 //! definitions in the caller's format, and records what the caller found, which the caller may
 //! then list and call ([`crate::store::finds`]).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
 use rmcp::model::CallToolResult;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use uuid::Uuid;
 
 use super::record::Record;
 use super::{Executor, Outcome};
@@ -46,8 +48,7 @@ fn parse(arguments: Value) -> Result<(String, usize), String> {
 fn definition(view: &TenantTools, tool: &CatalogTool, format: Option<Provider>) -> Option<Value> {
     let rendered = match format {
         Some(provider) => tool.render(provider),
-        None if view.portable_mcp_schemas => tool.render(Provider::Mcp),
-        None => Ok(tool.published_mcp()),
+        None => tool.mcp_definition(view.portable_mcp_schemas),
     };
     rendered
         .inspect_err(|err| tracing::warn!(tool = %tool.exposed_name, error = %err, "tool found not served"))
@@ -56,7 +57,7 @@ fn definition(view: &TenantTools, tool: &CatalogTool, format: Option<Provider>) 
 
 impl Executor {
     /// Runs the search tool for `caller` among the tools of `view`: a call under the tenant's
-    /// and the caller's limits, recorded like any other.
+    /// and the caller's limits (no tool's), recorded like any other.
     pub(super) async fn search(
         &self,
         view: &Arc<TenantTools>,
@@ -65,12 +66,17 @@ impl Executor {
         format: Option<Provider>,
     ) -> Result<CallResult, Error> {
         let started = Instant::now();
-        self.admit_toolless(view, caller).await?;
+        // Among the calls running at once too: a search may build the tenant's index.
+        let _places = self
+            .admit(view, Uuid::nil(), caller)
+            .await
+            .inspect_err(|limited| super::limits::count_refusal(limited, &view.slug))?;
         let kept = super::keepable(&arguments);
         let outcome = match parse(arguments) {
             Err(message) => Outcome::ToolError(message),
             Ok((query, count)) => match view.clone().find(query, count).await {
-                Err(message) => Outcome::ToolError(message),
+                Err(Error::Invalid(message)) => Outcome::ToolError(message),
+                Err(err) => return Err(err),
                 Ok(found) => Outcome::Done(self.answer(view, caller, &found, format).await),
             },
         };
@@ -102,9 +108,11 @@ impl Executor {
         if found.is_empty() {
             return ToolOutput::text("No tool matches this query: try other words, or a broader task.");
         }
-        let tools: Vec<Value> = found.iter().filter_map(|(tool, _)| definition(view, tool, format)).collect();
+        let (names, tools): (Vec<String>, Vec<Value>) = found
+            .iter()
+            .filter_map(|(tool, _)| Some((tool.exposed_name.clone(), definition(view, tool, format)?)))
+            .unzip();
         let mut answer = json!({"tools": tools});
-        let names: Vec<String> = found.iter().map(|(tool, _)| tool.exposed_name.clone()).collect();
         if let Some(owner) = caller.owner()
             && let Err(err) = store::finds::record(&self.inner.pool, view.tenant_id, owner, &names).await
         {
@@ -116,15 +124,18 @@ impl Executor {
         ToolOutput(CallToolResult::structured(answer))
     }
 
-    /// The tools `caller` found within the hour among those of `view`, if its tenant is in
-    /// `search` mode (none otherwise). With the database away none are: the search tool and
+    /// The tools `caller` found within the hour among those of `view` (the latest
+    /// [`store::finds::MOST_LISTED`]), if its tenant is in `search` mode (none otherwise). With the database away none are: the search tool and
     /// the pinned tools stay listed.
-    pub async fn found(&self, view: &TenantTools, caller: &Caller) -> Vec<String> {
-        let Some(owner) = caller.owner().filter(|_| view.searching()) else { return Vec::new() };
-        store::finds::found(&self.inner.pool, view.tenant_id, owner).await.unwrap_or_else(|err| {
-            tracing::warn!(error = %err, "could not read the tools a caller found");
-            Vec::new()
-        })
+    pub async fn found(&self, view: &TenantTools, caller: &Caller) -> HashSet<String> {
+        let Some(owner) = caller.owner().filter(|_| view.searching()) else { return HashSet::new() };
+        match store::finds::found(&self.inner.pool, view.tenant_id, owner).await {
+            Ok(found) => found.into_iter().collect(),
+            Err(err) => {
+                tracing::warn!(error = %err, "could not read the tools a caller found");
+                HashSet::new()
+            }
+        }
     }
 
     /// Refuses a call of a tool of a tenant in `search` mode that `caller` has not found
@@ -133,14 +144,15 @@ impl Executor {
         &self,
         view: &TenantTools,
         caller: &Caller,
-        tool: &str,
+        tool: &CatalogTool,
     ) -> Result<(), Error> {
         let Some(owner) = caller.owner() else { return Ok(()) };
+        let name = &tool.exposed_name;
         if view.is_pinned(tool)
-            || store::finds::was_found(&self.inner.pool, view.tenant_id, owner, tool).await?
+            || store::finds::was_found(&self.inner.pool, view.tenant_id, owner, name).await?
         {
             return Ok(());
         }
-        Err(Missing::Unfound(tool.to_string()).into())
+        Err(Missing::Unfound(name.clone()).into())
     }
 }

@@ -425,8 +425,7 @@ pub async fn search(
     query: &str,
     count: usize,
 ) -> Result<Vec<FoundTool>> {
-    let found =
-        view(services, tenant)?.find(query.to_string(), count).await.map_err(crate::Error::Invalid)?;
+    let found = view(services, tenant)?.find(query.to_string(), count).await?;
     Ok(found
         .into_iter()
         .map(|(tool, score)| FoundTool {

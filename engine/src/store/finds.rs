@@ -26,14 +26,19 @@ pub async fn record(pool: &PgPool, tenant_id: Uuid, owner: Uuid, tools: &[String
     Ok(())
 }
 
-/// The tools of the tenant `owner` found within [`FOUND_FOR`].
+/// The most tools found that a listing holds: OpenAI takes at most 128 tools in a request.
+pub const MOST_LISTED: i64 = 128;
+
+/// The tools of the tenant `owner` found within [`FOUND_FOR`], the latest [`MOST_LISTED`].
 pub async fn found(pool: &PgPool, tenant_id: Uuid, owner: Uuid) -> Result<Vec<String>> {
     Ok(sqlx::query_scalar!(
         "select tool from tool_find
-          where tenant_id = $1 and owner_id = $2 and found_at > now() - make_interval(secs => $3)",
+          where tenant_id = $1 and owner_id = $2 and found_at > now() - make_interval(secs => $3)
+          order by found_at desc limit $4",
         tenant_id,
         owner,
-        FOUND_FOR.as_secs_f64()
+        FOUND_FOR.as_secs_f64(),
+        MOST_LISTED
     )
     .fetch_all(pool)
     .await?)

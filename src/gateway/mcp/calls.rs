@@ -3,15 +3,16 @@
 //! (progress, log messages, an upstream's questions), multi-round calls for clients on
 //! 2026-07-28, and how outcomes become MCP answers.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::http::HeaderMap;
-use engine::schema::{Provider, render};
+use engine::schema::render;
 use engine::service::PgPool;
 use engine::service::calls::{CallHooks, CallRequest, CallResult, Executor};
 use engine::service::catalog::Catalog;
 use engine::service::catalog::TenantItems;
-use engine::service::catalog::{CatalogTool, TenantTools, search_tool};
+use engine::service::catalog::{CatalogTool, SEARCH_TOOL, TenantTools, search_tool};
 use engine::tool::Caller;
 use engine::tool::{ClientRelay, Keyed, RelayAllFuture, RelayFuture, ToolOutput};
 use rmcp::ErrorData;
@@ -24,6 +25,7 @@ use rmcp::service::{Peer, RoleServer};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 use super::super::TenantAccess;
 use super::super::rounds::{INPUT_KEY, Owner, Question, Round, Rounds, RunningCall};
@@ -80,6 +82,10 @@ impl Shared {
         Some((choice.view.clone(), true))
     }
 }
+
+/// A tenant's tools as listed: whether their schemas are portable, whether they are found by
+/// search and which are pinned; the tools.
+type Listed = ((bool, bool, Arc<HashSet<Uuid>>), Vec<Arc<CatalogTool>>);
 
 /// A list of the tenant's whose change clients hear of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -317,6 +323,11 @@ fn progress_reports(listening: &Listening) -> engine::tool::ProgressSink {
     sink
 }
 
+/// Whether a call of `tool` in `era` finds tools for a session, whose list then changes.
+pub(super) fn finds_in_session(view: &TenantTools, era: Era, tool: &str) -> bool {
+    era == Era::Handshake && tool == SEARCH_TOOL && view.searching()
+}
+
 /// Whether a request of `era` is offered the meta tool: a session's, of a tenant with it on,
 /// unless a tool of the tenant has its name.
 pub(super) fn offers_meta_tool(view: &TenantTools, era: Era) -> bool {
@@ -388,13 +399,9 @@ impl Shared {
         let lists = self.lists_of(view);
         let mut tools = if searching {
             let found = self.executor.found(view, caller).await;
-            let search = if view.portable_mcp_schemas {
-                render::render(&search_tool(), Provider::Mcp).ok()
-            } else {
-                Some(render::published_mcp(&search_tool()))
-            };
-            let mut tools: Vec<Tool> =
-                search.and_then(|tool| serde_json::from_value(tool).ok()).into_iter().collect();
+            let search =
+                render::mcp(&search_tool(), view.portable_mcp_schemas).expect("the search tool renders");
+            let mut tools: Vec<Tool> = serde_json::from_value(search).into_iter().collect();
             tools.extend(lists.render_kept(&view.listed_when_searching(&found)));
             tools
         } else {
@@ -424,22 +431,22 @@ impl Shared {
         tool_list(tools)
     }
 
-    /// The tools (and whether their schemas are portable) and items a request sees, for
-    /// telling changes apart.
-    fn listed(
-        &self,
-        tenant: &str,
-        session: Option<&SessionChoices>,
-    ) -> ((bool, Vec<Arc<CatalogTool>>), Arc<TenantItems>) {
+    /// The tools (and how they are listed: portable schemas, found by search, which pinned)
+    /// and items a request sees, for telling changes apart.
+    fn listed(&self, tenant: &str, session: Option<&SessionChoices>) -> (Listed, Arc<TenantItems>) {
         self.view(tenant, session)
-            .map(|(view, _)| ((view.portable_mcp_schemas, view.tools().to_vec()), view.items.clone()))
+            .map(|(view, _)| {
+                let how = (view.portable_mcp_schemas, view.searching(), view.pinned.clone());
+                ((how, view.tools().to_vec()), view.items.clone())
+            })
             .unwrap_or_default()
     }
 
     /// Calls `announce` with each of the tenant's lists (as `session` sees them) that changed
-    /// — a tool added or removed, or one's name, description, schemas or annotations, or the
-    /// form of the schemas (as published or portable); a prompt, resource or template added,
-    /// removed or changed — until `announce` fails or the catalog closes.
+    /// — a tool added or removed, or one's name, description, schemas or annotations, the
+    /// form of the schemas (as published or portable), listing by search or not, the pins; a
+    /// prompt, resource or template added, removed or changed — until `announce` fails or the
+    /// catalog closes.
     pub(super) async fn announce_changes<F, E>(
         &self,
         tenant: &str,
@@ -449,14 +456,14 @@ impl Shared {
         F: Future<Output = Result<(), E>>,
     {
         let mut versions = self.catalog.versions();
-        let ((mut portable, mut tools), mut items) = self.listed(tenant, session);
+        let ((mut how, mut tools), mut items) = self.listed(tenant, session);
         while versions.changed().await.is_ok() {
-            let ((now_portable, now), now_items) = self.listed(tenant, session);
-            let tools_alike = now_portable == portable
+            let ((now_how, now), now_items) = self.listed(tenant, session);
+            let tools_alike = now_how == how
                 && now.len() == tools.len()
                 && now.iter().zip(&tools).all(|(a, b)| Arc::ptr_eq(a, b) || a.listed_alike(b));
             let (prompts_alike, resources_alike) = now_items.listed_alike(&items);
-            (portable, tools, items) = (now_portable, now, now_items);
+            (how, tools, items) = (now_how, now, now_items);
             let changed = [
                 (Changed::Tools, tools_alike),
                 (Changed::Prompts, prompts_alike),

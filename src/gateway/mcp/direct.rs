@@ -47,11 +47,11 @@ use tracing::Instrument;
 
 use super::super::TenantAccess;
 use super::calls::Shared;
-use super::calls::{Call, Client, Era, Listener, call_span, offers_meta_tool, tool_list};
+use super::calls::{Call, Client, Era, Listener, call_span, finds_in_session, offers_meta_tool, tool_list};
 use super::handler::Gateway;
 use super::outbox::{Outbox, SessionCalls};
 use super::session::SessionHandle;
-use engine::service::catalog::{META_TOOL, SEARCH_TOOL};
+use engine::service::catalog::META_TOOL;
 
 /// The largest request body taken, as rmcp takes.
 const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -212,8 +212,9 @@ impl Endpoint {
             };
             return Some(respond_with(&id, &result));
         };
-        let finds_in_session = era == Era::Handshake && params.name == SEARCH_TOOL && view.searching();
-        if (params.name == META_TOOL && offers_meta_tool(&view, era)) || finds_in_session {
+        if (params.name == META_TOOL && offers_meta_tool(&view, era))
+            || finds_in_session(&view, era, &params.name)
+        {
             // Choosing groups, or finding tools, tells the session's GET stream: rmcp's.
             return None;
         }

@@ -26,11 +26,12 @@ use super::super::TenantAccess;
 use super::super::sessions::EquippedElsewhere;
 use super::calls::Shared;
 use super::calls::{
-    Call, Changed, Client, Era, Listener, call_span, error_data, not_authenticated, offers_meta_tool,
+    Call, Changed, Client, Era, Listener, call_span, error_data, finds_in_session, not_authenticated,
+    offers_meta_tool,
 };
 use super::items;
 use super::session::{Equipped, Opening, SESSION_CHECK, SessionChoices};
-use engine::service::catalog::{META_TOOL, SEARCH_TOOL};
+use engine::service::catalog::META_TOOL;
 
 /// One MCP session's handler: what all share, and what the session chose.
 #[derive(Clone)]
@@ -157,7 +158,7 @@ impl Gateway {
             };
             return Ok(CallToolResponse::Complete(result));
         }
-        let finds_in_session = era == Era::Handshake && request.name == SEARCH_TOOL && view.searching();
+        let finds = finds_in_session(&view, era, &request.name);
         let level = self.session.lock().level;
         let peer = context.peer.clone();
         let listener = Listener::new(
@@ -169,10 +170,10 @@ impl Gateway {
         );
         let call = Call { access, view, params: request, listener, era, cancelled: context.ct };
         let answer = self.shared.call(call).await;
-        if finds_in_session
-            && matches!(&answer, Ok(CallToolResponse::Complete(result)) if result.is_error != Some(true))
+        if finds
+            && matches!(&answer, Ok(CallToolResponse::Complete(result)) if result.structured_content.is_some())
         {
-            // The tools found are listed from now on.
+            // Tools were found: they are listed from now on.
             let _ = peer.notify_tool_list_changed().await;
         }
         answer

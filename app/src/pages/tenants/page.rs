@@ -105,6 +105,8 @@ pub struct GroupState {
 pub struct EffectiveTool {
     pub id: String,
     pub name: String,
+    /// Its name before any override: what pins it.
+    pub default_name: String,
     pub source: String,
     pub description: String,
     pub approx_tokens: usize,
@@ -197,6 +199,7 @@ pub async fn tenant_detail(slug: String) -> Result<TenantView, PanelError> {
         .into_iter()
         .map(|t| EffectiveTool {
             id: t.tool_id.to_string(),
+            default_name: name_of(t.tool_id),
             name: t.name,
             source: t.source,
             description: t.description,
@@ -462,8 +465,10 @@ fn EffectiveTools(
     let slug = StoredValue::new(tenant.slug.clone());
     let search = tenant.tool_search;
     let pinned = StoredValue::new(tenant.pinned_tools.clone());
-    let pinned_tokens: usize =
-        tenant.tools.iter().filter(|t| tenant.pinned_tools.contains(&t.name)).map(|t| t.approx_tokens).sum();
+    let pinned_tools: Vec<&EffectiveTool> =
+        tenant.tools.iter().filter(|t| tenant.pinned_tools.contains(&t.default_name)).collect();
+    let pinned_listed = pinned_tools.len();
+    let pinned_tokens: usize = pinned_tools.iter().map(|t| t.approx_tokens).sum();
     let save = move |search: bool, pinned: Vec<String>| {
         discovery.dispatch(SaveDiscovery { slug: slug.get_value(), search, pinned });
     };
@@ -519,7 +524,7 @@ fn EffectiveTools(
             </p>
             {search.then(|| view! {
                 <p class="muted search-listing">
-                    "Listed before any search: the search tool and " {pinned.get_value().len()} " pinned tools (about "
+                    "Listed before any search: the search tool and " {pinned_listed} " pinned tools (about "
                     <strong>{pinned_tokens}</strong> " tokens of pinned tools)."
                 </p>
             })}
@@ -561,13 +566,13 @@ fn EffectiveTools(
                                     <td class="description">{t.description}</td>
                                     <td>{t.approx_tokens}</td>
                                     {search.then(|| {
-                                        let name = t.name.clone();
+                                        let name = t.default_name.clone();
                                         view! {
                                             <td>
                                                 <input
                                                     type="checkbox"
                                                     name="pinned"
-                                                    aria-label=format!("Pin {name}")
+                                                    aria-label=format!("Pin {}", t.name)
                                                     prop:checked=pinned.get_value().contains(&name)
                                                     disabled=move || discovery.pending().get()
                                                     on:change=move |ev| pin(name.clone(), event_target_checked(&ev))

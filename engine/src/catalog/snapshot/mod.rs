@@ -9,7 +9,7 @@ mod inspect;
 mod tenant;
 mod tool;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
@@ -168,6 +168,8 @@ pub(super) fn build(loaded: &Loaded, bases: &Arc<Bases>, version: u64, force_too
         let whitelist = tenant.enabled_tags.as_ref().unwrap_or(&loaded.settings.default_tags);
         let mut visible = Vec::new();
         let mut equippable = Vec::new();
+        let pin_names: HashSet<&str> = tenant.pinned_tools.iter().map(String::as_str).collect();
+        let mut pinned = HashSet::new();
         let ceiling = &tenant.ceiling;
         let allowed_group = |group: &Uuid| ceiling.admits_group(group_name[group]);
         let active = |group: &Uuid| {
@@ -182,6 +184,9 @@ pub(super) fn build(loaded: &Loaded, bases: &Arc<Bases>, version: u64, force_too
             if let Some(tool_limits) = tenant.tool_limits.get(&base.tool.exposed_name) {
                 // Named by the default exposed name: the base's, before any override.
                 limits.tools.insert(base.tool.tool_id, (base.tool.exposed_name.clone(), *tool_limits));
+            }
+            if pin_names.contains(base.tool.exposed_name.as_str()) {
+                pinned.insert(base.tool.tool_id);
             }
             let ov = overrides.get(&(tenant.id, base.tool.tool_id)).copied();
             groups_active.clear();
@@ -238,7 +243,7 @@ pub(super) fn build(loaded: &Loaded, bases: &Arc<Bases>, version: u64, force_too
         view.access = Access { api_keys: tenant.api_keys, oauth: tenant.oauth, enabled: tenant.enabled };
         view.portable_mcp_schemas = tenant.portable_mcp_schemas;
         view.tool_discovery = tenant.tool_discovery;
-        view.pinned_tools = tenant.pinned_tools.iter().cloned().collect();
+        view.pinned = Arc::new(pinned);
         if tenant.meta_tool {
             view.equippable = equippable;
             view.groups = if ceiling.groups.is_none() {

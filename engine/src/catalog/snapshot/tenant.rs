@@ -1,7 +1,7 @@
 //! One tenant's visible tools: looked up by exposed name, with the conflicts that withhold
 //! tools, and the meta tool `reset_equipped_tools` by which a session equips its own groups.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
@@ -113,8 +113,9 @@ pub struct TenantTools {
     pub portable_mcp_schemas: bool,
     /// How its tools reach the LLM ([`TenantTools::searching`]).
     pub tool_discovery: ToolDiscovery,
-    /// With `search`: the tools listed all the same, by exposed name.
-    pub pinned_tools: Arc<[String]>,
+    /// With `search`: the tools listed all the same (pinned by default exposed name).
+    #[serde(skip)]
+    pub pinned: Arc<HashSet<Uuid>>,
     /// The search index of `tools`, built by the first search.
     #[serde(skip)]
     index: OnceLock<Arc<ToolIndex>>,
@@ -160,15 +161,16 @@ impl TenantTools {
         self: Arc<Self>,
         query: String,
         count: usize,
-    ) -> Result<Vec<(Arc<CatalogTool>, f32)>, String> {
+    ) -> crate::Result<Vec<(Arc<CatalogTool>, f32)>> {
         if query.len() > MAX_QUERY {
-            return Err(format!("a search query is at most {MAX_QUERY} bytes; this one is {}", query.len()));
+            let refusal = format!("a search query is at most {MAX_QUERY} bytes; this one is {}", query.len());
+            return Err(crate::Error::Invalid(refusal));
         }
         let found = tokio::task::spawn_blocking(move || {
             let found = self.search(&query, count.min(MAX_FOUND));
             found.into_iter().map(|(tool, score)| (tool.clone(), score)).collect()
         });
-        found.await.map_err(|err| format!("the search failed: {err}"))
+        found.await.map_err(|err| crate::Error::Internal(Box::new(err)))
     }
 
     /// Whether the tenant's tools are found with the search tool rather than all listed: it
@@ -178,16 +180,14 @@ impl TenantTools {
     }
 
     /// Whether a tool is listed whether found or not.
-    pub fn is_pinned(&self, exposed_name: &str) -> bool {
-        self.pinned_tools.iter().any(|name| name == exposed_name)
+    pub fn is_pinned(&self, tool: &CatalogTool) -> bool {
+        self.pinned.contains(&tool.tool_id)
     }
 
-    /// The tools a caller that found `found` gets listed when the tenant is
+    /// The tools a caller that found `found` (by exposed name) gets listed when the tenant is
     /// [searching](Self::searching): the pinned ones and those found.
-    pub fn listed_when_searching(&self, found: &[String]) -> Vec<Arc<CatalogTool>> {
-        let listed = |tool: &&Arc<CatalogTool>| {
-            self.is_pinned(&tool.exposed_name) || found.contains(&tool.exposed_name)
-        };
+    pub fn listed_when_searching(&self, found: &HashSet<String>) -> Vec<Arc<CatalogTool>> {
+        let listed = |tool: &&Arc<CatalogTool>| self.is_pinned(tool) || found.contains(&tool.exposed_name);
         self.tools.iter().filter(listed).cloned().collect()
     }
 
@@ -258,7 +258,7 @@ impl TenantTools {
         equipped.items = self.items.clone();
         equipped.portable_mcp_schemas = self.portable_mcp_schemas;
         equipped.tool_discovery = self.tool_discovery;
-        equipped.pinned_tools = self.pinned_tools.clone();
+        equipped.pinned = self.pinned.clone();
         Ok(equipped)
     }
 }
@@ -297,7 +297,7 @@ pub(super) fn tenant_tools(
         items: Arc::default(),
         portable_mcp_schemas: false,
         tool_discovery: ToolDiscovery::List,
-        pinned_tools: Arc::new([]),
+        pinned: Arc::default(),
         index: OnceLock::new(),
     }
 }

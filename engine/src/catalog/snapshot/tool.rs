@@ -98,6 +98,11 @@ impl CatalogTool {
         schema::render::published_mcp(&self.view())
     }
 
+    /// The tool as MCP clients list it, with `portable` schemas or as published.
+    pub fn mcp_definition(&self, portable: bool) -> Result<Value, schema::normalize::NormalizeError> {
+        schema::render::mcp(&self.view(), portable)
+    }
+
     /// What a search reads of the tool.
     pub fn searchable(&self) -> Searchable<'_> {
         Searchable {
