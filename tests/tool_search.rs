@@ -247,3 +247,43 @@ async fn python_clients_and_an_openai_agent_search_and_call(pool: PgPool) {
         assert!(stdout.starts_with("ok: "), "{mode}: {stdout}");
     }
 }
+
+/// What a tenant in `search` mode serves on REST in each provider's format — its listing (the
+/// search tool) and a search's answer — passes the providers' own SDK types without losing
+/// anything (`tests/python/provider_sdks.py`).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn the_search_tool_and_its_answers_pass_the_providers_sdk_types(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_key(&app, &pool).await;
+    search_mode(&pool, &[]).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while listed(&app, &key, "openai").await.len() != 1 {
+        assert!(Instant::now() < deadline, "search mode never reached the gateway");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut renderings = serde_json::Map::new();
+    for format in ["openai", "anthropic", "gemini", "mcp"] {
+        // The search tool, and from the second format on the tools found with the first.
+        let mut tools = listed(&app, &key, format).await;
+        let query = json!({"arguments": {"query": "files and folders", "count": 50}});
+        let path = format!("/api/v1/tools/search_tools/invoke?format={format}");
+        let (status, found) = post(&app, &key, &path, query).await;
+        assert_eq!(status, StatusCode::OK, "{format}: {found}");
+        let found = found["output"]["structuredContent"]["tools"].as_array().unwrap().clone();
+        assert!(found.len() >= 3, "{format}: {found:?}");
+        tools.extend(found);
+        renderings.insert(format.into(), Value::Array(tools));
+    }
+    let file = std::env::temp_dir().join(format!("toolgate-search-renderings-{}.json", uuid::Uuid::new_v4()));
+    std::fs::write(&file, serde_json::to_vec(&renderings).unwrap()).unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/provider_sdks.py");
+    let output = tokio::process::Command::new(common::venv_program("python"))
+        .arg(script)
+        .arg(&file)
+        .output()
+        .await
+        .unwrap();
+    let _ = std::fs::remove_file(&file);
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "the providers' SDK types rejected tools:\n{stdout}\n{stderr}");
+}

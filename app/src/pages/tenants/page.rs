@@ -519,7 +519,7 @@ fn EffectiveTools(
             </label>
             <p class="muted small">
                 "On: the LLM is listed the search tool " <code>"search_tools"</code>
-                ", the tools pinned below and the tools it found within the hour (by the same key or person); \
+                ", the tools pinned below and the tools it found within the hour (by the same key, or person through the same app); \
                  it finds the others by saying what it needs. Every rule above still decides what it can find."
             </p>
             {search.then(|| view! {
