@@ -5,7 +5,8 @@
 //! the built-in tools. Every tool a tenant sees is listed through the REST API in each format
 //! (and rendered for OpenAI strict mode), must be clean under Toolgate's own lint, and must
 //! validate with `openai`, `anthropic`, `google-genai` and `mcp` types without losing anything
-//! (`tests/python/provider_sdks.py`).
+//! (`tests/python/provider_sdks.py`). Then the tenant's tools are found by search: a tool of the
+//! corpus is found by what it is for and called.
 
 mod common;
 
@@ -19,6 +20,7 @@ use engine::schema::render::{ToolView, input_schema, render};
 use engine::schema::{Provider, lint};
 use engine::secret::SecretBox;
 use engine::store::servers::{EnvValue, ServerConfig};
+use engine::store::tenants::{TenantUpdate, ToolDiscovery};
 use engine::store::{self, Actor};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -183,4 +185,34 @@ async fn every_provider_sdk_accepts_every_tool_of_the_corpus(pool: PgPool) {
         tools.len(),
         servers.len()
     );
+
+    // The same catalog found by search: the key is listed the search tool alone, finds a tool
+    // by what it is for, and calls it.
+    let searching = TenantUpdate { tool_discovery: Some(ToolDiscovery::Search), ..Default::default() };
+    let acme = engine::model::TenantSlug::parse("acme").unwrap();
+    store::tenants::update(&pool, &Actor::system(), &acme, searching).await.unwrap();
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while json_of(http.get(app.url("/api/v1/tools")).bearer_auth(&key)).await["tools"]
+        .as_array()
+        .unwrap()
+        .len()
+        != 1
+    {
+        assert!(Instant::now() < deadline, "search mode never reached the gateway");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let query = json!({"arguments": {"query": "read the entire knowledge graph"}});
+    let found =
+        json_of(http.post(app.url("/api/v1/tools/search_tools/invoke")).bearer_auth(&key).json(&query)).await;
+    let names: Vec<&str> = found["output"]["structuredContent"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{found}"))
+        .iter()
+        .filter_map(|tool| tool["function"]["name"].as_str())
+        .collect();
+    let graph = names.iter().find(|name| name.ends_with("read_graph")).unwrap_or_else(|| panic!("{names:?}"));
+    let path = format!("/api/v1/tools/{graph}/invoke");
+    let called = json_of(http.post(app.url(&path)).bearer_auth(&key).json(&json!({"arguments": {}}))).await;
+    assert_eq!(called["status"], "ok", "{called}");
 }
