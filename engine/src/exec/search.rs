@@ -125,8 +125,8 @@ impl Executor {
     }
 
     /// The tools `caller` found within the hour among those of `view` (the latest
-    /// [`store::finds::MOST_LISTED`]), if its tenant is in `search` mode (none otherwise). With the database away none are: the search tool and
-    /// the pinned tools stay listed.
+    /// [`store::finds::MOST_LISTED`]), if its tenant is in `search` mode (none otherwise).
+    /// With the database away none are: the search tool and the pinned tools stay listed.
     pub async fn found(&self, view: &TenantTools, caller: &Caller) -> HashSet<String> {
         let Some(owner) = caller.owner().filter(|_| view.searching()) else { return HashSet::new() };
         match store::finds::found(&self.inner.pool, view.tenant_id, owner).await {
