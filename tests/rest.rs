@@ -4,16 +4,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{TestApp, json_of, tenant_key};
+use common::{TestApp, json_of, post, tenant_key};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-
-async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (StatusCode, Value) {
-    let response =
-        reqwest::Client::new().post(app.url(path)).bearer_auth(key).json(&body).send().await.unwrap();
-    (response.status(), response.json().await.unwrap())
-}
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn tools_are_listed_in_each_provider_format(pool: PgPool) {

@@ -7,7 +7,7 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::{ListChangedCounter, TestApp, tenant_key};
+use common::{ListChangedCounter, TestApp, post, tenant_key};
 use engine::model::TenantSlug;
 use engine::store::tenants::{TenantUpdate, ToolDiscovery};
 use engine::store::{self, Actor};
@@ -140,12 +140,6 @@ async fn an_agent_finds_lists_and_calls_tools_it_searched_for_in_both_eras(pool:
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(names(&other).await.contains(&"write_text_file".to_string()));
-}
-
-async fn post(app: &TestApp, key: &str, path: &str, body: Value) -> (StatusCode, Value) {
-    let response =
-        reqwest::Client::new().post(app.url(path)).bearer_auth(key).json(&body).send().await.unwrap();
-    (response.status(), response.json().await.unwrap())
 }
 
 async fn listed(app: &TestApp, key: &str, format: &str) -> Vec<Value> {

@@ -214,6 +214,18 @@ pub async fn create_tenant(pool: &PgPool, slug: &engine::model::TenantSlug, name
     tenants::update(pool, &Actor::system(), slug, shell).await.unwrap();
 }
 
+/// POSTs `body` as JSON to `path` with the bearer `key`; the answer's status and JSON body.
+pub async fn post(
+    app: &TestApp,
+    key: &str,
+    path: &str,
+    body: serde_json::Value,
+) -> (reqwest::StatusCode, serde_json::Value) {
+    let response =
+        reqwest::Client::new().post(app.url(path)).bearer_auth(key).json(&body).send().await.unwrap();
+    (response.status(), response.json().await.unwrap())
+}
+
 /// Creates tenant `acme` and a key of it; returns the key once the gateway accepts it.
 pub async fn tenant_key(app: &TestApp, pool: &PgPool) -> String {
     use engine::model::TenantSlug;

@@ -4,7 +4,7 @@
 
 pub use crate::store::item_overrides::{ItemOverrideInput, ItemRef};
 pub use crate::store::overrides::OverrideInput;
-pub use crate::store::tenants::{MAX_PINNED, Tenant, TenantUpdate, ToolDiscovery};
+pub use crate::store::tenants::{Tenant, TenantUpdate, ToolDiscovery};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -26,8 +26,8 @@ pub async fn record(pool: &PgPool, tenant_id: Uuid, owner: Uuid, tools: &[String
     Ok(())
 }
 
-/// The most tools found that a listing holds: OpenAI takes at most 128 tools in a request.
-pub const MOST_LISTED: i64 = 128;
+/// The most tools found that a listing holds: as many as a tenant may pin.
+pub const MOST_LISTED: i64 = super::tenants::MAX_PINNED as i64;
 
 /// The tools of the tenant `owner` found within [`FOUND_FOR`], the latest [`MOST_LISTED`].
 pub async fn found(pool: &PgPool, tenant_id: Uuid, owner: Uuid) -> Result<Vec<String>> {

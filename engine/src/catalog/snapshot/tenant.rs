@@ -147,7 +147,7 @@ impl TenantTools {
     }
 
     /// The `count` tools that match `query` best, best first, with their scores.
-    pub fn search(&self, query: &str, count: usize) -> Vec<(&Arc<CatalogTool>, f32)> {
+    fn search(&self, query: &str, count: usize) -> Vec<(&Arc<CatalogTool>, f32)> {
         let index = self
             .index
             .get_or_init(|| Arc::new(ToolIndex::new(self.tools.iter().map(|tool| tool.searchable()))));
