@@ -588,7 +588,8 @@ async fn a_concurrent_limit_refuses_a_call_that_waited_too_long_for_a_place(pool
 /// next sync, so together they admit the day's limit.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn replicas_share_their_counts_through_the_database(pool: PgPool) {
-    let config = ExecConfig { limit_sync: Duration::from_millis(50), ..ExecConfig::default() };
+    let sync = Duration::from_millis(50);
+    let config = ExecConfig { limit_sync: sync, ..ExecConfig::default() };
     let s = setup(pool, config.clone()).await;
     let providers: Vec<Arc<dyn ToolProvider>> = vec![Arc::new(TestTools(s.slept.clone()))];
     let other = Executor::new(s.catalog.clone(), s.pool.clone(), s.secrets.clone(), &providers, None, config);
@@ -608,15 +609,23 @@ async fn replicas_share_their_counts_through_the_database(pool: PgPool) {
         .await
         .unwrap()
     };
-    while shared().await < 3 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let shared_reaches = |calls| async move {
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while shared().await < calls {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the replicas share their calls within five seconds")
+    };
+    shared_reaches(3).await;
     other.call("acme", &admin(), add(), None).await.unwrap();
     other.call("acme", &admin(), add(), None).await.unwrap();
     let limited = refusal(other.call("acme", &admin(), add(), None).await);
     assert_eq!((limited.scope, limited.limit, limited.max), (Scope::Tenant, Kind::PerDay, 5));
-    // And the first learns the second's two at its next sync.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // And the first learns the second's two at its next sync after the second shared them.
+    shared_reaches(5).await;
+    tokio::time::sleep(6 * sync).await;
     refusal(s.executor.call("acme", &admin(), add(), None).await);
     assert_eq!(shared().await, 5);
 }
