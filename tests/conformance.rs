@@ -1,11 +1,16 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, its server
 //! scenarios, under the Node 22 it needs) judging a tenant's `/mcp/<tenant>`. The tools its
 //! scenarios call — text, image, audio and resource results, logging, progress, errors,
-//! sampling, elicitation — and its prompts, resources and completions are served by an upstream written to the scenarios' descriptions
-//! (`tests/python/conformance_server.py`, the Python SDK 1.x, which knows only the handshake
-//! era), registered with the prefix "" so that their names reach the suite unchanged. What
-//! Toolgate is expected to fail, and why: `tests/conformance/expected-failures.yml`; the suite
-//! fails on any other failure and on any expected one that passes.
+//! sampling, elicitation — and its prompts, resources and completions are served by an
+//! upstream written to the scenarios' descriptions (`tests/python/conformance_server.py`, the
+//! Python SDK 1.x, which knows only the handshake era), registered with the prefix "" so that
+//! their names reach the suite unchanged. What Toolgate is expected to fail, and why:
+//! `tests/conformance/expected-failures.yml`; the suite fails on any other failure and on any
+//! expected one that passes.
+//!
+//! What each revision requires (the suite 0.2's `--requirements`) is run direct and through
+//! Toolgate in the same test, in front of that revision's reference: the one above for
+//! 2025-11-25, `tests/python/conformance_server_2026.py` (the Python SDK 2.x) for 2026-07-28.
 //!
 //! Its client auth scenarios (0.2.0-alpha.12) judge Toolgate as an upstream's OAuth client: each
 //! starts a protected server and its authorization server, and `oauth-upstream-client.mjs`
@@ -21,30 +26,66 @@ use engine::store::servers::ServerConfig;
 use engine::store::{self, Actor};
 use std::collections::BTreeMap;
 
+use rmcp::model::GetPromptRequestParams;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::Value;
 use sqlx::PgPool;
 use tokio::process::Command;
 
 const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance");
 
-/// The reference server (`conformance_server.py`, the Python SDK 1.x) and its port, and a
-/// Toolgate serving it to tenant `acme` under the prefix "" with the tenant's key, once listed.
-async fn reference_behind_toolgate(pool: &PgPool) -> (tokio::process::Child, u16, TestApp, String) {
+/// A server the suite's scenarios run against, written to their descriptions.
+struct Reference {
+    /// The virtualenv variant of its SDK (`venv_program_of`).
+    venv: &'static str,
+    script: &'static str,
+    /// A tool it serves, to know it is listed.
+    tool: &'static str,
+}
+
+/// The handshake era's reference (the Python SDK 1.x).
+const HANDSHAKE: Reference =
+    Reference { venv: "mcp1", script: "conformance_server.py", tool: "test_tool_with_logging" };
+
+/// The reference of revision 2026-07-28 (the Python SDK 2.x, which serves both eras).
+const STATELESS: Reference = Reference {
+    venv: "",
+    script: "conformance_server_2026.py",
+    tool: "test_input_required_result_elicitation",
+};
+
+/// `reference` started, and its port, and a Toolgate serving it to tenant `acme` under the
+/// prefix "" with the tenant's key, once listed.
+async fn behind_toolgate(
+    pool: &PgPool,
+    reference: Reference,
+) -> (tokio::process::Child, u16, TestApp, String) {
     let (upstream, port) =
-        common::python_server(venv_program_of("mcp1", "python"), "conformance_server.py", &[]).await;
-    let app = TestApp::spawn(pool.clone()).await;
+        common::python_server(venv_program_of(reference.venv, "python"), reference.script, &[]).await;
+    // At its public URL, as deployed: the suite's requests for a valid host come from there.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let app = TestApp::spawn_configured(pool.clone(), |settings| {
+        settings.addr = free;
+        settings.public_url = Some(format!("http://{free}"));
+    })
+    .await;
     let key = tenant_key(&app, pool).await;
-    let mut reference =
+    let mut server =
         ServerConfig::http(Name::parse("reference").unwrap(), format!("http://127.0.0.1:{port}/mcp"));
-    reference.prefix = Some(String::new());
-    store::servers::create(pool, &common::secret_box(), &Actor::system(), &reference).await.unwrap();
-    common::until_listed(&app.url(""), &key, "test_tool_with_logging").await;
+    server.prefix = Some(String::new());
+    // Its list-change triggers add tools, which the tenant sees at once only when the server's
+    // new tools are served unreviewed.
+    server.new_tools_enabled = true;
+    store::servers::create(pool, &common::secret_box(), &Actor::system(), &server).await.unwrap();
+    common::until_listed(&app.url(""), &key, reference.tool).await;
     (upstream, port, app, key)
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn the_conformance_suites_server_scenarios_pass(pool: PgPool) {
-    let (_upstream, _, app, key) = reference_behind_toolgate(&pool).await;
+    let (_upstream, _, app, key) = behind_toolgate(&pool, HANDSHAKE).await;
 
     let results = std::env::temp_dir().join(format!("toolgate-conformance-{}", std::process::id()));
     let output = Command::new(format!("{SUITE}/node_modules/.bin/node"))
@@ -117,7 +158,7 @@ async fn required_checks(url: &str, revision: &str, key: Option<&str>) -> BTreeM
 /// server's tool error.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_handshake_servers_sampling_of_a_caller_that_cannot_sample_is_answered_32021(pool: PgPool) {
-    let (_upstream, _, app, key) = reference_behind_toolgate(&pool).await;
+    let (_upstream, _, app, key) = behind_toolgate(&pool, HANDSHAKE).await;
     let declared = serde_json::json!({"elicitation": {}});
     let prompt = serde_json::json!({"arguments": {"prompt": "Hi"}});
     let (status, answer) = common::call_2026(&app, &key, "test_sampling", declared, prompt).await;
@@ -130,19 +171,22 @@ async fn a_handshake_servers_sampling_of_a_caller_that_cannot_sample_is_answered
     );
 }
 
-/// The suite 0.2's requirements of revision 2025-11-25, direct and through Toolgate in the same
-/// run, in front of the reference server (the Python SDK 1.x, which knows that revision): no
-/// required check that passes direct fails or warns through Toolgate, but in the scenarios
-/// named in `requirements-expected-failures.yml`, each with its reason.
-#[sqlx::test(migrator = "engine::db::MIGRATOR")]
-async fn what_revision_2025_11_25_requires_passes_through_toolgate_as_direct(pool: PgPool) {
-    let (_upstream, port, app, key) = reference_behind_toolgate(&pool).await;
+/// The suite 0.2's requirements of `revision`, direct and through Toolgate in the same run, in
+/// front of `reference`: no required check that passes direct fails or warns through Toolgate,
+/// but in the scenarios `requirements-expected-failures.yml` names for the revision, each with
+/// its reason.
+async fn requirements_pass_through_toolgate(pool: PgPool, revision: &str, reference: Reference) {
+    let (_upstream, port, app, key) = behind_toolgate(&pool, reference).await;
 
-    let direct = required_checks(&format!("http://127.0.0.1:{port}/mcp"), "2025-11-25", None).await;
-    let through = required_checks(&app.url("/mcp/acme"), "2025-11-25", Some(&key)).await;
+    let direct = required_checks(&format!("http://127.0.0.1:{port}/mcp"), revision, None).await;
+    let through = required_checks(&app.url("/mcp/acme"), revision, Some(&key)).await;
     let expected = std::fs::read_to_string(format!("{SUITE}/requirements-expected-failures.yml")).unwrap();
-    let excused = expected.split("\nserver:\n").nth(1).unwrap_or_default();
-    let excused: Vec<&str> = excused.lines().filter_map(|line| line.strip_prefix("  - ")).collect();
+    let section = expected.split(&format!("\n{revision}:\n")).nth(1).unwrap_or_default();
+    let excused: Vec<&str> = section
+        .lines()
+        .take_while(|line| line.starts_with(' '))
+        .filter_map(|line| line.strip_prefix("  - "))
+        .collect();
     let passed =
         |checks: &BTreeMap<(String, String), String>| checks.values().filter(|s| *s == "SUCCESS").count();
     let lost: Vec<&(String, String)> = direct
@@ -164,12 +208,43 @@ async fn what_revision_2025_11_25_requires_passes_through_toolgate_as_direct(poo
         scenarios(&direct).len() >= 30 && scenarios(&direct) == scenarios(&through),
         "{direct:?}\n{through:?}"
     );
-    println!("2025-11-25: {} checks pass direct, {} through Toolgate", passed(&direct), passed(&through));
+    println!("{revision}: {} checks pass direct, {} through Toolgate", passed(&direct), passed(&through));
     for (check, status) in &direct {
         if through.get(check) != Some(status) {
             println!("{check:?}: {status} direct, {:?} through Toolgate", through.get(check));
         }
     }
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn what_revision_2025_11_25_requires_passes_through_toolgate_as_direct(pool: PgPool) {
+    requirements_pass_through_toolgate(pool, "2025-11-25", HANDSHAKE).await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn what_revision_2026_07_28_requires_passes_through_toolgate_as_direct(pool: PgPool) {
+    requirements_pass_through_toolgate(pool, "2026-07-28", STATELESS).await;
+}
+
+/// A prompt that asks for input first, as a server on 2026-07-28 may, reaches a client of that
+/// revision as the server's question (the requirements above); REST and a session of the
+/// handshake era, which cannot answer it, are told what it asks instead of failing on an
+/// answer they cannot read.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_prompt_that_asks_first_is_refused_where_nobody_can_answer(pool: PgPool) {
+    let (_upstream, _, app, key) = behind_toolgate(&pool, STATELESS).await;
+    let asks = "the prompt `test_input_required_result_prompt` asks for input first (user_context)";
+    let path = "/api/v1/prompts/test_input_required_result_prompt/get";
+    let (status, refused) = common::post(&app, &key, path, serde_json::json!({})).await;
+    assert_eq!(status, 422, "{refused}");
+    assert!(refused["detail"].as_str().unwrap_or_default().starts_with(asks), "{refused}");
+
+    let config = StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key);
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let session = ().serve_with_lifecycle(transport, ClientLifecycleMode::Initialize).await.unwrap();
+    let params = GetPromptRequestParams::new("test_input_required_result_prompt");
+    let refused = session.get_prompt(params).await.unwrap_err();
+    assert!(refused.to_string().contains(asks), "{refused}");
 }
 
 /// The client auth scenarios the specification revision `revision` requires (its frozen

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use rmcp::model::{
     ClientRequest, CompleteRequest, CompleteRequestParams, CompleteResult, GetPromptRequest,
-    GetPromptRequestParams, GetPromptResult, JsonObject, ReadResourceRequest, ReadResourceRequestParams,
-    ReadResourceResult, Reference, ResourceContents, ResultType, ServerResult,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult, JsonObject,
+    ReadResourceRequest, ReadResourceRequestParams, ReadResourceResult, Reference, ResourceContents,
+    ResultType, ServerResult,
 };
 use tokio::sync::broadcast;
 
@@ -23,12 +24,23 @@ fn unknown(what: &str, name: &str) -> Error {
     Error::NotFound(Missing::Other(format!("{what} `{name}`")))
 }
 
+/// The refusal of prompt `name`, which asks for input first, to a client that cannot give it.
+fn asks_first(name: &str, asks: &InputRequiredResult) -> Error {
+    let keys: Vec<&str> = asks.input_requests.iter().flatten().map(|(key, _)| key.as_str()).collect();
+    Error::Invalid(format!(
+        "the prompt `{name}` asks for input first ({}), which only an MCP client on revision 2026-07-28 can give",
+        keys.join(", ")
+    ))
+}
+
 fn unexpected(answer: ServerResult) -> Error {
     Error::Upstream(UpstreamError::Down(format!("the server answered with something else: {answer:?}")))
 }
 
 impl Executor {
-    /// Gets the prompt a tenant sees as `name`, filled with `arguments`.
+    /// Gets the prompt a tenant sees as `name`, filled with `arguments`, for a client that
+    /// cannot answer a server's questions (REST, the panel): a prompt that asks first is
+    /// refused, saying so.
     pub async fn get_prompt(
         &self,
         view: &TenantTools,
@@ -36,15 +48,36 @@ impl Executor {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<GetPromptResult, Error> {
-        let prompt = view.items.prompt(name).ok_or_else(|| unknown("prompt", name))?;
-        let mut params = GetPromptRequestParams::new(prompt.key.clone());
+        let mut params = GetPromptRequestParams::new(name);
         params.arguments = arguments;
+        match self.prompt(view, caller, params).await? {
+            GetPromptResponse::Complete(result) => Ok(result),
+            GetPromptResponse::InputRequired(asks) => Err(asks_first(name, &asks)),
+            other => Err(Error::Internal(format!("a prompt answer of an unknown kind: {other:?}").into())),
+        }
+    }
+
+    /// Gets the prompt a tenant sees as `request.name` for an MCP client: its arguments and,
+    /// on 2026-07-28, its answers to the server's questions (`inputResponses`, `requestState`)
+    /// go to the server as they came, and the server's questions back to the client the same
+    /// way.
+    pub async fn prompt(
+        &self,
+        view: &TenantTools,
+        caller: &Caller,
+        request: GetPromptRequestParams,
+    ) -> Result<GetPromptResponse, Error> {
+        let prompt = view.items.prompt(&request.name).ok_or_else(|| unknown("prompt", &request.name))?;
+        let mut params = request;
+        params.name = prompt.key.clone();
+        params.meta = None;
         let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
         match self.forward(view, caller, prompt, request).await? {
             ServerResult::GetPromptResult(mut result) => {
                 result.result_type = Some(ResultType::COMPLETE);
-                Ok(result)
+                Ok(GetPromptResponse::Complete(result))
             }
+            ServerResult::InputRequiredResult(asks) => Ok(GetPromptResponse::InputRequired(asks)),
             other => Err(unexpected(other)),
         }
     }

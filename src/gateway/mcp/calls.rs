@@ -220,6 +220,9 @@ struct CallRelay {
     listening: Listening,
     /// Set for a client that takes no requests: questions become rounds of the call.
     rounds: Option<mpsc::Sender<Question>>,
+    /// Answers such a client sent with the call itself, before any question: the first round
+    /// asking only what they answer is answered with them.
+    given: Mutex<Keyed>,
     /// Notifications on their way to the client, through one task started by the first of
     /// them. The queue is short: an upstream flooding messages faster than the client reads
     /// loses messages, not Toolgate's memory.
@@ -230,8 +233,17 @@ struct CallRelay {
 const NOTICE_BUFFER: usize = 256;
 
 impl CallRelay {
-    fn new(listening: Listening, rounds: Option<mpsc::Sender<Question>>) -> Self {
-        CallRelay { listening, rounds, notices: OnceLock::new() }
+    fn new(listening: Listening, rounds: Option<mpsc::Sender<Question>>, given: Keyed) -> Self {
+        CallRelay { listening, rounds, given: Mutex::new(given), notices: OnceLock::new() }
+    }
+
+    /// The answers given with the call to all of `requests`, taken, if there are.
+    fn answered_up_front(&self, requests: &Keyed) -> Option<Keyed> {
+        let mut given = self.given.lock().expect("given answers");
+        if given.is_empty() || !requests.keys().all(|key| given.contains_key(key)) {
+            return None;
+        }
+        Some(requests.keys().filter_map(|key| given.remove_entry(key)).collect())
     }
 
     fn notices(&self) -> &mpsc::Sender<ServerNotification> {
@@ -273,6 +285,9 @@ impl ClientRelay for CallRelay {
         let Some(rounds) = self.rounds.clone() else {
             return engine::tool::one_at_a_time(requests, |request| self.request(request));
         };
+        if let Some(answers) = self.answered_up_front(&requests) {
+            return Box::pin(async move { Ok(answers) });
+        }
         Box::pin(async move {
             let (answer, answered) = oneshot::channel();
             let ended = || "the call has ended".to_string();
@@ -489,7 +504,7 @@ impl Shared {
         let progress = listening.lock().expect("listener").progress.is_some();
         let hooks = CallHooks {
             progress: progress.then(|| progress_reports(&listening)),
-            client: Some(Arc::new(CallRelay::new(listening, None))),
+            client: Some(Arc::new(CallRelay::new(listening, None, Keyed::new()))),
             format: None,
         };
         let call = self.executor.call_in(&view, &access.caller, call_request(params), hooks);
@@ -524,9 +539,15 @@ impl Shared {
         }
         let listening = Arc::new(Mutex::new(listener));
         let (asks, questions) = mpsc::channel(1);
+        // Answers sent with a new call, as a server on 2026-07-28 may be sent them: keys
+        // nothing asks for are ignored, and what is no answer (not an object) is asked again.
+        let given = request.input_responses.iter().flatten();
+        let given = given
+            .filter_map(|(key, answer)| Some((key.clone(), serde_json::to_value(answer).ok()?)))
+            .filter(|(_, answer)| answer.is_object());
         let hooks = CallHooks {
             progress: Some(progress_reports(&listening)),
-            client: Some(Arc::new(CallRelay::new(listening.clone(), Some(asks)))),
+            client: Some(Arc::new(CallRelay::new(listening.clone(), Some(asks), given.collect()))),
             format: None,
         };
         let (executor, caller, call) = (self.executor.clone(), owner.caller.clone(), call_request(request));

@@ -292,7 +292,7 @@ impl ServerHandler for Gateway {
         let mut resources = Vec::new();
         for uri in uris {
             let subscribed = self.shared.executor.subscribe(&view, &access.caller, uri).await;
-            resources.push(subscribed.map_err(items::read_error)?);
+            resources.push(subscribed.map_err(|err| items::read_error(uri, err))?);
         }
         let announce = |changed| tell_listener(sink, accepted, changed);
         let updates = items::relay_updates(
@@ -345,9 +345,16 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let (access, view) = self.tenant_view(&context)?;
-        let got =
-            self.shared.executor.get_prompt(&view, &access.caller, &request.name, request.arguments).await;
-        got.map(GetPromptResponse::Complete).map_err(error_data)
+        // A client of the handshake era cannot answer a server's questions in band.
+        if era(&context) == Era::Handshake {
+            let got = self
+                .shared
+                .executor
+                .get_prompt(&view, &access.caller, &request.name, request.arguments)
+                .await;
+            return got.map(GetPromptResponse::Complete).map_err(error_data);
+        }
+        self.shared.executor.prompt(&view, &access.caller, request).await.map_err(error_data)
     }
 
     async fn list_resources(
@@ -375,7 +382,7 @@ impl ServerHandler for Gateway {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let (access, view) = self.tenant_view(&context)?;
         let read = self.shared.executor.read_resource(&view, &access.caller, &request.uri).await;
-        read.map(ReadResourceResponse::Complete).map_err(items::read_error)
+        read.map(ReadResourceResponse::Complete).map_err(|err| items::read_error(&request.uri, err))
     }
 
     /// Subscribes the session to a resource's updates (on the handshake era; a 2026-07-28
@@ -389,7 +396,7 @@ impl ServerHandler for Gateway {
         let held = self.session.lock().subscriptions.iter().filter(|held| held.uri != request.uri).count();
         items::within_subscription_cap(held + 1)?;
         let subscription = self.shared.executor.subscribe(&view, &access.caller, &request.uri).await;
-        let subscription = subscription.map_err(items::read_error)?;
+        let subscription = subscription.map_err(|err| items::read_error(&request.uri, err))?;
         let mut session = self.session.lock();
         session.subscriptions.retain(|held| held.uri != request.uri);
         session.subscriptions.push(subscription);

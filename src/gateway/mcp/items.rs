@@ -38,10 +38,13 @@ pub(super) fn templates(view: &TenantTools) -> ListResourceTemplatesResult {
         .with_cache_scope(CacheScope::Private)
 }
 
-/// A failed read as MCP's error: a URI no visible server offers is "resource not found".
-pub(super) fn read_error(err: engine::Error) -> ErrorData {
+/// A failed read of `uri` as MCP's error: a URI no visible server offers is "resource not
+/// found", naming the URI in its data (SEP-2164).
+pub(super) fn read_error(uri: &str, err: engine::Error) -> ErrorData {
     match err {
-        engine::Error::NotFound(_) => ErrorData::resource_not_found(err.to_string(), None),
+        engine::Error::NotFound(_) => {
+            ErrorData::resource_not_found(err.to_string(), Some(serde_json::json!({ "uri": uri })))
+        }
         engine::Error::Conflict(_) => ErrorData::invalid_params(err.to_string(), None),
         err => error_data(err),
     }
