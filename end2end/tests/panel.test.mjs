@@ -236,6 +236,22 @@ test('a tenant: tag toggles change the effective tool list; keys are shown once 
     assert.match(await page.locator('.search-listing').innerText(), /the search tool and 1 pinned tools \(about \d+ tokens/);
   }, 'the pin was never saved');
   await page.screenshot({ path: `${screenshots}/tenant-search.png`, fullPage: true });
+  // A refused change springs back: a tenant pins at most 128 tools, and has that many now.
+  const token = toolgate.cli(['admin', 'token', 'create', '--name', 'pins']).trim().split('\n').pop();
+  const pinned = (names) => fetch(`${toolgate.url}/api/admin/v1/tenants/acme`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ pinned_tools: names }),
+  });
+  assert.equal((await pinned(Array.from({ length: 128 }, (_, i) => `pinned_${i}`))).status, 200);
+  await reload(page);
+  await page.getByLabel('Pin list_directory').check();
+  await page.getByRole('alert').filter({ hasText: 'a tenant pins at most 128 tools; this list has 129' }).waitFor();
+  // Without reloading: the page itself shows what is stored again.
+  const unpinned = () => !document.querySelector('input[aria-label="Pin list_directory"]')?.checked;
+  await page.waitForFunction(unpinned, null, { timeout: 5_000 }).catch(() => assert.fail('the refused pin stayed checked'));
+  assert.equal((await pinned(['view_text_file'])).status, 200);
+  await reload(page);
   await page.getByLabel('Found by search').uncheck();
   await eventually(page, async () => {
     await reload(page);

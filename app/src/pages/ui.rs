@@ -263,6 +263,17 @@ where
     move || action.value().get().and_then(Result::err).map(|err| err.to_string())
 }
 
+/// How many runs of `action` have ended, refused ones too: a resource that reloads on this
+/// shows what is stored again after each run, so a control that saves as it changes (a
+/// checkbox) springs back when its change is refused.
+pub fn settled<I, O>(action: ServerAction<I>) -> Memo<usize>
+where
+    I: leptos::server_fn::ServerFn<Output = O, Error = PanelError> + Clone + Send + Sync + 'static,
+    O: Clone + Send + Sync + 'static,
+{
+    Memo::new(move |_| action.version().get())
+}
+
 /// How many runs of `action` have succeeded: a resource that reloads on this leaves the page
 /// (and what the user typed into its forms) as it was when a run fails.
 pub fn succeeded<I, O>(action: ServerAction<I>) -> Memo<usize>

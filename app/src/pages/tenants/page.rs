@@ -16,7 +16,7 @@ use super::overrides::{ClearOverride, Overrides, SaveOverride};
 use super::people::{AccessCard, PeopleCards, PeopleData, SaveAccess};
 use super::standing::{ChangeTenant, StandingCard};
 use crate::error::PanelError;
-use crate::pages::ui::{ErrorNote, StatusBadge, action_error, grid, loaded, succeeded};
+use crate::pages::ui::{ErrorNote, StatusBadge, action_error, grid, loaded, settled, succeeded};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TenantView {
@@ -347,8 +347,9 @@ pub fn TenantPage() -> impl IntoView {
     let save_schemas = ServerAction::<SaveMcpSchemas>::new();
     let save_discovery = ServerAction::<SaveDiscovery>::new();
     let changes = [
-        succeeded(save_schemas),
-        succeeded(save_discovery),
+        // Checkboxes that save as they change.
+        settled(save_schemas),
+        settled(save_discovery),
         succeeded(save_item),
         succeeded(clear_item),
         succeeded(change_tenant),
