@@ -231,12 +231,17 @@ async def test_input_required_result_list_roots(ctx: Context) -> str | InputRequ
     return "Roots: " + ", ".join(str(root.uri) for root in answer.roots)
 
 
+def confirmed(ctx: Context, state: str, done: str) -> str | InputRequiredResult:
+    """`done` once the client confirmed with the request state `state`; else the question, with it."""
+    if ctx.request_state == state and accepted(ctx, "confirm") is not None:
+        return done
+    return InputRequiredResult(input_requests={"confirm": ask("Please confirm", "ok", "boolean")}, request_state=state)
+
+
 @server.tool()
 async def test_input_required_result_request_state(ctx: Context) -> str | InputRequiredResult:
     """Round-trips a request state (sealed by the SDK)."""
-    if ctx.request_state == "confirm-pending" and accepted(ctx, "confirm") is not None:
-        return "state-ok: confirmation received"
-    return InputRequiredResult(input_requests={"confirm": ask("Please confirm", "ok", "boolean")}, request_state="confirm-pending")
+    return confirmed(ctx, "confirm-pending", "state-ok: confirmation received")
 
 
 @server.tool()
@@ -273,9 +278,7 @@ async def test_input_required_result_multi_round(ctx: Context) -> str | InputReq
 @server.tool()
 async def test_input_required_result_tampered_state(ctx: Context) -> str | InputRequiredResult:
     """Its state is sealed by the SDK: a tampered one is refused before this runs."""
-    if ctx.request_state == "sealed" and accepted(ctx, "confirm") is not None:
-        return "state-ok"
-    return InputRequiredResult(input_requests={"confirm": ask("Please confirm", "ok", "boolean")}, request_state="sealed")
+    return confirmed(ctx, "sealed", "state-ok")
 
 
 @server.tool()
