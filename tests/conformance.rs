@@ -233,6 +233,14 @@ async fn what_revision_2026_07_28_requires_passes_through_toolgate_as_direct(poo
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_prompt_that_asks_first_is_refused_where_nobody_can_answer(pool: PgPool) {
     let (_upstream, _, app, key) = behind_toolgate(&pool, STATELESS).await;
+    // Its prompts are listed apart from its tools, maybe a moment later.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let prompts =
+        || common::json_of(reqwest::Client::new().get(app.url("/api/v1/prompts")).bearer_auth(&key));
+    while !prompts().await.to_string().contains("test_input_required_result_prompt") {
+        assert!(std::time::Instant::now() < deadline, "the prompt was never listed");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     let asks = "the prompt `test_input_required_result_prompt` asks for input first (user_context)";
     let path = "/api/v1/prompts/test_input_required_result_prompt/get";
     let (status, refused) = common::post(&app, &key, path, serde_json::json!({})).await;
