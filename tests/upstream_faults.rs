@@ -1,6 +1,6 @@
 //! Upstream MCP servers failing in every way we know of, behind a real `toolgate serve`
 //! process: one killed under load and started again, and ones that never answer, answer after
-//! the timeout, return 50 MB, flood notifications or speak broken JSON-RPC. Each failure is a
+//! the timeout, return 100 MiB, flood notifications or speak broken JSON-RPC. Each failure is a
 //! clear error within its timeout, the other servers go on serving, the process's memory stays
 //! bounded and no task is leaked.
 
@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use toolgate_bench::ToolgateProcess;
 
 /// The size of `huge`'s answer.
-const HUGE: usize = 50 * 1024 * 1024;
+const HUGE: usize = 100 * 1024 * 1024;
 /// How many progress reports and log messages `flood` sends before it answers.
 const FLOOD: usize = 10_000;
 
@@ -431,7 +431,7 @@ async fn misbehaving_upstreams_get_clear_errors_within_their_timeouts_and_bounde
     assert_eq!(status, "tool_error", "{text}");
     assert!(text.contains("HTTP 400 Bad Request: the X-Tenant header is missing"), "{text}");
 
-    // 50 MB: more than an answer may be. The connection is dropped rather than read into
+    // 100 MiB: more than an answer may be. The connection is dropped rather than read into
     // memory, the caller is told, and the server is used again at once.
     let (status, text, _) = setup.call("odd_huge").await;
     assert_eq!(status, "tool_error", "{}", &text[..text.len().min(300)]);
@@ -454,11 +454,11 @@ async fn misbehaving_upstreams_get_clear_errors_within_their_timeouts_and_bounde
     assert_eq!((status.as_str(), text.as_str()), ("ok", "flooded"), "after {took:?}");
     let (rss, flood_peak) = setup.memory();
     eprintln!(
-        "memory: idle {idle_rss:.1} MiB, peak with a 50 MB result {peak:.1} MiB, after the flood {rss:.1} MiB (peak {flood_peak:.1})"
+        "memory: idle {idle_rss:.1} MiB, peak with a 100 MiB result {peak:.1} MiB, after the flood {rss:.1} MiB (peak {flood_peak:.1})"
     );
-    // Read whole, the answer alone would be 50 MB (47.7 MiB) more: the process grows by less
-    // (the 16 MiB it reads before giving up, and what the allocator keeps of it), whatever its
-    // idle size.
-    assert!(peak - idle_rss < 47.7, "a 50 MB result took the process from {idle_rss:.1} to {peak:.1} MiB");
+    // Read whole, the answer alone would be 100 MiB more. Read up to the 16 MiB limit, the
+    // process grows by less than four times that: the bytes read, the SSE parser's buffer
+    // doubling as it grows (16 MiB copied into 32), and what the allocator keeps of them.
+    assert!(peak - idle_rss < 64.0, "a 100 MiB result took the process from {idle_rss:.1} to {peak:.1} MiB");
     assert_eq!(flood_peak, peak, "the flood raised the peak");
 }
