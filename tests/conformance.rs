@@ -9,8 +9,10 @@
 //! expected one that passes.
 //!
 //! What each revision requires (the suite 0.2's `--requirements`) is run direct and through
-//! Toolgate in the same test, in front of that revision's reference: the one above for
-//! 2025-11-25, `tests/python/conformance_server_2026.py` (the Python SDK 2.x) for 2026-07-28.
+//! Toolgate in the same test, in front of that revision's reference — the one above for
+//! 2025-11-25, `tests/python/conformance_server_2026.py` (the Python SDK 2.x) for 2026-07-28 —
+//! and, for both revisions, in front of `tests/conformance/reference-server-2026.mjs`, its twin
+//! written with the TypeScript SDK 2.x, which serves both eras.
 //!
 //! Its client auth scenarios (0.2.0-alpha.12) judge Toolgate as an upstream's OAuth client: each
 //! starts a protected server and its authorization server, and `oauth-upstream-client.mjs`
@@ -37,22 +39,61 @@ use tokio::process::Command;
 const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance");
 
 /// A server the suite's scenarios run against, written to their descriptions.
+#[derive(Clone, Copy)]
 struct Reference {
-    /// The virtualenv variant of its SDK (`venv_program_of`).
-    venv: &'static str,
+    /// What it is written with.
+    sdk: &'static str,
+    program: Program,
     script: &'static str,
     /// A tool it serves, to know it is listed.
     tool: &'static str,
 }
 
+/// What runs a reference.
+#[derive(Clone, Copy)]
+enum Program {
+    /// `tests/python/<script>`, under the Python of this virtualenv variant (`venv_program_of`).
+    Python(&'static str),
+    /// `tests/conformance/<script>`, under the suite's Node.
+    Node,
+}
+
+impl Reference {
+    /// Started on a free port; killed when dropped.
+    async fn start(self) -> (tokio::process::Child, u16) {
+        match self.program {
+            Program::Python(venv) => {
+                common::python_server(venv_program_of(venv, "python"), self.script, &[]).await
+            }
+            Program::Node => {
+                let node = format!("{SUITE}/node_modules/.bin/node");
+                common::script_server(node.into(), &format!("{SUITE}/{}", self.script), &[]).await
+            }
+        }
+    }
+}
+
 /// The handshake era's reference (the Python SDK 1.x).
-const HANDSHAKE: Reference =
-    Reference { venv: "mcp1", script: "conformance_server.py", tool: "test_tool_with_logging" };
+const HANDSHAKE: Reference = Reference {
+    sdk: "the Python SDK 1.x",
+    program: Program::Python("mcp1"),
+    script: "conformance_server.py",
+    tool: "test_tool_with_logging",
+};
 
 /// The reference of revision 2026-07-28 (the Python SDK 2.x, which serves both eras).
 const STATELESS: Reference = Reference {
-    venv: "",
+    sdk: "the Python SDK 2.x",
+    program: Program::Python(""),
     script: "conformance_server_2026.py",
+    tool: "test_input_required_result_elicitation",
+};
+
+/// The reference of both eras written with the TypeScript SDK 2.x.
+const TYPESCRIPT: Reference = Reference {
+    sdk: "the TypeScript SDK 2.x",
+    program: Program::Node,
+    script: "reference-server-2026.mjs",
     tool: "test_input_required_result_elicitation",
 };
 
@@ -62,8 +103,7 @@ async fn behind_toolgate(
     pool: &PgPool,
     reference: Reference,
 ) -> (tokio::process::Child, u16, TestApp, String) {
-    let (upstream, port) =
-        common::python_server(venv_program_of(reference.venv, "python"), reference.script, &[]).await;
+    let (upstream, port) = reference.start().await;
     // At its public URL, as deployed: the suite's requests for a valid host come from there.
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let app = TestApp::spawn_configured(pool.clone(), |settings| {
@@ -208,7 +248,12 @@ async fn requirements_pass_through_toolgate(pool: PgPool, revision: &str, refere
         scenarios(&direct).len() >= 30 && scenarios(&direct) == scenarios(&through),
         "{direct:?}\n{through:?}"
     );
-    println!("{revision}: {} checks pass direct, {} through Toolgate", passed(&direct), passed(&through));
+    println!(
+        "{revision}, {}: {} checks pass direct, {} through Toolgate",
+        reference.sdk,
+        passed(&direct),
+        passed(&through)
+    );
     for (check, status) in &direct {
         if through.get(check) != Some(status) {
             println!("{check:?}: {status} direct, {:?} through Toolgate", through.get(check));
@@ -224,6 +269,20 @@ async fn what_revision_2025_11_25_requires_passes_through_toolgate_as_direct(poo
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn what_revision_2026_07_28_requires_passes_through_toolgate_as_direct(pool: PgPool) {
     requirements_pass_through_toolgate(pool, "2026-07-28", STATELESS).await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn what_revision_2025_11_25_requires_passes_through_toolgate_in_front_of_the_typescript_sdk(
+    pool: PgPool,
+) {
+    requirements_pass_through_toolgate(pool, "2025-11-25", TYPESCRIPT).await;
+}
+
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn what_revision_2026_07_28_requires_passes_through_toolgate_in_front_of_the_typescript_sdk(
+    pool: PgPool,
+) {
+    requirements_pass_through_toolgate(pool, "2026-07-28", TYPESCRIPT).await;
 }
 
 /// A prompt that asks for input first, as a server on 2026-07-28 may, reaches a client of that

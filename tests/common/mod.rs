@@ -388,9 +388,20 @@ pub async fn python_server(
     script: &str,
     args: &[&str],
 ) -> (tokio::process::Child, u16) {
+    let script = format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR"));
+    script_server(python, &script, args).await
+}
+
+/// Starts the MCP server `script` (a path) with `program`, its arguments `args` and a free port
+/// last; returns it (killed when dropped) once it listens, and the port.
+pub async fn script_server(
+    program: std::path::PathBuf,
+    script: &str,
+    args: &[&str],
+) -> (tokio::process::Child, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let server = tokio::process::Command::new(python)
-        .arg(format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR")))
+    let server = tokio::process::Command::new(program)
+        .arg(script)
         .args(args)
         .arg(port.to_string())
         .stdout(std::process::Stdio::null())
