@@ -11,8 +11,8 @@
 //! What each revision requires (the suite 0.2's `--requirements`) is run direct and through
 //! Toolgate in the same test, in front of that revision's reference — the one above for
 //! 2025-11-25, `tests/python/conformance_server_2026.py` (the Python SDK 2.x) for 2026-07-28 —
-//! and, for both revisions, in front of `tests/conformance/reference-server-2026.mjs`, its twin
-//! written with the TypeScript SDK 2.x, which serves both eras.
+//! and, for both revisions, in front of `tests/conformance/reference-server-2026.mjs`, their twin
+//! written with the TypeScript SDK 2.4, which serves both eras.
 //!
 //! Its client auth scenarios (0.2.0-alpha.12) judge Toolgate as an upstream's OAuth client: each
 //! starts a protected server and its authorization server, and `oauth-upstream-client.mjs`
@@ -43,7 +43,10 @@ const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance");
 struct Reference {
     /// What it is written with.
     sdk: &'static str,
+    /// What runs it.
     program: Program,
+    /// Its file, in the folder its program says; also names its sections of the
+    /// expected-failures file.
     script: &'static str,
     /// A tool it serves, to know it is listed.
     tool: &'static str,
@@ -73,25 +76,25 @@ impl Reference {
     }
 }
 
-/// The handshake era's reference (the Python SDK 1.x).
-const HANDSHAKE: Reference = Reference {
+/// The reference of the handshake era written with the Python SDK 1.x.
+const PYTHON_1: Reference = Reference {
     sdk: "the Python SDK 1.x",
     program: Program::Python("mcp1"),
     script: "conformance_server.py",
     tool: "test_tool_with_logging",
 };
 
-/// The reference of revision 2026-07-28 (the Python SDK 2.x, which serves both eras).
-const STATELESS: Reference = Reference {
+/// The reference of both eras written with the Python SDK 2.x.
+const PYTHON_2: Reference = Reference {
     sdk: "the Python SDK 2.x",
     program: Program::Python(""),
     script: "conformance_server_2026.py",
     tool: "test_input_required_result_elicitation",
 };
 
-/// The reference of both eras written with the TypeScript SDK 2.x.
-const TYPESCRIPT: Reference = Reference {
-    sdk: "the TypeScript SDK 2.x",
+/// The reference of both eras written with the TypeScript SDK 2.4.
+const TYPESCRIPT_2: Reference = Reference {
+    sdk: "the TypeScript SDK 2.4",
     program: Program::Node,
     script: "reference-server-2026.mjs",
     tool: "test_input_required_result_elicitation",
@@ -125,7 +128,7 @@ async fn behind_toolgate(
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn the_conformance_suites_server_scenarios_pass(pool: PgPool) {
-    let (_upstream, _, app, key) = behind_toolgate(&pool, HANDSHAKE).await;
+    let (_upstream, _, app, key) = behind_toolgate(&pool, PYTHON_1).await;
 
     let results = std::env::temp_dir().join(format!("toolgate-conformance-{}", std::process::id()));
     let output = Command::new(format!("{SUITE}/node_modules/.bin/node"))
@@ -198,7 +201,7 @@ async fn required_checks(url: &str, revision: &str, key: Option<&str>) -> BTreeM
 /// server's tool error.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_handshake_servers_sampling_of_a_caller_that_cannot_sample_is_answered_32021(pool: PgPool) {
-    let (_upstream, _, app, key) = behind_toolgate(&pool, HANDSHAKE).await;
+    let (_upstream, _, app, key) = behind_toolgate(&pool, PYTHON_1).await;
     let declared = serde_json::json!({"elicitation": {}});
     let prompt = serde_json::json!({"arguments": {"prompt": "Hi"}});
     let (status, answer) = common::call_2026(&app, &key, "test_sampling", declared, prompt).await;
@@ -221,7 +224,7 @@ async fn requirements_pass_through_toolgate(pool: PgPool, revision: &str, refere
     let direct = required_checks(&format!("http://127.0.0.1:{port}/mcp"), revision, None).await;
     let through = required_checks(&app.url("/mcp/acme"), revision, Some(&key)).await;
     let expected = std::fs::read_to_string(format!("{SUITE}/requirements-expected-failures.yml")).unwrap();
-    let section = expected.split(&format!("\n{revision}:\n")).nth(1).unwrap_or_default();
+    let section = expected.split(&format!("\n{revision} {}:\n", reference.script)).nth(1).unwrap_or_default();
     let excused: Vec<&str> = section
         .lines()
         .take_while(|line| line.starts_with(' '))
@@ -262,27 +265,27 @@ async fn requirements_pass_through_toolgate(pool: PgPool, revision: &str, refere
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
-async fn what_revision_2025_11_25_requires_passes_through_toolgate_as_direct(pool: PgPool) {
-    requirements_pass_through_toolgate(pool, "2025-11-25", HANDSHAKE).await;
+async fn what_revision_2025_11_25_requires_passes_through_toolgate_in_front_of_the_python_sdk(pool: PgPool) {
+    requirements_pass_through_toolgate(pool, "2025-11-25", PYTHON_1).await;
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
-async fn what_revision_2026_07_28_requires_passes_through_toolgate_as_direct(pool: PgPool) {
-    requirements_pass_through_toolgate(pool, "2026-07-28", STATELESS).await;
+async fn what_revision_2026_07_28_requires_passes_through_toolgate_in_front_of_the_python_sdk(pool: PgPool) {
+    requirements_pass_through_toolgate(pool, "2026-07-28", PYTHON_2).await;
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn what_revision_2025_11_25_requires_passes_through_toolgate_in_front_of_the_typescript_sdk(
     pool: PgPool,
 ) {
-    requirements_pass_through_toolgate(pool, "2025-11-25", TYPESCRIPT).await;
+    requirements_pass_through_toolgate(pool, "2025-11-25", TYPESCRIPT_2).await;
 }
 
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn what_revision_2026_07_28_requires_passes_through_toolgate_in_front_of_the_typescript_sdk(
     pool: PgPool,
 ) {
-    requirements_pass_through_toolgate(pool, "2026-07-28", TYPESCRIPT).await;
+    requirements_pass_through_toolgate(pool, "2026-07-28", TYPESCRIPT_2).await;
 }
 
 /// A prompt that asks for input first, as a server on 2026-07-28 may, reaches a client of that
@@ -291,7 +294,7 @@ async fn what_revision_2026_07_28_requires_passes_through_toolgate_in_front_of_t
 /// answer they cannot read.
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn a_prompt_that_asks_first_is_refused_where_nobody_can_answer(pool: PgPool) {
-    let (_upstream, _, app, key) = behind_toolgate(&pool, STATELESS).await;
+    let (_upstream, _, app, key) = behind_toolgate(&pool, PYTHON_2).await;
     // Its prompts are listed apart from its tools, maybe a moment later.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let prompts =

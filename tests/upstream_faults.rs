@@ -457,8 +457,13 @@ async fn misbehaving_upstreams_get_clear_errors_within_their_timeouts_and_bounde
         "memory: idle {idle_rss:.1} MiB, peak with a 100 MiB result {peak:.1} MiB, after the flood {rss:.1} MiB (peak {flood_peak:.1})"
     );
     // Read whole, the answer alone would be 100 MiB more. Read up to the 16 MiB limit, the
-    // process grows by less than four times that: the bytes read, the SSE parser's buffer
-    // doubling as it grows (16 MiB copied into 32), and what the allocator keeps of them.
-    assert!(peak - idle_rss < 64.0, "a 100 MiB result took the process from {idle_rss:.1} to {peak:.1} MiB");
+    // process grows by less than four times that: at worst the SSE parser's buffer of 16 MiB
+    // while it doubles into one of 32, and what the allocator keeps (about 33 MiB here, 50 MiB
+    // once on a loaded CI machine).
+    const LIMIT_MIB: f64 = 16.0;
+    assert!(
+        peak - idle_rss < 4.0 * LIMIT_MIB,
+        "a 100 MiB result took the process from {idle_rss:.1} to {peak:.1} MiB"
+    );
     assert_eq!(flood_peak, peak, "the flood raised the peak");
 }

@@ -10,14 +10,18 @@
 //   `createRequestStateCodec`), caching hints on every list and read, logs only at the level a
 //   request's envelope asks for.
 // - The handshake era (2025-11-25 and older, `initialize`): sessions, each with its own server
-//   over a sessionful streamable HTTP transport, routed with `isLegacyRequest`; what only that era
-//   has besides: `logging/setLevel`, `resources/subscribe` and `resources/unsubscribe` (updates
-//   by `notifications/resources/updated`), and server-initiated sampling and elicitation.
+//   over a sessionful streamable HTTP transport, routed with `isLegacyRequest`, kept until it
+//   closes (a DELETE included); what only that era has besides: `logging/setLevel`,
+//   `resources/subscribe` and `resources/unsubscribe` (updates by
+//   `notifications/resources/updated`).
 // - The tools of the handshake-era scenarios (`test_sampling`, `test_elicitation`,
 //   `test_elicitation_sep1034_defaults`, `test_elicitation_sep1330_enums`,
-//   `test_tool_with_logging`, `test_touch_subscribed_resources`) are served on both: on a session
-//   they ask the client with a request of their own (`requestSampling`, `elicitInput`); on
-//   2026-07-28 they ask the same in band (`input_required`) and answer alike on the retry.
+//   `test_tool_with_logging`, `test_touch_subscribed_resources`) are served on both, written once:
+//   the sampling and elicitation ones return `inputRequired(...)` and answer from the input
+//   responses. On 2026-07-28 the client retries with them; on a session the SDK asks the client
+//   with requests on the call's stream (sampling/createMessage, elicitation/create, its built-in
+//   compatibility layer, which refuses what the client did not declare it can answer) and calls
+//   the tool again with the answers.
 //
 // Usage: node reference-server-2026.mjs <port>   (streamable HTTP at http://127.0.0.1:<port>/mcp;
 // it prints "listening on http://127.0.0.1:<port>/mcp" once it accepts connections)
@@ -105,13 +109,19 @@ function clientCapabilities(ctx, server) {
     return ctx.mcpReq.envelope?.[CLIENT_CAPABILITIES_META_KEY] ?? server.server.getClientCapabilities();
 }
 
-/** Suggests the values that start with what is typed (any argument, any reference). */
+/**
+ * Suggests the values that start with what is typed: the completions of the template's `id` and of
+ * `test_prompt_with_arguments`' `arg1` and `arg2`.
+ */
 const suggest = value => ['testValue1', 'testValue2', 'paris', 'park'].filter(v => v.startsWith(value ?? ''));
 
 // Tools and prompts the list-change triggers added, served by every instance from then on.
 const added = { tools: [], prompts: [] };
 let changes = 0;
-/** The open handshake-era sessions: id → server. */
+/**
+ * The open handshake-era sessions: id → its server, its transport and the URIs it subscribed to
+ * (`resources/subscribe`). Each is removed when its transport closes.
+ */
 const sessions = new Map();
 
 function addTool(server, name) {
@@ -125,49 +135,26 @@ function addPrompt(server, name) {
 
 /** The resources whose updates a client may ask for. */
 const WATCHABLE = ['test://static-text', 'test://static-binary', 'test://watched-resource'];
-/** The URIs each session subscribed to (`resources/subscribe`): session server → URIs. */
-const subscribedBy = new WeakMap();
 
-/** On a session, refuses (a tool error) to ask what its client did not declare it can answer. */
-function canAnswer(ctx, server, capability) {
-    if (!clientCapabilities(ctx, server)?.[capability]) {
-        throw new Error(`This tool needs the client's ${capability} capability, which it did not declare`);
-    }
-}
+/** The text of a sampling result's first content block (`content` is one block or a list of them). */
+const firstText = result => (Array.isArray(result.content) ? result.content[0] : result.content)?.text;
 
 /**
- * Asks the client's model `prompt`: with a request of the session's own (the handshake era), in
- * band on 2026-07-28 (the answer comes with the retry; the SDK answers -32021 to a request whose
- * client did not declare sampling).
+ * Asks the client's model `prompt` (in band, on either era: see the header), says what it answered.
+ * The SDK refuses to ask a client that did not declare sampling: -32021 on 2026-07-28, a tool
+ * error on a session.
  */
-async function sampled(ctx, server, session, prompt) {
-    const params = { messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 100 };
-    let result;
-    if (session) {
-        canAnswer(ctx, server, 'sampling');
-        result = await ctx.mcpReq.requestSampling(params);
-    } else {
-        const answer = inputResponse(ctx.mcpReq.inputResponses, 'sampling');
-        if (answer.kind !== 'sampling') {
-            return inputRequired({ inputRequests: { sampling: inputRequired.createMessage(params) } });
-        }
-        result = answer.result;
-    }
-    const content = Array.isArray(result.content) ? result.content[0] : result.content;
-    return text(`LLM response: ${content?.text ?? ''}`);
+function sampled(ctx, prompt) {
+    const answer = inputResponse(ctx.mcpReq.inputResponses, 'sampling');
+    if (answer.kind !== 'sampling') return inputRequired({ inputRequests: { sampling: sample(prompt, 100) } });
+    return text(`LLM response: ${firstText(answer.result) ?? ''}`);
 }
 
 /** Asks the user for `requestedSchema`, as `sampled` asks the model; says what came back. */
-async function elicited(ctx, server, session, message, requestedSchema) {
-    let answer;
-    if (session) {
-        canAnswer(ctx, server, 'elicitation');
-        answer = await ctx.mcpReq.elicitInput({ message, requestedSchema });
-    } else {
-        answer = inputResponse(ctx.mcpReq.inputResponses, 'elicitation');
-        if (answer.kind !== 'elicit') {
-            return inputRequired({ inputRequests: { elicitation: inputRequired.elicit({ message, requestedSchema }) } });
-        }
+function elicited(ctx, message, requestedSchema) {
+    const answer = inputResponse(ctx.mcpReq.inputResponses, 'elicitation');
+    if (answer.kind !== 'elicit') {
+        return inputRequired({ inputRequests: { elicitation: inputRequired.elicit({ message, requestedSchema }) } });
     }
     return text(`Elicitation completed: action=${answer.action}, content=${JSON.stringify(answer.content ?? null)}`);
 }
@@ -212,11 +199,10 @@ async function confirmed(ctx, state, done) {
 }
 
 /**
- * A server with the whole surface, for one request (2026-07-28: `era` "modern", as
- * `createMcpHandler` builds it) or one session (the handshake era: `era` "legacy").
+ * A server with the whole surface, for one request (2026-07-28, as `createMcpHandler` builds it) or
+ * one session (the handshake era: `legacy` adds what only a session serves).
  */
-function build({ era }) {
-    const session = era === 'legacy';
+function build() {
     const server = new McpServer(
         { name: 'conformance-reference', version: '1.0.0' },
         {
@@ -292,7 +278,7 @@ function build({ era }) {
         () => {
             const name = `test_added_tool_${++changes}`;
             added.tools.push(name);
-            for (const session of sessions.values()) addTool(session, name);
+            for (const open of sessions.values()) addTool(open.server, name);
             modern.notify.toolsChanged();
             return text(`added ${name}`);
         }
@@ -303,23 +289,23 @@ function build({ era }) {
         () => {
             const name = `test_added_prompt_${++changes}`;
             added.prompts.push(name);
-            for (const session of sessions.values()) addPrompt(session, name);
+            for (const open of sessions.values()) addPrompt(open.server, name);
             modern.notify.promptsChanged();
             return text(`added ${name}`);
         }
     );
 
-    // ---- the handshake era's scenarios: server-initiated requests, logging, subscriptions ----
+    // ---- the handshake era's scenarios: sampling, elicitation, logging, subscriptions ----
     server.registerTool(
         'test_sampling',
         { description: "Asks the client's LLM.", inputSchema: z.object({ prompt: z.string() }) },
-        ({ prompt }, ctx) => sampled(ctx, server, session, prompt)
+        ({ prompt }, ctx) => sampled(ctx, prompt)
     );
     server.registerTool(
         'test_elicitation',
         { description: 'Asks the user for a username and an email.', inputSchema: z.object({ message: z.string() }) },
         ({ message }, ctx) =>
-            elicited(ctx, server, session, message, {
+            elicited(ctx, message, {
                 type: 'object',
                 properties: {
                     username: { type: 'string', description: "User's response" },
@@ -331,12 +317,12 @@ function build({ era }) {
     server.registerTool(
         'test_elicitation_sep1034_defaults',
         { description: 'Asks with a default for every primitive type.' },
-        ctx => elicited(ctx, server, session, 'Please review and update the form fields with defaults', WITH_DEFAULTS)
+        ctx => elicited(ctx, 'Please review and update the form fields with defaults', WITH_DEFAULTS)
     );
     server.registerTool(
         'test_elicitation_sep1330_enums',
         { description: 'Asks with each of the five enum forms.' },
-        ctx => elicited(ctx, server, session, 'Please select options from the enum fields', WITH_ENUMS)
+        ctx => elicited(ctx, 'Please select options from the enum fields', WITH_ENUMS)
     );
     server.registerTool('test_tool_with_logging', { description: 'Logs three messages while it runs.' }, async ctx => {
         await ctx.mcpReq.log('info', 'Tool execution started');
@@ -354,27 +340,15 @@ function build({ era }) {
             // are the SDK's, which passes on the update of a resource to the streams that ask for it.
             const uris = new Set();
             for (const open of sessions.values()) {
-                for (const uri of subscribedBy.get(open) ?? []) {
+                for (const uri of open.subscribed) {
                     uris.add(uri);
-                    await open.server.sendResourceUpdated({ uri }).catch(() => {});
+                    await open.server.server.sendResourceUpdated({ uri }).catch(() => {});
                 }
             }
             for (const uri of WATCHABLE) modern.notify.resourceUpdated(uri);
             return text('subscribed: ' + [...uris].sort().join(', '));
         }
     );
-    if (session) {
-        const subscribed = new Set();
-        subscribedBy.set(server, subscribed);
-        server.server.setRequestHandler('resources/subscribe', request => {
-            subscribed.add(request.params.uri);
-            return {};
-        });
-        server.server.setRequestHandler('resources/unsubscribe', request => {
-            subscribed.delete(request.params.uri);
-            return {};
-        });
-    }
 
     // ---- multi round-trip requests (SEP-2322) ----
     server.registerTool('test_input_required_result_elicitation', { description: "Asks the user's name in band." }, ctx => {
@@ -389,8 +363,7 @@ function build({ era }) {
         if (answer.kind !== 'sampling') {
             return inputRequired({ inputRequests: { capital_question: sample('What is the capital of France?', 100) } });
         }
-        const content = Array.isArray(answer.result.content) ? answer.result.content[0] : answer.result.content;
-        return text(`The model said: ${content?.text ?? '?'}`);
+        return text(`The model said: ${firstText(answer.result) ?? '?'}`);
     });
     server.registerTool('test_input_required_result_list_roots', { description: "Asks the client's roots in band." }, ctx => {
         const answer = inputResponse(ctx.mcpReq.inputResponses, 'client_roots');
@@ -556,30 +529,33 @@ const jsonRpcError = (status, code, message) =>
 async function legacy(request) {
     const id = request.headers.get('mcp-session-id');
     if (id) {
-        const transport = transports.get(id);
-        return transport ? transport.handleRequest(request) : jsonRpcError(404, -32001, 'Session not found');
+        const open = sessions.get(id);
+        return open ? open.transport.handleRequest(request) : jsonRpcError(404, -32001, 'Session not found');
     }
     if (request.method !== 'POST') return jsonRpcError(400, -32000, 'Bad Request: no session');
-    const server = build({ era: 'legacy' });
+    const server = build();
+    // What only a session serves: subscriptions to resources, its own.
+    const subscribed = new Set();
+    server.server.setRequestHandler('resources/subscribe', ({ params }) => {
+        subscribed.add(params.uri);
+        return {};
+    });
+    server.server.setRequestHandler('resources/unsubscribe', ({ params }) => {
+        subscribed.delete(params.uri);
+        return {};
+    });
     const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: sessionId => {
-            transports.set(sessionId, transport);
-            sessions.set(sessionId, server);
-        },
-        onsessionclosed: sessionId => {
-            transports.delete(sessionId);
-            sessions.delete(sessionId);
-        }
+        onsessioninitialized: sessionId => sessions.set(sessionId, { server, transport, subscribed })
     });
+    // Closed by a DELETE or otherwise, the session is gone (`connect` keeps this and chains its own).
+    transport.onclose = () => sessions.delete(transport.sessionId);
     await server.connect(transport);
     const response = await transport.handleRequest(request);
     // Not an `initialize` (the transport refused it): nothing to keep.
     if (transport.sessionId === undefined) await server.close();
     return response;
 }
-/** The open handshake-era sessions: id → transport. */
-const transports = new Map();
 
 async function serve(request) {
     if (new URL(request.url).pathname !== '/mcp') return new Response('Not Found', { status: 404 });
