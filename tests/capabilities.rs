@@ -6,6 +6,9 @@
 mod common;
 
 use common::{ListChangedCounter, TestApp};
+use engine::model::Name;
+use engine::store::servers::ServerConfig;
+use engine::store::{self, Actor};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, ErrorCode,
     InputRequiredResult,
@@ -268,4 +271,37 @@ async fn a_sessions_client_answers_an_upstreams_input_requests_one_by_one(pool: 
         "workspace": {"roots": [{"uri": "file:///work"}]}
     });
     assert_eq!(got, expected);
+}
+
+/// A call to a server of the handshake era is Toolgate's own POST in the session rmcp's client
+/// opened (an id of Toolgate's, never one of rmcp's numbers), and what the server asks the
+/// caller during the call reaches the caller, on the call's stream or the session's. Main sent
+/// every such call through rmcp's client.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_call_to_a_handshake_era_server_is_a_post_on_its_session(pool: PgPool) {
+    let (_upstream, port) =
+        common::python_server(common::venv_program_of("mcp1", "python"), "session_server.py", &[]).await;
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = common::tenant_key(&app, &pool).await;
+    let server = ServerConfig::http(Name::parse("old").unwrap(), format!("http://127.0.0.1:{port}/mcp"));
+    store::servers::create(&pool, &common::secret_box(), &Actor::system(), &server).await.unwrap();
+    common::until_listed(&app.url(""), &key, "old_ask_in_session").await;
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(app.url("/mcp/acme")).auth_header(key.as_str());
+    let client = Surveyed.serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+
+    let whoami = || async {
+        let result = client.call_tool(CallToolRequestParams::new("old_whoami")).await.unwrap();
+        serde_json::from_str::<Value>(&result.content[0].as_text().unwrap().text).unwrap()
+    };
+    let (first, second) = (whoami().await, whoami().await);
+    assert!(first["request"].as_str().is_some_and(|id| id.starts_with("toolgate-")), "{first}");
+    assert_ne!(first["request"], second["request"]);
+    assert!(first["session"].is_string() && first["session"] == second["session"], "{first} {second}");
+
+    for tool in ["old_ask_in_call", "old_ask_in_session"] {
+        let result = client.call_tool(CallToolRequestParams::new(tool)).await.unwrap();
+        assert_ne!(result.is_error, Some(true), "{tool}: {result:?}");
+        assert_eq!(result.content[0].as_text().unwrap().text, "Ada", "{tool}");
+    }
 }

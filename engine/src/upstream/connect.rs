@@ -15,6 +15,7 @@ use serde_json::Value;
 use super::commands::stdio_refusal;
 use super::handler::Handler;
 use super::oauth::Token;
+use super::session::{SessionWatch, Watched};
 use super::slot::list_tools;
 use super::sse;
 use super::stderr::StderrTail;
@@ -28,9 +29,10 @@ pub async fn test_connection(
     config: &UpstreamConfig,
 ) -> Result<ServerProbe, UpstreamError> {
     let handler = Handler { slot: Weak::new(), connection: 0 };
+    let client = Watched { client: http_client(config), watch: SessionWatch::default() };
     let service = tokio::time::timeout(
         config.connect_timeout,
-        connect(endpoint, handler, None, &config.stdio_commands, &StderrTail::default()),
+        connect(endpoint, handler, client, None, &config.stdio_commands, &StderrTail::default()),
     )
     .await
     .map_err(|_| UpstreamError::ConnectTimeout(config.connect_timeout))??;
@@ -51,17 +53,32 @@ pub async fn test_connection(
     Ok(ServerProbe { server_info, tools, authorization_server: None })
 }
 
+/// The HTTP client of upstream connections.
+pub(super) fn http_client(config: &UpstreamConfig) -> reqwest::Client {
+    reqwest::Client::builder()
+        // A redirect could carry a server's credentials elsewhere.
+        .redirect(reqwest::redirect::Policy::none())
+        .tcp_nodelay(true)
+        // Connections stay warm under load; one idle for 2 s is closed (well before servers
+        // close theirs: uvicorn after 5 s), so none outlives its traffic for long.
+        .pool_idle_timeout(Duration::from_secs(2))
+        .connect_timeout(config.connect_timeout)
+        .build()
+        .expect("an HTTP client without TLS builds")
+}
+
 /// What a stdio server gets of Toolgate's environment, besides its own configured `env`:
 /// enough to find programs and a home folder, never Toolgate's settings or secrets
 /// (`TOOLGATE_SECRET_KEY` decrypts every stored credential).
 const INHERITED_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
 
-/// Connects to `endpoint`, with `token` on every request to an OAuth server; a stdio server
-/// only when `stdio_commands` (`TOOLGATE_STDIO_COMMANDS`) allows its program, its standard
-/// error kept in `stderr`.
+/// Connects to `endpoint`: over streamable HTTP with `http` (its session watched), with `token`
+/// on every request to an OAuth server; a stdio server only when `stdio_commands`
+/// (`TOOLGATE_STDIO_COMMANDS`) allows its program, its standard error kept in `stderr`.
 pub(super) async fn connect(
     endpoint: &Endpoint,
     handler: Handler,
+    http: Watched<reqwest::Client>,
     token: Option<&Token>,
     stdio_commands: &[String],
     stderr: &StderrTail,
@@ -123,10 +140,10 @@ pub(super) async fn connect(
                 .max_json_response_size(MAX_ANSWER);
             match token {
                 Some(token) => {
-                    let transport = StreamableHttpClientTransport::with_client(token.client.clone(), config);
-                    start(handler, transport).await
+                    let client = Watched { client: token.client.clone(), watch: http.watch };
+                    start(handler, StreamableHttpClientTransport::with_client(client, config)).await
                 }
-                None => start(handler, StreamableHttpClientTransport::from_config(config)).await,
+                None => start(handler, StreamableHttpClientTransport::with_client(http, config)).await,
             }
         }
         Transport::Sse => {

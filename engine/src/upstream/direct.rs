@@ -1,10 +1,14 @@
-//! `tools/call` to a streamable HTTP upstream on revision 2026-07-28, made straight over HTTP:
-//! one POST from the caller's task on a kept-alive connection, its answer read there (one JSON
-//! body, or an SSE stream of progress and log messages before the result).
+//! `tools/call` to a streamable HTTP upstream, made straight over HTTP: one POST from the
+//! caller's task on a kept-alive connection, its answer read there (one JSON body, or an SSE
+//! stream of progress, log messages and the server's own requests before the result).
 //!
 //! Requests on 2026-07-28 stand alone (no session), so a call needs nothing of the rmcp
-//! connection but its URL, its headers and the revision's per-request metadata; discovery,
-//! probes and `subscriptions/listen` stay on the connection. rmcp's client would hand each call
+//! connection but its URL, its headers and the revision's per-request metadata. On the
+//! handshake era a call goes on the session rmcp's client opened (its id watched as rmcp sends
+//! it, [`super::session`]), with an id of its own kind so that it never meets one of rmcp's;
+//! what the server asks during the call comes on the call's stream and is answered by a POST on
+//! the session. Discovery, probes, the session's own stream and `subscriptions/listen` stay on
+//! the connection. rmcp's client would hand each call
 //! through its service loop and its transport's worker (tasks and channels that cost more than
 //! the call), and its HTTP client keeps no connection alive between requests: a new TCP
 //! connection per call. The exchange is Toolgate's own, as the gateway's inbound side is: the
@@ -26,7 +30,7 @@ use http::header::{ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ErrorData, InputRequiredResult, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ServerResult,
+    ProgressToken, RequestId, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{Peer, RoleClient, ServiceError};
 use rmcp::transport::DynamicTransportError;
@@ -40,8 +44,10 @@ use serde_json::value::RawValue;
 use sse_stream::SseStream;
 
 use super::connect::{MAX_ANSWER, headers};
-use super::handler::client_config;
+use super::handler::{CallClient, client_config};
 use super::oauth::Token;
+use super::session::SessionWatch;
+use super::slot::CancelOnDrop;
 use super::sse::bounded;
 use crate::catalog::CatalogTool;
 use crate::store::servers::{Endpoint, Transport};
@@ -64,6 +70,21 @@ pub(super) struct DirectCalls {
     ids: AtomicI64,
     /// An OAuth server's token, added to each call (and refreshed).
     token: Option<Arc<Token>>,
+    /// On the handshake era: the session calls go on, and the connection that cancels them.
+    session: Option<(SessionWatch, Peer<RoleClient>)>,
+}
+
+/// Why a call was not answered.
+enum Unanswered {
+    /// The server no longer knows the session (HTTP 404): rmcp's client is to send the call.
+    SessionGone,
+    Failed(ServiceError),
+}
+
+impl From<ServiceError> for Unanswered {
+    fn from(err: ServiceError) -> Self {
+        Unanswered::Failed(err)
+    }
 }
 
 /// A JSON-RPC request as sent: the envelope around rmcp's params.
@@ -116,30 +137,38 @@ impl Serialize for Meta<'_> {
 }
 
 impl DirectCalls {
-    /// Direct calls for a connection that takes them: streamable HTTP, on 2026-07-28.
+    /// Direct calls for a connection over streamable HTTP; on the handshake era they go on
+    /// the session `session` watches (none for a server that keeps no sessions: its calls stay
+    /// with rmcp's client).
     pub(super) fn of(
         endpoint: &Endpoint,
         peer: &Peer<RoleClient>,
         http: &reqwest::Client,
         token: Option<Arc<Token>>,
+        session: SessionWatch,
     ) -> Option<Self> {
-        let version = peer.peer_info()?.protocol_version.clone();
-        if endpoint.transport != Transport::StreamableHttp || version != ProtocolVersion::V_2026_07_28 {
+        if endpoint.transport != Transport::StreamableHttp {
             return None;
         }
+        let version = peer.peer_info()?.protocol_version.clone();
         let mut headers = headers(endpoint).ok()?;
         let revision = HeaderValue::from_str(version.as_str()).ok()?;
         headers.insert(HeaderName::from_static("mcp-protocol-version"), revision);
-        headers.insert(HeaderName::from_static("mcp-method"), HeaderValue::from_static("tools/call"));
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream, application/json"));
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let client = client_config();
         let mut meta = RequestMetaObject::default();
-        meta.set_protocol_version(version);
-        meta.set_client_info(client.client_info);
-        meta.set_client_capabilities(client.capabilities);
+        let session = if version.has_initialize() {
+            session.current()?;
+            Some((session, peer.clone()))
+        } else {
+            let client = client_config();
+            meta.set_protocol_version(version);
+            meta.set_client_info(client.client_info);
+            meta.set_client_capabilities(client.capabilities);
+            None
+        };
         let url = endpoint.url.as_deref()?.parse().ok()?;
-        Some(DirectCalls { http: http.clone(), url, headers, meta, ids: AtomicI64::new(0), token })
+        Some(DirectCalls { http: http.clone(), url, headers, meta, ids: AtomicI64::new(0), token, session })
     }
 
     /// Whether a call of `tool` can go this way: its name travels as a bare header value and
@@ -154,61 +183,195 @@ impl DirectCalls {
         bare && !annotates_headers(&tool.raw_input_schema)
     }
 
-    /// Sends one `tools/call`; progress and log messages the server sends before its answer go
-    /// to `ctx`. `params` is written as it is, its `_meta` completed with the connection's (set
-    /// aside while the request is written, so nothing of the call is copied).
+    /// The id of a new call: a string, never one of the numbers rmcp's client gives its own
+    /// requests in the same session.
+    pub(super) fn next_id(&self) -> RequestId {
+        RequestId::String(format!("toolgate-{}", self.ids.fetch_add(1, Ordering::Relaxed)).into())
+    }
+
+    /// Whether calls go on a session (the handshake era), whose server may also send what
+    /// concerns a call on the session's own stream.
+    pub(super) fn in_session(&self) -> bool {
+        self.session.is_some()
+    }
+
+    /// Sends the `tools/call` `id`; progress and log messages the server sends before its
+    /// answer go to `ctx`, and what it asks meanwhile to `caller`. `params` is written as it
+    /// is, its `_meta` completed with the connection's (set aside while the request is written,
+    /// so nothing of the call is copied). `None` when the call is not taken, for want of a
+    /// session (none yet, or the server forgot it): rmcp's client is to send it.
     pub(super) async fn call(
         &self,
         params: &mut CallToolRequestParams,
         ctx: &ToolContext,
-    ) -> Result<ServerResult, ServiceError> {
-        let id = RequestId::Number(self.ids.fetch_add(1, Ordering::Relaxed));
+        id: &RequestId,
+        caller: Option<&CallClient>,
+    ) -> Option<Result<ServerResult, ServiceError>> {
+        let session = match &self.session {
+            Some((watch, _)) => Some(watch.current()?),
+            None => None,
+        };
+        // Abandoned (timed out, or its caller gone), a call in a session is cancelled; a call on
+        // 2026-07-28 ends with its request's connection.
+        let cancel = self
+            .session
+            .as_ref()
+            .map(|(_, peer)| CancelOnDrop { peer: Some(peer.clone()), request: id.clone() });
+        let answered = self.send(params, ctx, id, session.as_deref(), caller).await;
+        if let Some(cancel) = cancel {
+            cancel.disarm();
+        }
+        match answered {
+            Ok(answer) => Some(Ok(answer)),
+            Err(Unanswered::Failed(err)) => Some(Err(err)),
+            Err(Unanswered::SessionGone) => {
+                if let (Some((watch, _)), Some(gone)) = (&self.session, &session) {
+                    watch.forget(gone);
+                }
+                None
+            }
+        }
+    }
+
+    /// Sends the call `id` (in `session`, if any) and reads its answer.
+    async fn send(
+        &self,
+        params: &mut CallToolRequestParams,
+        ctx: &ToolContext,
+        id: &RequestId,
+        session: Option<&str>,
+        caller: Option<&CallClient>,
+    ) -> Result<ServerResult, Unanswered> {
         let progress = ctx.progress_sink().map(|_| ProgressToken(id.clone()));
         let name = HeaderValue::try_from(params.name.as_ref()).map_err(|e| failed(e.to_string()))?;
         let own = params.meta.take();
         let meta = Meta { call: own.as_ref(), connection: &self.meta, progress: progress.as_ref() };
         let request =
-            Request { jsonrpc: "2.0", id: &id, method: "tools/call", params: Params { call: params, meta } };
+            Request { jsonrpc: "2.0", id, method: "tools/call", params: Params { call: params, meta } };
         let body = serde_json::to_vec(&request).map(Bytes::from);
         params.meta = own;
         let body = body.map_err(|e| failed(e.to_string()))?;
-        let response = self.post(body, name).await?;
+        let response = self.post(body, Some(name), session).await?;
         let status = response.status();
         let kind = response.headers().get(CONTENT_TYPE).map(|v| v.as_bytes().to_vec()).unwrap_or_default();
+        if status == StatusCode::NOT_FOUND && session.is_some() {
+            return Err(Unanswered::SessionGone);
+        }
         if !status.is_success() {
-            return Err(refusal(response).await);
+            return Err(refusal(response).await.into());
         }
         if media_type_is(&kind, b"text/event-stream") {
             let mut stream = SseStream::from_bytes_stream(bounded(response.bytes_stream(), MAX_ANSWER));
-            let answer = read_stream(&mut stream, &id, progress.as_ref(), ctx).await;
+            let answer = self.read_stream(&mut stream, id, progress.as_ref(), ctx, session, caller).await;
             // The rest of the stream, so its connection goes back to the pool.
             let _ = tokio::time::timeout(DRAIN, stream.for_each(|_| async {})).await;
-            return answer;
+            return Ok(answer?);
         }
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
-            return Err(failed("the server accepted the call but sent no answer"));
+            return Err(failed("the server accepted the call but sent no answer").into());
         }
         if !media_type_is(&kind, b"application/json") {
             let kind = String::from_utf8_lossy(&kind);
             return Err(failed(format!(
                 "the server answered with `{kind}`, neither JSON nor an event stream"
-            )));
+            ))
+            .into());
         }
         let body = read_body(response).await?;
         let message: Message = serde_json::from_slice(&body).map_err(|e| failed(e.to_string()))?;
-        answer_of(message)
+        Ok(answer_of(message)?)
     }
 
-    /// POSTs `body`, with the connection's token when it has one: refreshed once, and sent
-    /// again, when the server refuses it with a challenge.
-    async fn post(&self, body: Bytes, name: HeaderValue) -> Result<reqwest::Response, ServiceError> {
+    /// Reads an answer stream up to the answer to request `id`, relaying progress under
+    /// `progress` and log messages to `ctx`, and answering what the server asks meanwhile (in
+    /// `session`, if any) through `caller`.
+    async fn read_stream(
+        &self,
+        stream: &mut (impl futures::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Unpin),
+        id: &RequestId,
+        progress: Option<&ProgressToken>,
+        ctx: &ToolContext,
+        session: Option<&str>,
+        caller: Option<&CallClient>,
+    ) -> Result<ServerResult, ServiceError> {
+        while let Some(event) = stream.next().await {
+            let event = event.map_err(|_| ServiceError::TransportClosed)?;
+            // A priming event carries no message.
+            let Some(data) = event.data.filter(|data| !data.is_empty()) else { continue };
+            let message: Message = serde_json::from_str(&data).map_err(|e| failed(e.to_string()))?;
+            match (&message.id, message.method.as_deref()) {
+                (Some(answered), None) if answered == id => return answer_of(message),
+                (None, Some("notifications/progress")) => {
+                    let report = message
+                        .params
+                        .and_then(|p| serde_json::from_str::<ProgressNotificationParam>(p.get()).ok());
+                    if let (Some(report), Some(token), Some(sink)) =
+                        (report, progress, ctx.progress_sink().as_ref())
+                        && report.progress_token == *token
+                    {
+                        let progress = Progress {
+                            progress: report.progress,
+                            total: report.total,
+                            message: report.message,
+                        };
+                        send_progress(sink, progress);
+                    }
+                }
+                (None, Some(method @ "notifications/message")) => {
+                    if let (Some(client), Some(params)) = (ctx.client(), message.params) {
+                        let params: Value = serde_json::from_str(params.get()).unwrap_or_default();
+                        client.notify(serde_json::json!({"method": method, "params": params}));
+                    }
+                }
+                (Some(asked), Some(method)) => {
+                    let params = message.params.and_then(|p| serde_json::from_str(p.get()).ok());
+                    let answer = ask(caller, method, params.unwrap_or_default()).await;
+                    self.respond(asked, answer, session).await;
+                }
+                (_, method) => tracing::debug!(?method, "upstream message not for this call's caller"),
+            }
+        }
+        Err(ServiceError::TransportClosed)
+    }
+
+    /// POSTs the answer to a request the server sent during a call. A server that does not
+    /// take it is left to give up on its request; the call goes on.
+    async fn respond(&self, asked: &RequestId, answer: Result<Value, ErrorData>, session: Option<&str>) {
+        let response = match answer {
+            Ok(result) => serde_json::json!({"jsonrpc": "2.0", "id": asked, "result": result}),
+            Err(error) => serde_json::json!({"jsonrpc": "2.0", "id": asked, "error": error}),
+        };
+        let body = serde_json::to_vec(&response).map(Bytes::from).unwrap_or_default();
+        match self.post(body, None, session).await {
+            Ok(taken) if taken.status().is_success() => {}
+            Ok(refused) => {
+                tracing::debug!(status = %refused.status(), "the server refused an answer to its request")
+            }
+            Err(err) => tracing::debug!(error = %err, "the answer to a server's request was not sent"),
+        }
+    }
+
+    /// POSTs `body` (a `tools/call` of the tool `call` names, or else an answer), in `session`
+    /// if any, with the connection's token when it has one: refreshed once, and sent again,
+    /// when the server refuses it with a challenge.
+    async fn post(
+        &self,
+        body: Bytes,
+        call: Option<HeaderValue>,
+        session: Option<&str>,
+    ) -> Result<reqwest::Response, ServiceError> {
+        let session = session.map(HeaderValue::from_str).transpose().map_err(|e| failed(e.to_string()))?;
         let send = |bearer: Option<&str>| {
-            let mut request = self
-                .http
-                .post(self.url.clone())
-                .headers(self.headers.clone())
-                .header(HeaderName::from_static("mcp-name"), name.clone())
-                .body(body.clone());
+            let mut request =
+                self.http.post(self.url.clone()).headers(self.headers.clone()).body(body.clone());
+            if let Some(name) = &call {
+                request = request
+                    .header(HeaderName::from_static("mcp-method"), HeaderValue::from_static("tools/call"))
+                    .header(HeaderName::from_static("mcp-name"), name.clone());
+            }
+            if let Some(session) = &session {
+                request = request.header(HeaderName::from_static("mcp-session-id"), session.clone());
+            }
             if let Some(bearer) = bearer {
                 request = request.bearer_auth(bearer);
             }
@@ -267,44 +430,19 @@ fn answer_of(message: Message) -> Result<ServerResult, ServiceError> {
     }
 }
 
-/// Reads an answer stream up to the answer to request `id`, relaying progress under `progress`
-/// and log messages to `ctx`.
-async fn read_stream(
-    stream: &mut (impl futures::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Unpin),
-    id: &RequestId,
-    progress: Option<&ProgressToken>,
-    ctx: &ToolContext,
-) -> Result<ServerResult, ServiceError> {
-    while let Some(event) = stream.next().await {
-        let event = event.map_err(|_| ServiceError::TransportClosed)?;
-        // A priming event carries no message.
-        let Some(data) = event.data.filter(|data| !data.is_empty()) else { continue };
-        let message: Message = serde_json::from_str(&data).map_err(|e| failed(e.to_string()))?;
-        match (&message.id, message.method.as_deref()) {
-            (Some(answered), None) if answered == id => return answer_of(message),
-            (None, Some("notifications/progress")) => {
-                let report = message
-                    .params
-                    .and_then(|p| serde_json::from_str::<ProgressNotificationParam>(p.get()).ok());
-                if let (Some(report), Some(token), Some(sink)) =
-                    (report, progress, ctx.progress_sink().as_ref())
-                    && report.progress_token == *token
-                {
-                    let progress =
-                        Progress { progress: report.progress, total: report.total, message: report.message };
-                    send_progress(sink, progress);
-                }
-            }
-            (None, Some(method @ "notifications/message")) => {
-                if let (Some(client), Some(params)) = (ctx.client(), message.params) {
-                    let params: Value = serde_json::from_str(params.get()).unwrap_or_default();
-                    client.notify(serde_json::json!({"method": method, "params": params}));
-                }
-            }
-            (_, method) => tracing::debug!(?method, "upstream message not for this call's caller"),
-        }
+/// What the caller answers a request its server sent during a call: relayed as on rmcp's
+/// connection ([`CallClient`]); a ping answered here.
+async fn ask(caller: Option<&CallClient>, method: &str, params: Value) -> Result<Value, ErrorData> {
+    if method == "ping" {
+        return Ok(serde_json::json!({}));
     }
-    Err(ServiceError::TransportClosed)
+    let Some(caller) = caller else {
+        return Err(ErrorData::invalid_request(
+            format!("{method}: the call's caller is no MCP client and cannot answer it"),
+            None,
+        ));
+    };
+    caller.answer(method, params).await
 }
 
 /// A `tools/call` result: a call's result, or on 2026-07-28 the questions it asks first.

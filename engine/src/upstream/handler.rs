@@ -1,23 +1,23 @@
 //! What an upstream sends on its own, and where it goes.
 
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::ClientHandler;
 // Sampling and logging are deprecated by SEP-2577, but servers still send them: relayed while
 // they do.
 #[allow(deprecated)]
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
-    ResourceUpdatedNotificationParam,
+    CallToolResult, ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ErrorCode, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken, ResourceUpdatedNotificationParam, ServerResult,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient, ServiceError};
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::slot::{CallClient, Slot};
+use super::slot::Slot;
 use crate::exec::ResourceUpdated;
-use crate::tool::{Progress, send_progress, undeclared};
+use crate::tool::{ClientRelay, Progress, send_progress, undeclared};
 
 /// Receives what an upstream sends on its own: tool list changes, progress, log messages, and
 /// requests for the caller (sampling, elicitation), which go to the MCP client whose call is
@@ -53,19 +53,9 @@ impl Handler {
                 None,
             )
         })?;
-        let request = json!({"method": method, "params": params});
-        // What the caller did not declare it is not asked; its call, if it fails, is answered
-        // -32021 as a server on 2026-07-28 would answer it.
-        if let Some(required) = undeclared(&caller.client.capabilities(), &request) {
-            *caller.undeclared.lock().expect("undeclared") = Some(required.clone());
-            return Err(rmcp::ErrorData::missing_required_client_capability(
-                serde_json::from_value(required).unwrap_or_default(),
-            ));
-        }
-        let answer = caller.client.request(request).await.map_err(|err| {
-            rmcp::ErrorData::internal_error(format!("the caller could not answer {method}: {err}"), None)
-        })?;
-        serde_json::from_value(answer).map_err(|err| rmcp::ErrorData::internal_error(err.to_string(), None))
+        let internal = |err: serde_json::Error| rmcp::ErrorData::internal_error(err.to_string(), None);
+        let answer = caller.answer(method, serde_json::to_value(params).map_err(internal)?).await?;
+        serde_json::from_value(answer).map_err(internal)
     }
 
     /// The server says one of its lists (`what`) changed: its own connection discovers again.
@@ -78,6 +68,68 @@ impl Handler {
         }
     }
 }
+
+/// The MCP client of a call in flight, and what its server asked of it that it did not declare
+/// (such a call that fails is answered -32021, naming that capability).
+pub(super) struct CallClient {
+    client: Arc<dyn ClientRelay>,
+    undeclared: Mutex<Option<Value>>,
+}
+
+impl CallClient {
+    pub(super) fn new(client: Arc<dyn ClientRelay>) -> Self {
+        CallClient { client, undeclared: Mutex::default() }
+    }
+
+    /// Relays a request the server sent during the call (`sampling/createMessage`,
+    /// `elicitation/create`, `roots/list`) to the caller; resolves to the caller's result. What
+    /// the caller did not declare it is not asked: the server is answered -32021, as a server on
+    /// 2026-07-28 would answer it, and so is the call if it then fails ([`Self::outcome`]).
+    pub(super) async fn answer(&self, method: &str, params: Value) -> Result<Value, rmcp::ErrorData> {
+        if !RELAYED.contains(&method) {
+            let refusal = format!("Toolgate relays no {method} to its callers");
+            return Err(rmcp::ErrorData::new(ErrorCode::METHOD_NOT_FOUND, refusal, None));
+        }
+        let request = json!({"method": method, "params": params});
+        if let Some(required) = undeclared(&self.client.capabilities(), &request) {
+            *self.undeclared.lock().expect("undeclared") = Some(required.clone());
+            return Err(rmcp::ErrorData::missing_required_client_capability(
+                serde_json::from_value(required).unwrap_or_default(),
+            ));
+        }
+        self.client.request(request).await.map_err(|err| {
+            rmcp::ErrorData::internal_error(format!("the caller could not answer {method}: {err}"), None)
+        })
+    }
+
+    /// Relays a notification the server sent during the call to the caller.
+    pub(super) fn notify(&self, notification: Value) {
+        self.client.notify(notification);
+    }
+
+    /// The call's answer, unless the call failed after its server asked what the caller did
+    /// not declare: then it failed for want of that, and says so (-32021).
+    pub(super) fn outcome(
+        &self,
+        response: Result<ServerResult, ServiceError>,
+    ) -> Result<ServerResult, ServiceError> {
+        let failed = matches!(
+            &response,
+            Err(_) | Ok(ServerResult::CallToolResult(CallToolResult { is_error: Some(true), .. }))
+        );
+        match self.undeclared.lock().expect("undeclared").take() {
+            Some(required) if failed => {
+                Err(ServiceError::McpError(rmcp::ErrorData::missing_required_client_capability(
+                    serde_json::from_value(required).unwrap_or_default(),
+                )))
+            }
+            _ => response,
+        }
+    }
+}
+
+/// What a server may ask of the caller of a call in flight: what MCP clients answer.
+const RELAYED: [&str; 3] = ["sampling/createMessage", "elicitation/create", "roots/list"];
 
 /// Who Toolgate is to upstreams, and what it can answer them: sampling and elicitation, relayed
 /// to its callers, and apps, passed on to them.
@@ -120,9 +172,7 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         match self.caller() {
-            Some(caller) => {
-                caller.client.notify(json!({"method": "notifications/message", "params": params}))
-            }
+            Some(caller) => caller.notify(json!({"method": "notifications/message", "params": params})),
             None => tracing::info!(message = ?params, "upstream log message"),
         }
     }

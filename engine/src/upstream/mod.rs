@@ -36,6 +36,7 @@ mod handler;
 mod health;
 mod listen;
 pub mod oauth;
+mod session;
 mod slot;
 mod sse;
 mod stderr;
@@ -148,16 +149,7 @@ impl Upstreams {
     /// Connects every enabled server and keeps the connections in line with the
     /// configuration as it changes.
     pub fn start(pool: PgPool, secrets: SecretBox, catalog: Catalog, config: UpstreamConfig) -> Self {
-        let http = reqwest::Client::builder()
-            // A redirect could carry a server's credentials elsewhere.
-            .redirect(reqwest::redirect::Policy::none())
-            .tcp_nodelay(true)
-            // Connections stay warm under load; one idle for 2 s is closed (well before servers
-            // close theirs: uvicorn after 5 s), so none outlives its traffic for long.
-            .pool_idle_timeout(Duration::from_secs(2))
-            .connect_timeout(config.connect_timeout)
-            .build()
-            .expect("an HTTP client without TLS builds");
+        let http = connect::http_client(&config);
         let inner = Arc::new(Inner {
             pool,
             secrets,

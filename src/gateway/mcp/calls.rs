@@ -134,11 +134,10 @@ pub(super) enum Client {
 }
 
 impl Client {
-    async fn notify(&self, notification: ServerNotification) {
+    /// Sends `notification`; whether it went (a request answered already takes none).
+    async fn notify(&self, notification: ServerNotification) -> bool {
         match self {
-            Client::Peer(peer) => {
-                let _ = peer.send_notification(notification).await;
-            }
+            Client::Peer(peer) => peer.send_notification(notification).await.is_ok(),
             Client::Direct(outbox) => outbox.notify(notification).await,
         }
     }
@@ -160,6 +159,10 @@ pub(super) struct Listener {
     pub(super) level: Option<LoggingLevel>,
     /// What the client said it can answer (elicitation, sampling).
     pub(super) capabilities: Option<ClientCapabilities>,
+    /// Notifications that came for a round already answered (between two rounds, when the
+    /// server's messages reach Toolgate by two streams): the next round's request gets them
+    /// first.
+    held: Vec<ServerNotification>,
 }
 
 pub(super) type Listening = Arc<Mutex<Listener>>;
@@ -178,7 +181,7 @@ impl Listener {
             Era::Stateless => meta.log_level(),
             Era::Handshake => Some(session_level),
         };
-        Listener { client, progress: meta.get_progress_token(), level, capabilities }
+        Listener { client, progress: meta.get_progress_token(), level, capabilities, held: Vec::new() }
     }
 
     fn wants(&self, notification: &ServerNotification) -> bool {
@@ -248,12 +251,25 @@ impl CallRelay {
 
     fn notices(&self) -> &mpsc::Sender<ServerNotification> {
         self.notices.get_or_init(|| {
-            let (sender, mut queue) = mpsc::channel(NOTICE_BUFFER);
+            let (sender, mut queue) = mpsc::channel::<ServerNotification>(NOTICE_BUFFER);
             let listening = self.listening.clone();
             tokio::spawn(async move {
                 while let Some(notification) = queue.recv().await {
-                    let client = listening.lock().expect("listener").client.clone();
-                    client.notify(notification).await;
+                    loop {
+                        let client = listening.lock().expect("listener").client.clone();
+                        if client.notify(notification.clone()).await {
+                            break;
+                        }
+                        let mut listener = listening.lock().expect("listener");
+                        let Client::Direct(answered) = &client else { break };
+                        // Unless a new round began meanwhile (then its request takes it).
+                        if matches!(&listener.client, Client::Direct(now) if now.is(answered)) {
+                            if listener.held.len() < NOTICE_BUFFER {
+                                listener.held.push(notification);
+                            }
+                            break;
+                        }
+                    }
                 }
             });
             sender
@@ -534,7 +550,11 @@ impl Shared {
                 )
             })?;
             let (call, listening) = resumed.map_err(|message| ErrorData::invalid_params(message, None))?;
-            *listening.lock().expect("listener") = listener;
+            let client = listener.client.clone();
+            let held = std::mem::replace(&mut *listening.lock().expect("listener"), listener).held;
+            for notification in held {
+                client.notify(notification).await;
+            }
             return self.round(owner, call, listening).await;
         }
         let listening = Arc::new(Mutex::new(listener));

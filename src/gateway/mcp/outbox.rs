@@ -26,8 +26,15 @@ pub(super) struct Outbox {
 static ASKED: AtomicU64 = AtomicU64::new(0);
 
 impl Outbox {
-    pub(super) async fn notify(&self, notification: ServerNotification) {
-        let _ = self.messages.send(ServerJsonRpcMessage::notification(notification)).await;
+    /// Sends `notification` on the request's answer stream; whether it went (an answered
+    /// request's stream is closed).
+    pub(super) async fn notify(&self, notification: ServerNotification) -> bool {
+        self.messages.send(ServerJsonRpcMessage::notification(notification)).await.is_ok()
+    }
+
+    /// Whether `other` is this request's outbox.
+    pub(super) fn is(&self, other: &Outbox) -> bool {
+        self.messages.same_channel(&other.messages)
     }
 
     pub(super) async fn ask(&self, request: ServerRequest) -> Result<ClientResult, String> {

@@ -3,25 +3,25 @@
 //! progress and what the server asks of the caller relayed while it runs; the rounds of input a
 //! server on 2026-07-28 asks for; and what its failures answer the caller.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 // Logging is deprecated by SEP-2577, but servers still send it: relayed while they do.
 #[allow(deprecated)]
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, DEFAULT_MRTR_MAX_ROUNDS,
-    ErrorCode, InputRequests, InputResponses, LoggingLevel, RequestMetaObject, ServerResult,
+    CallToolRequest, CallToolRequestParams, ClientRequest, DEFAULT_MRTR_MAX_ROUNDS, ErrorCode, InputRequests,
+    InputResponses, LoggingLevel, ProgressToken, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::{Value, json};
 use tracing::Instrument;
 
+use super::Slot;
 use super::requests::{CancelOnDrop, is_transport};
-use super::{CallClient, Slot};
 use crate::catalog::CatalogTool;
 use crate::tool::{ToolContext, ToolError, ToolOutput};
 use crate::upstream::connect::{MAX_ANSWER, is_stateless, service_failure};
-use crate::upstream::handler::token_key;
+use crate::upstream::handler::{CallClient, token_key};
 
 /// How long a finished call's progress sink stays registered: rmcp may handle a progress
 /// notification the server sent before its result only after the result.
@@ -38,6 +38,7 @@ impl Slot {
         *self.last_used.lock().expect("last used") = Instant::now();
         let (peer, connection) = self.peer(server).await?;
         let direct = self.state.borrow().direct.clone().filter(|direct| direct.takes(tool));
+        let caller = ctx.client().map(|client| Arc::new(CallClient::new(client)));
         let arguments = match arguments {
             Value::Object(map) => map,
             _ => Default::default(),
@@ -72,9 +73,25 @@ impl Slot {
         let mut rounds = 0;
         let rounds_of_the_call = async {
             loop {
-                let sent = match &direct {
-                    Some(direct) => direct.call(&mut params, ctx).await,
-                    None => self.send_call(&peer, params.clone(), ctx).await,
+                let taken = match &direct {
+                    Some(direct) => {
+                        let id = direct.next_id();
+                        let _registered = direct.in_session().then(|| {
+                            self.register(token_key(&ProgressToken(id.clone())), ctx, caller.as_ref())
+                        });
+                        direct.call(&mut params, ctx, &id, caller.as_deref()).await
+                    }
+                    None => None,
+                };
+                let sent = match taken {
+                    Some(sent) => sent,
+                    None => self.send_call(&peer, params.clone(), ctx, caller.as_ref()).await,
+                };
+                // A call that failed after its server asked what the caller did not declare
+                // failed for want of it.
+                let sent = match &caller {
+                    Some(caller) => caller.outcome(sent),
+                    None => sent,
                 };
                 match sent {
                     Ok(ServerResult::InputRequiredResult(asked)) if rounds < DEFAULT_MRTR_MAX_ROUNDS => {
@@ -127,13 +144,14 @@ impl Slot {
         }
     }
 
-    /// Sends one `tools/call`, relaying its progress and what the server asks of the caller
-    /// while it runs.
+    /// Sends one `tools/call` through rmcp's client, relaying its progress and what the server
+    /// asks of `caller` while it runs.
     async fn send_call(
         &self,
         peer: &Peer<RoleClient>,
         params: CallToolRequestParams,
         ctx: &ToolContext,
+        caller: Option<&Arc<CallClient>>,
     ) -> Result<ServerResult, ServiceError> {
         // rmcp puts its own client's metadata in a request on 2026-07-28; the call's wins.
         let options = match params.meta.clone() {
@@ -143,44 +161,27 @@ impl Slot {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // rmcp gives every request its own progress token; progress reports come back under it.
         let handle = peer.send_request_with_option(request, options).await?;
-        let key = token_key(&handle.progress_token);
-        if let Some(sink) = ctx.progress_sink() {
-            self.progress.lock().expect("progress map").insert(key.clone(), sink);
-        }
-        // Registered for as long as the call runs, timed out or not.
-        let relay = ctx.client().map(|client| {
-            let client = Arc::new(CallClient { client, undeclared: Mutex::default() });
-            self.relays.lock().expect("relay map").insert(key.clone(), client.clone());
-            RelayRegistration { slot: self.me.clone(), key: key.clone(), client }
-        });
+        let _registered = self.register(token_key(&handle.progress_token), ctx, caller);
         // If this future is dropped (the call timed out, or its caller cancelled it), tell the
         // server to stop.
         let guard = CancelOnDrop { peer: Some(peer.clone()), request: handle.id.clone() };
         let response = handle.await_response().await;
         guard.disarm();
-        self.forget_progress(key);
-        // A call that failed after its server asked what the caller did not declare failed
-        // for want of it.
-        let undeclared = relay.and_then(|relay| relay.client.undeclared.lock().expect("undeclared").take());
-        match (undeclared, &response) {
-            (
-                Some(required),
-                Err(_) | Ok(ServerResult::CallToolResult(CallToolResult { is_error: Some(true), .. })),
-            ) => Err(ServiceError::McpError(rmcp::ErrorData::missing_required_client_capability(
-                serde_json::from_value(required).unwrap_or_default(),
-            ))),
-            _ => response,
-        }
+        response
     }
 
-    /// Unregisters a finished call's progress sink, after a short drain.
-    fn forget_progress(&self, key: String) {
-        if let Some(slot) = self.me.upgrade() {
-            tokio::spawn(async move {
-                tokio::time::sleep(PROGRESS_DRAIN).await;
-                slot.progress.lock().expect("progress map").remove(&key);
-            });
+    /// Registers a call's progress sink and MCP client under `key` (its progress token), for
+    /// what its server sends on the connection's own stream, for as long as the call runs.
+    fn register(&self, key: String, ctx: &ToolContext, caller: Option<&Arc<CallClient>>) -> Registration {
+        let sink = ctx.progress_sink();
+        let progress = sink.is_some();
+        if let Some(sink) = sink {
+            self.progress.lock().expect("progress map").insert(key.clone(), sink);
         }
+        if let Some(caller) = caller {
+            self.relays.lock().expect("relay map").insert(key.clone(), caller.clone());
+        }
+        Registration { slot: self.me.clone(), key, progress }
     }
 }
 
@@ -216,17 +217,24 @@ async fn answer_inputs(
     })
 }
 
-/// Unregisters a call's MCP client when the call ends, however it ends.
-struct RelayRegistration {
+/// Unregisters a call when it ends, however it ends: its MCP client at once, its progress
+/// sink after a short drain.
+struct Registration {
     slot: Weak<Slot>,
     key: String,
-    client: Arc<CallClient>,
+    progress: bool,
 }
 
-impl Drop for RelayRegistration {
+impl Drop for Registration {
     fn drop(&mut self) {
-        if let Some(slot) = self.slot.upgrade() {
-            slot.relays.lock().expect("relay map").remove(&self.key);
+        let Some(slot) = self.slot.upgrade() else { return };
+        slot.relays.lock().expect("relay map").remove(&self.key);
+        if self.progress {
+            let key = std::mem::take(&mut self.key);
+            tokio::spawn(async move {
+                tokio::time::sleep(PROGRESS_DRAIN).await;
+                slot.progress.lock().expect("progress map").remove(&key);
+            });
         }
     }
 }

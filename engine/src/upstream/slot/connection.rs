@@ -19,6 +19,7 @@ use crate::upstream::connect::{connect, is_stateless, service_failure};
 use crate::upstream::direct::DirectCalls;
 use crate::upstream::handler::Handler;
 use crate::upstream::oauth::{self, Token};
+use crate::upstream::session::{SessionWatch, Watched};
 
 /// The shortest pause between reconnection attempts that calls ask for.
 const DEMAND_RETRY: Duration = Duration::from_millis(500);
@@ -37,11 +38,14 @@ impl Slot {
             // Only this task counts connections: the next one gets the next number.
             let connection = self.state.borrow().connection + 1;
             let handler = Handler { slot: Arc::downgrade(&self), connection };
+            let session = SessionWatch::default();
             let connecting = async {
                 if token.is_none() {
                     token = self.token(&endpoint).await?;
                 }
-                connect(&endpoint, handler, token.as_deref(), &self.config.stdio_commands, &self.stderr).await
+                let http = Watched { client: self.http.clone(), watch: session.clone() };
+                let (commands, stderr) = (&self.config.stdio_commands, &self.stderr);
+                connect(&endpoint, handler, http, token.as_deref(), commands, stderr).await
             };
             let connected = tokio::select! {
                 () = self.cancel.cancelled() => break,
@@ -53,7 +57,8 @@ impl Slot {
                 Ok(service) => {
                     backoff = Duration::from_millis(200);
                     let peer = service.peer().clone();
-                    let direct = DirectCalls::of(&endpoint, &peer, &self.http, token.clone()).map(Arc::new);
+                    let direct =
+                        DirectCalls::of(&endpoint, &peer, &self.http, token.clone(), session).map(Arc::new);
                     self.set(|s| {
                         s.status = ConnectionStatus::Ready;
                         s.peer = Some(peer.clone());

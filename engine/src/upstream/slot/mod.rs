@@ -23,15 +23,17 @@ mod requests;
 mod subscriptions;
 
 pub(super) use discovery::list_tools;
+pub(super) use requests::CancelOnDrop;
 pub(super) use subscriptions::SlotSubscription;
 
 use super::direct::DirectCalls;
+use super::handler::CallClient;
 use super::stderr::StderrTail;
 use super::{ConnectionStatus, UpstreamConfig};
 use crate::exec::ResourceUpdated;
 use crate::secret::SecretBox;
 use crate::store::servers::Endpoint;
-use crate::tool::{ClientRelay, ProgressSink};
+use crate::tool::ProgressSink;
 
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub(super) struct PoolKey {
@@ -88,13 +90,6 @@ pub(super) struct Slot {
     pub(super) authorization: Option<(Uuid, String)>,
     /// A stdio server's standard error, its newest lines.
     pub(super) stderr: StderrTail,
-}
-
-/// The MCP client of a call in flight, and what its server asked of it that it did not declare
-/// (such a call that fails is answered -32021, naming that capability).
-pub(super) struct CallClient {
-    pub(super) client: Arc<dyn ClientRelay>,
-    pub(super) undeclared: Mutex<Option<serde_json::Value>>,
 }
 
 /// A server using a pooled connection.

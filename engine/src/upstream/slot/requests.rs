@@ -65,13 +65,13 @@ impl Slot {
 }
 
 /// Sends `notifications/cancelled` for a request abandoned before its answer.
-pub(super) struct CancelOnDrop {
-    pub(super) peer: Option<Peer<RoleClient>>,
-    pub(super) request: RequestId,
+pub(in crate::upstream) struct CancelOnDrop {
+    pub(in crate::upstream) peer: Option<Peer<RoleClient>>,
+    pub(in crate::upstream) request: RequestId,
 }
 
 impl CancelOnDrop {
-    pub(super) fn disarm(mut self) {
+    pub(in crate::upstream) fn disarm(mut self) {
         self.peer = None;
     }
 }
