@@ -272,28 +272,23 @@ function build() {
         await ctx.mcpReq.log('info', 'test_logging_tool ran');
         return text('logged');
     });
-    server.registerTool(
-        'test_trigger_tool_change',
-        { description: 'Adds a tool, and announces the change to subscriptions/listen streams.' },
-        () => {
-            const name = `test_added_tool_${++changes}`;
-            added.tools.push(name);
-            for (const open of sessions.values()) addTool(open.server, name);
-            modern.notify.toolsChanged();
-            return text(`added ${name}`);
-        }
-    );
-    server.registerTool(
-        'test_trigger_prompt_change',
-        { description: 'Adds a prompt, and announces the change to subscriptions/listen streams.' },
-        () => {
-            const name = `test_added_prompt_${++changes}`;
-            added.prompts.push(name);
-            for (const open of sessions.values()) addPrompt(open.server, name);
-            modern.notify.promptsChanged();
-            return text(`added ${name}`);
-        }
-    );
+    const triggers = [
+        ['tool', added.tools, addTool, () => modern.notify.toolsChanged()],
+        ['prompt', added.prompts, addPrompt, () => modern.notify.promptsChanged()]
+    ];
+    for (const [kind, list, add, announce] of triggers) {
+        server.registerTool(
+            `test_trigger_${kind}_change`,
+            { description: `Adds a ${kind}, and announces the change to subscriptions/listen streams.` },
+            () => {
+                const name = `test_added_${kind}_${++changes}`;
+                list.push(name);
+                for (const open of sessions.values()) add(open.server, name);
+                announce();
+                return text(`added ${name}`);
+            }
+        );
+    }
 
     // ---- the handshake era's scenarios: sampling, elicitation, logging, subscriptions ----
     server.registerTool(

@@ -34,11 +34,8 @@ impl SessionWatch {
     }
 
     fn saw(&self, session: &Option<Arc<str>>) {
-        if let Some(session) = session {
-            let mut current = self.0.lock().expect("session id");
-            if current.as_ref() != Some(session) {
-                *current = Some(session.clone());
-            }
+        if session.is_some() {
+            *self.0.lock().expect("session id") = session.clone();
         }
     }
 }
