@@ -11,7 +11,6 @@ use engine::schema::render;
 use engine::service::PgPool;
 use engine::service::calls::{CallHooks, CallRequest, CallResult, Executor};
 use engine::service::catalog::Catalog;
-use engine::service::catalog::TenantItems;
 use engine::service::catalog::{CatalogTool, SEARCH_TOOL, TenantTools, search_tool};
 use engine::tool::Caller;
 use engine::tool::{ClientRelay, Keyed, RelayAllFuture, RelayFuture, ToolOutput};
@@ -83,10 +82,6 @@ impl Shared {
     }
 }
 
-/// A tenant's tools as listed: whether their schemas are portable, whether they are found by
-/// search and which are pinned; the tools.
-type Listed = ((bool, bool, Arc<HashSet<Uuid>>), Vec<Arc<CatalogTool>>);
-
 /// A list of the tenant's whose change clients hear of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Changed {
@@ -94,6 +89,32 @@ pub(super) enum Changed {
     Prompts,
     /// Resources or resource templates.
     Resources,
+}
+
+/// The lists that differ between two views of a tenant (`None`: the tenant is gone, and
+/// lists nothing).
+fn changes(before: Option<&TenantTools>, now: Option<&TenantTools>) -> Vec<Changed> {
+    if let (Some(before), Some(now)) = (before, now)
+        && std::ptr::eq(before, now)
+    {
+        return Vec::new();
+    }
+    fn how(view: Option<&TenantTools>) -> Option<(bool, bool, &HashSet<Uuid>)> {
+        view.map(|view| (view.portable_mcp_schemas, view.searching(), &*view.pinned))
+    }
+    fn tools(view: Option<&TenantTools>) -> &[Arc<CatalogTool>] {
+        view.map_or(&[], |view| view.tools())
+    }
+    let (was, is) = (tools(before), tools(now));
+    let tools_alike = how(before) == how(now)
+        && was.len() == is.len()
+        && is.iter().zip(was).all(|(a, b)| Arc::ptr_eq(a, b) || a.listed_alike(b));
+    let items = |view: Option<&TenantTools>| view.map(|view| view.items.clone()).unwrap_or_default();
+    let (prompts_alike, resources_alike) = items(now).listed_alike(&items(before));
+    [(Changed::Tools, tools_alike), (Changed::Prompts, prompts_alike), (Changed::Resources, resources_alike)]
+        .into_iter()
+        .filter_map(|(list, alike)| (!alike).then_some(list))
+        .collect()
 }
 
 /// The protocol era of a request, which decides the shape of its answers.
@@ -462,22 +483,12 @@ impl Shared {
         tool_list(tools)
     }
 
-    /// The tools (and how they are listed: portable schemas, found by search, which pinned)
-    /// and items a request sees, for telling changes apart.
-    fn listed(&self, tenant: &str, session: Option<&SessionChoices>) -> (Listed, Arc<TenantItems>) {
-        self.view(tenant, session)
-            .map(|(view, _)| {
-                let how = (view.portable_mcp_schemas, view.searching(), view.pinned.clone());
-                ((how, view.tools().to_vec()), view.items.clone())
-            })
-            .unwrap_or_default()
-    }
-
     /// Calls `announce` with each of the tenant's lists (as `session` sees them) that changed
     /// — a tool added or removed, or one's name, description, schemas or annotations, the
     /// form of the schemas (as published or portable), listing by search or not, the pins; a
     /// prompt, resource or template added, removed or changed — until `announce` fails or the
-    /// catalog closes.
+    /// catalog closes. It keeps the view it last saw, which every listener of the tenant shares
+    /// with the snapshot, not a copy of its list.
     pub(super) async fn announce_changes<F, E>(
         &self,
         tenant: &str,
@@ -487,21 +498,13 @@ impl Shared {
         F: Future<Output = Result<(), E>>,
     {
         let mut versions = self.catalog.versions();
-        let ((mut how, mut tools), mut items) = self.listed(tenant, session);
+        let mut seen = self.view(tenant, session).map(|(view, _)| view);
         while versions.changed().await.is_ok() {
-            let ((now_how, now), now_items) = self.listed(tenant, session);
-            let tools_alike = now_how == how
-                && now.len() == tools.len()
-                && now.iter().zip(&tools).all(|(a, b)| Arc::ptr_eq(a, b) || a.listed_alike(b));
-            let (prompts_alike, resources_alike) = now_items.listed_alike(&items);
-            (how, tools, items) = (now_how, now, now_items);
-            let changed = [
-                (Changed::Tools, tools_alike),
-                (Changed::Prompts, prompts_alike),
-                (Changed::Resources, resources_alike),
-            ];
-            for (list, alike) in changed {
-                if !alike && announce(list).await.is_err() {
+            let now = self.view(tenant, session).map(|(view, _)| view);
+            let changed = changes(seen.as_deref(), now.as_deref());
+            seen = now;
+            for list in changed {
+                if announce(list).await.is_err() {
                     return;
                 }
             }
