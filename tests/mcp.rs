@@ -735,6 +735,28 @@ async fn a_client_on_2026_07_28_hears_of_changes_on_subscriptions_listen(pool: P
     assert!(!names(&client).await.contains(&"run_command".to_string()));
 }
 
+/// A subscription to a resource the tenant does not serve is refused, saying which, before
+/// anything is acknowledged: the client is never told it listens to what it cannot hear.
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn a_subscription_to_an_unknown_resource_is_refused_before_it_is_acknowledged(pool: PgPool) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = tenant_with_key(&pool, "acme").await;
+    drop(until_key_works(&app, "acme", &key).await);
+    let client = acme_client(&app, &key, current_client()).await;
+    let filter = rmcp::model::SubscriptionFilter::builder()
+        .tools_list_changed()
+        .resource_subscriptions(["file:///nowhere.txt"])
+        .build();
+    match client.peer().listen(filter).await {
+        Err(rmcp::ServiceError::McpError(error)) => {
+            assert_eq!(error.code, rmcp::model::ErrorCode::RESOURCE_NOT_FOUND, "{error:?}");
+            assert_eq!(error.data, Some(json!({"uri": "file:///nowhere.txt"})));
+        }
+        Err(other) => panic!("expected the resource's refusal, got {other:?}"),
+        Ok(subscription) => panic!("acknowledged {:?}", subscription.acknowledged()),
+    }
+}
+
 /// An upstream on 2026-07-28 whose `execute_sql` mirrors `region` into the `Mcp-Param-Region`
 /// header (`x-mcp-header`, SEP-2243). rmcp's server refuses a call whose `Mcp-Name` or
 /// `Mcp-Param-*` headers are missing or differ from the body (-32020), and the tool answers

@@ -32,9 +32,11 @@ use axum::routing::MethodRouter;
 use futures::StreamExt;
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ErrorCode, JsonRpcVersion2_0,
-    LoggingLevel, PaginatedRequestParams, ProtocolVersion, RequestId, RequestMetaObject,
-    ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, ClientJsonRpcMessage, ClientNotification, ErrorCode, GetMeta, JsonRpcVersion2_0,
+    LoggingLevel, NotificationMetaObject, PaginatedRequestParams, ProtocolVersion, RequestId,
+    RequestMetaObject, ServerJsonRpcMessage, ServerNotification, ServerResult, SubscriptionFilter,
+    SubscriptionsAcknowledgedNotification, SubscriptionsAcknowledgedNotificationParams,
+    SubscriptionsListenRequestParams, SubscriptionsListenResult,
 };
 use rmcp::service::ServiceError;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
@@ -49,9 +51,10 @@ use super::super::TenantAccess;
 use super::calls::Shared;
 use super::calls::{Call, Client, Era, Listener, call_span, finds_in_session, offers_meta_tool, tool_list};
 use super::handler::Gateway;
-use super::outbox::{Outbox, SessionCalls};
+use super::items;
+use super::outbox::{Outbox, SessionCalls, event};
 use super::session::SessionHandle;
-use engine::service::catalog::META_TOOL;
+use engine::service::catalog::{META_TOOL, TenantTools};
 
 /// The largest request body taken, as rmcp takes.
 const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -170,8 +173,8 @@ impl Endpoint {
         answered.then(|| StatusCode::ACCEPTED.into_response())
     }
 
-    /// Answers a `tools/list` or `tools/call` the direct way, or `None` to leave the request
-    /// to rmcp.
+    /// Answers a `tools/list`, a `tools/call` or a `subscriptions/listen` the direct way, or
+    /// `None` to leave the request to rmcp.
     async fn request(
         &self,
         parts: &Parts,
@@ -179,38 +182,53 @@ impl Endpoint {
         method: &str,
         params: Option<&RawValue>,
     ) -> Option<Response> {
-        let (meta, call): (_, Option<CallToolRequestParams>) = match method {
+        let (meta, asked) = match method {
             "tools/list" => {
                 let params = match params {
                     Some(params) => Some(read::<PaginatedRequestParams>(params)?),
                     None => None,
                 };
-                (params.and_then(|p| p.meta), None)
+                (params.and_then(|p| p.meta), Asked::List)
             }
             "tools/call" => {
                 let mut call = read::<CallToolRequestParams>(params?)?;
-                (call.meta.take(), Some(call))
+                (call.meta.take(), Asked::Call(call))
+            }
+            "subscriptions/listen" => {
+                let listen = read::<SubscriptionsListenRequestParams>(params?)?;
+                (listen.meta, Asked::Listen(listen.notifications))
             }
             _ => return None,
         };
         let meta = meta.unwrap_or_default();
         let session = parts.extensions.get::<SessionHandle>();
         let access = parts.extensions.get::<TenantAccess>()?.clone();
-        let name = call.as_ref().map(|call| call.name.as_ref());
+        let name = match &asked {
+            Asked::Call(call) => Some(call.name.as_ref()),
+            _ => None,
+        };
         let era = era(&parts.headers, &meta, method, name, session.is_some())?;
         let session = session.filter(|_| era == Era::Handshake);
         let (view, equipped) = self.shared.view(&access.tenant, session.map(|s| &*s.state))?;
-        let Some(params) = call else {
-            let result = match self.shared.own_listing(&view, equipped, era, &access.caller).await {
-                Some(tools) => list_result(tools, era),
-                None => self.shared.lists_of(&view).body(
-                    &self.shared.catalog,
-                    &access.tenant,
-                    era.index(),
-                    |tools| list_result(tools, era),
-                ),
-            };
-            return Some(respond_with(&id, &result));
+        let params = match asked {
+            Asked::List => {
+                let result = match self.shared.own_listing(&view, equipped, era, &access.caller).await {
+                    Some(tools) => list_result(tools, era),
+                    None => self.shared.lists_of(&view).body(
+                        &self.shared.catalog,
+                        &access.tenant,
+                        era.index(),
+                        |tools| list_result(tools, era),
+                    ),
+                };
+                return Some(respond_with(&id, &result));
+            }
+            // In a session, `subscriptions/listen` is unknown: rmcp says so.
+            Asked::Listen(requested) if era == Era::Stateless => {
+                return Some(self.listen(id, access, view, &requested).await);
+            }
+            Asked::Listen(_) => return None,
+            Asked::Call(params) => params,
         };
         if (params.name == META_TOOL && offers_meta_tool(&view, era))
             || finds_in_session(&view, era, &params.name)
@@ -241,6 +259,50 @@ impl Endpoint {
         };
         Some(respond(Box::pin(answer.instrument(span)), outgoing, era).await)
     }
+
+    /// A `subscriptions/listen` stream, as rmcp's: the acknowledgment of what it will hear once
+    /// its resources are subscribed to (else an error, as one JSON body), then each
+    /// notification, marked with the request's id, until the client goes (the stream dropped
+    /// drops its subscriptions).
+    async fn listen(
+        &self,
+        id: RequestId,
+        access: TenantAccess,
+        view: Arc<TenantTools>,
+        requested: &SubscriptionFilter,
+    ) -> Response {
+        let accepted = items::accepted(requested);
+        let (messages, outgoing) = mpsc::channel(MESSAGES);
+        let mut acknowledged = SubscriptionsAcknowledgedNotification::new(
+            SubscriptionsAcknowledgedNotificationParams::new(accepted.clone()),
+        );
+        let mut marked = NotificationMetaObject::new();
+        marked.set_subscription_id(id.clone());
+        acknowledged.extensions.insert(marked);
+        let shared = self.shared.clone();
+        let listening = async move {
+            let send = |mut notification: ServerNotification| {
+                notification.get_meta_mut().set_subscription_id(id.clone());
+                messages.send(event(&ServerJsonRpcMessage::notification(notification)))
+            };
+            let acknowledged = send(acknowledged.into());
+            let outcome = shared.listen(&access, &view, &accepted, acknowledged, send).await;
+            let ended = outcome.map(|()| {
+                let mut result = SubscriptionsListenResult::complete(id.clone());
+                result.meta.set_server_info(engine::implementation());
+                ServerResult::SubscriptionsListenResult(result)
+            });
+            final_message(ended, id, Era::Stateless)
+        };
+        respond(Box::pin(listening), outgoing, Era::Stateless).await
+    }
+}
+
+/// What a request the direct way reads asks for.
+enum Asked {
+    List,
+    Call(CallToolRequestParams),
+    Listen(SubscriptionFilter),
 }
 
 async fn serve(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
@@ -364,14 +426,10 @@ type Answering = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
 
 /// The answer to a call: one JSON body if it finishes before it sends its client anything,
 /// else an SSE stream of what it sends and then its answer.
-async fn respond(
-    mut answering: Answering,
-    mut outgoing: mpsc::Receiver<ServerJsonRpcMessage>,
-    era: Era,
-) -> Response {
+async fn respond(mut answering: Answering, mut outgoing: mpsc::Receiver<Bytes>, era: Era) -> Response {
     let first = tokio::select! {
         biased;
-        Some(message) = outgoing.recv() => event(&message),
+        Some(event) = outgoing.recv() => event,
         answer = &mut answering => {
             let body = json(serde_json::to_vec(&answer).expect("messages serialise"));
             return match &answer {
@@ -406,25 +464,14 @@ async fn respond(
 /// An SSE comment: keeps an idle stream's connection open.
 const KEEP_ALIVE_COMMENT: &[u8] = b":\n\n";
 
-fn event(message: &ServerJsonRpcMessage) -> Bytes {
-    let data = serde_json::to_string(message).expect("messages serialise");
-    Bytes::from(format!("data: {data}\n\n"))
-}
-
 /// A call's answer stream: what the call sends its client, keep-alive comments while it is
 /// silent, then its answer.
 struct Streaming {
     first: Option<Bytes>,
     /// `None` once answered.
     answering: Option<Answering>,
-    outgoing: mpsc::Receiver<ServerJsonRpcMessage>,
+    outgoing: mpsc::Receiver<Bytes>,
     keep_alive: tokio::time::Interval,
-}
-
-enum Next {
-    Sent(ServerJsonRpcMessage),
-    Answered(ServerJsonRpcMessage),
-    Silent,
 }
 
 impl Streaming {
@@ -433,20 +480,15 @@ impl Streaming {
             return Some((first, self));
         }
         let answering = self.answering.as_mut()?;
-        let next = tokio::select! {
+        let (bytes, answered) = tokio::select! {
             biased;
-            Some(message) = self.outgoing.recv() => Next::Sent(message),
-            answer = answering => Next::Answered(answer),
-            _ = self.keep_alive.tick() => Next::Silent,
+            Some(event) = self.outgoing.recv() => (event, false),
+            answer = answering => (event(&answer), true),
+            _ = self.keep_alive.tick() => (Bytes::from_static(KEEP_ALIVE_COMMENT), false),
         };
-        let bytes = match next {
-            Next::Sent(message) => event(&message),
-            Next::Answered(answer) => {
-                self.answering = None;
-                event(&answer)
-            }
-            Next::Silent => Bytes::from_static(KEEP_ALIVE_COMMENT),
-        };
+        if answered {
+            self.answering = None;
+        }
         Some((bytes, self))
     }
 }

@@ -16,7 +16,6 @@ use rmcp::model::{
 };
 use rmcp::service::{
     NotificationContext, Peer, RequestContext, RoleServer, ServiceError, SubscriptionContext,
-    SubscriptionSendError, SubscriptionSink,
 };
 use rmcp::transport::streamable_http_server::session::SessionRestoreMarker;
 use rmcp::{ErrorData, ServerHandler};
@@ -189,25 +188,6 @@ async fn tell_session(peer: &Peer<RoleServer>, changed: Changed) -> Result<(), S
     }
 }
 
-/// Tells a client listening on 2026-07-28 that a list changed, if it listens for that list.
-async fn tell_listener(
-    sink: &SubscriptionSink,
-    accepted: &SubscriptionFilter,
-    changed: Changed,
-) -> Result<(), SubscriptionSendError> {
-    let wanted = match changed {
-        Changed::Tools => accepted.tools_list_changed,
-        Changed::Prompts => accepted.prompts_list_changed,
-        Changed::Resources => accepted.resources_list_changed,
-    };
-    match changed {
-        _ if wanted != Some(true) => Ok(()),
-        Changed::Tools => sink.notify_tool_list_changed().await,
-        Changed::Prompts => sink.notify_prompt_list_changed().await,
-        Changed::Resources => sink.notify_resource_list_changed().await,
-    }
-}
-
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
@@ -270,45 +250,22 @@ impl ServerHandler for Gateway {
     }
 
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        let mut accepted = SubscriptionFilter::builder()
-            .tools_list_changed()
-            .prompts_list_changed()
-            .resources_list_changed();
-        if let Some(uris) = &requested.resource_subscriptions {
-            accepted = accepted.resource_subscriptions(uris.iter().cloned());
-        }
-        Some(accepted.build())
+        Some(items::accepted(requested))
     }
 
-    /// A 2026-07-28 client's subscription: the lists it listens for, and the resources it
-    /// subscribes to (each one the tenant reads, or the stream ends saying which is not).
+    /// A 2026-07-28 client's subscription, when the direct way left it to rmcp.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let (access, view) = self.tenant_view(subscription.request_context())?;
         let (accepted, sink) = (subscription.accepted(), subscription.sink());
-        let uris = accepted.resource_subscriptions.as_deref().unwrap_or_default();
-        items::within_subscription_cap(uris.len())?;
-        // Listening first: an update sent as soon as the server takes the subscription counts.
-        let updates = self.shared.executor.resource_updates();
-        let mut resources = Vec::new();
-        for uri in uris {
-            let subscribed = self.shared.executor.subscribe(&view, &access.caller, uri).await;
-            resources.push(subscribed.map_err(|err| items::read_error(uri, err))?);
-        }
-        let announce = |changed| tell_listener(sink, accepted, changed);
-        let updates = items::relay_updates(
-            updates,
-            |update| {
-                let uri = resources.iter().find_map(|subscription| subscription.covers(update))?;
-                self.shared.serves(&access.tenant, uri).then(|| uri.to_string())
-            },
-            |uri| sink.notify_resource_updated(uri),
-        );
+        // rmcp acknowledged the subscription before this handler ran.
+        let acknowledged = std::future::ready(Ok(()));
+        let listening = self
+            .shared
+            .listen(&access, &view, accepted, acknowledged, |notification| sink.send(notification));
         tokio::select! {
-            () = self.shared.announce_changes(&access.tenant, None, announce) => {}
-            () = updates => {}
-            () = subscription.cancelled() => {}
+            listened = listening => listened,
+            () = subscription.cancelled() => Ok(()),
         }
-        Ok(())
     }
 
     async fn set_level(

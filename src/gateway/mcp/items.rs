@@ -9,11 +9,16 @@ use engine::service::calls::ResourceUpdated;
 use engine::service::catalog::CatalogItem;
 use engine::service::catalog::TenantTools;
 use rmcp::ErrorData;
-use rmcp::model::{CacheScope, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult};
+use rmcp::model::{
+    CacheScope, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    PromptListChangedNotification, ResourceListChangedNotification, ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParam, ServerNotification, SubscriptionFilter, ToolListChangedNotification,
+};
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast::{self, error::RecvError};
 
-use super::calls::error_data;
+use super::super::TenantAccess;
+use super::calls::{Changed, Shared, error_data};
 
 /// The definitions of `items` as rmcp's `T`.
 fn definitions<T: DeserializeOwned>(items: &[Arc<CatalogItem>]) -> Vec<T> {
@@ -91,4 +96,73 @@ pub(super) async fn relay_updates<F, E>(
             Err(RecvError::Closed) => return std::future::pending().await,
         }
     }
+}
+
+impl Shared {
+    /// What a client listening on 2026-07-28 hears, each notification given to `send`: the
+    /// `accepted` lists' changes, and updates of the resources it subscribed to (each one the
+    /// tenant reads, or it fails saying which is not), after `acknowledged` once every resource
+    /// is subscribed to. Ends when sending fails or the catalog closes.
+    pub(super) async fn listen<F, E>(
+        &self,
+        access: &TenantAccess,
+        view: &TenantTools,
+        accepted: &SubscriptionFilter,
+        acknowledged: impl Future<Output = Result<(), E>>,
+        send: impl Fn(ServerNotification) -> F,
+    ) -> Result<(), ErrorData>
+    where
+        F: Future<Output = Result<(), E>>,
+    {
+        let uris = accepted.resource_subscriptions.as_deref().unwrap_or_default();
+        within_subscription_cap(uris.len())?;
+        // Listening first: an update sent as soon as the server takes the subscription counts.
+        let updates = self.executor.resource_updates();
+        let mut resources = Vec::new();
+        for uri in uris {
+            let subscribed = self.executor.subscribe(view, &access.caller, uri).await;
+            resources.push(subscribed.map_err(|err| read_error(uri, err))?);
+        }
+        if acknowledged.await.is_err() {
+            return Ok(());
+        }
+        let send = &send;
+        let announce = |changed| async move {
+            let (wanted, notification) = match changed {
+                Changed::Tools => {
+                    (accepted.tools_list_changed, ToolListChangedNotification::default().into())
+                }
+                Changed::Prompts => {
+                    (accepted.prompts_list_changed, PromptListChangedNotification::default().into())
+                }
+                Changed::Resources => {
+                    (accepted.resources_list_changed, ResourceListChangedNotification::default().into())
+                }
+            };
+            if wanted == Some(true) { send(notification).await } else { Ok(()) }
+        };
+        let updates = relay_updates(
+            updates,
+            |update| {
+                let uri = resources.iter().find_map(|subscription| subscription.covers(update))?;
+                self.serves(&access.tenant, uri).then(|| uri.to_string())
+            },
+            |uri| send(ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(uri)).into()),
+        );
+        tokio::select! {
+            () = self.announce_changes(&access.tenant, None, announce) => {}
+            () = updates => {}
+        }
+        Ok(())
+    }
+}
+
+/// What a server listening for `requested` sends: every list, and each resource asked for.
+pub(super) fn accepted(requested: &SubscriptionFilter) -> SubscriptionFilter {
+    let mut offered =
+        SubscriptionFilter::builder().tools_list_changed().prompts_list_changed().resources_list_changed();
+    if let Some(uris) = &requested.resource_subscriptions {
+        offered = offered.resource_subscriptions(uris.iter().cloned());
+    }
+    requested.intersection(&offered.build())
 }
