@@ -1,5 +1,5 @@
-//! The direct way in: `tools/call` and `tools/list` answered without rmcp's per-request
-//! machinery (a service and a task per request on 2026-07-28, a session worker, channels and an
+//! The direct way in: `tools/call`, `tools/list` and `subscriptions/listen` answered without
+//! rmcp's per-request machinery (a service and a task per request on 2026-07-28, a session worker, channels and an
 //! SSE stream per request in a session), which cost several times the gateway's own work.
 //!
 //! A request is taken when it is plainly valid for its era: on 2026-07-28 with the revision's
@@ -14,6 +14,8 @@
 //! that stream, and the client's answer, posted on the session, is taken here, as is its
 //! `notifications/cancelled` for a call running here. A call that stays silent for
 //! [`KEEP_ALIVE`] also becomes a stream, so keep-alive comments keep idle connections open.
+//! A `subscriptions/listen` is such a stream that lasts: held by nothing but its response, it
+//! costs an idle client little more than its connection.
 
 use std::borrow::Cow;
 use std::convert::Infallible;

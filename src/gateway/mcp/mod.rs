@@ -10,13 +10,14 @@
 //! on `subscriptions/listen`.
 //!
 //! Two ways in, one behaviour. `tools/call` and `tools/list`, nearly all of a client's traffic,
-//! are answered the direct way ([`direct`]): the request is read once with rmcp's model types,
-//! run, and answered with one JSON body, or with an SSE stream when the call has something to
-//! send its client first, without rmcp's per-request service, tasks and channels. Everything
-//! else (the handshake, `server/discover`, GET streams, `DELETE`, `subscriptions/listen`, the
-//! meta tool, and any request the direct way does not take as plainly valid) goes to rmcp's
-//! `StreamableHttpService` and this endpoint's `ServerHandler` ([`handler`]), which answers
-//! invalid requests with rmcp's own errors. Both run the same listing and call code ([`calls`]).
+//! and `subscriptions/listen` are answered the direct way ([`direct`]): the request is read
+//! once with rmcp's model types, run, and answered with one JSON body, or with an SSE stream
+//! when the call has something to send its client first (a listen stream always), without
+//! rmcp's per-request service, tasks and channels. Everything else (the handshake,
+//! `server/discover`, GET streams, `DELETE`, the meta tool, and any request the direct way does
+//! not take as plainly valid) goes to rmcp's `StreamableHttpService` and this endpoint's
+//! `ServerHandler` ([`handler`]), which answers invalid requests with rmcp's own errors. Both
+//! run the same listing, call and listening code ([`calls`], [`items`]).
 //!
 //! What an upstream server asks of the caller during a call (sampling, elicitation) is relayed
 //! to the client that made the call, and the answer back: as a request to a session's client,
