@@ -1,6 +1,7 @@
 //! The direct way in: `tools/call`, `tools/list` and `subscriptions/listen` answered without
-//! rmcp's per-request machinery (a service and a task per request on 2026-07-28, a session worker, channels and an
-//! SSE stream per request in a session), which cost several times the gateway's own work.
+//! rmcp's per-request machinery (a service and a task per request on 2026-07-28, a session
+//! worker, channels and an SSE stream per request in a session), which cost several times the
+//! gateway's own work.
 //!
 //! A request is taken when it is plainly valid for its era: on 2026-07-28 with the revision's
 //! per-request metadata and its `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers
@@ -426,7 +427,7 @@ fn final_message(outcome: Result<ServerResult, ErrorData>, id: RequestId, era: E
 
 type Answering = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
 
-/// The answer to a call: one JSON body if it finishes before it sends its client anything,
+/// The answer to a request: one JSON body if it finishes before it sends its client anything,
 /// else an SSE stream of what it sends and then its answer.
 async fn respond(mut answering: Answering, mut outgoing: mpsc::Receiver<Bytes>, era: Era) -> Response {
     let first = tokio::select! {
@@ -466,7 +467,7 @@ async fn respond(mut answering: Answering, mut outgoing: mpsc::Receiver<Bytes>, 
 /// An SSE comment: keeps an idle stream's connection open.
 const KEEP_ALIVE_COMMENT: &[u8] = b":\n\n";
 
-/// A call's answer stream: what the call sends its client, keep-alive comments while it is
+/// A request's answer stream: what it sends its client, keep-alive comments while it is
 /// silent, then its answer.
 struct Streaming {
     first: Option<Bytes>,
