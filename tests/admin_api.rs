@@ -750,6 +750,8 @@ async fn servers_sharing_an_endpoint_each_serve_their_own_tools(pool: PgPool) {
     let wanted = [("first_echo", "red"), ("second_echo", "blue"), ("third_echo", "green")];
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
+        // Recorded (the admin list reads the database), then served: the tenant's catalog,
+        // which calls run on, follows the record by a moment.
         let (_, tools) = call(&app, &token, "GET", "/api/admin/v1/tools", None).await;
         let tagged: Vec<(String, Value)> = tools
             .as_array()
@@ -757,10 +759,19 @@ async fn servers_sharing_an_endpoint_each_serve_their_own_tools(pool: PgPool) {
             .iter()
             .map(|t| (t["exposed_name"].as_str().unwrap().to_string(), t["tags"].clone()))
             .collect();
-        if wanted.iter().all(|(name, tag)| tagged.contains(&(name.to_string(), json!([tag])))) {
+        let search = "/api/admin/v1/tenants/acme/search?query=echo&count=50";
+        let (_, found) = call(&app, &token, "GET", search, None).await;
+        let served: Vec<&str> = found.as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+        if wanted
+            .iter()
+            .all(|(name, tag)| tagged.contains(&(name.to_string(), json!([tag]))) && served.contains(name))
+        {
             break;
         }
-        assert!(Instant::now() < deadline, "not every server's tools were discovered: {tagged:?}");
+        assert!(
+            Instant::now() < deadline,
+            "not every server's tools were discovered and served: {tagged:?}, {served:?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     for (tool, _) in wanted {
