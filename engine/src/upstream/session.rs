@@ -50,6 +50,8 @@ pub(super) struct Watched<C> {
 type Posted<E> = Result<StreamableHttpPostResponse, StreamableHttpError<E>>;
 type Streamed<E> = Result<BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<E>>;
 
+/// rmcp's transport posts with `post_message_with_response_limits` and opens streams with
+/// `get_stream_with_max_sse_event_size`; those and the methods without a default go through.
 impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Watched<C> {
     type Error = C::Error;
 
@@ -63,28 +65,6 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for Watched<C> {
     ) -> Posted<C::Error> {
         self.watch.saw(&session_id);
         self.client.post_message(uri, message, session_id, auth_header, custom_headers).await
-    }
-
-    async fn post_message_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> Posted<C::Error> {
-        self.watch.saw(&session_id);
-        self.client
-            .post_message_with_max_sse_event_size(
-                uri,
-                message,
-                session_id,
-                auth_header,
-                custom_headers,
-                max_sse_event_size,
-            )
-            .await
     }
 
     async fn post_message_with_response_limits(
