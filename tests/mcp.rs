@@ -760,24 +760,33 @@ async fn a_subscription_to_an_unknown_resource_is_refused_before_it_is_acknowled
 /// An upstream on 2026-07-28 whose `execute_sql` mirrors `region` into the `Mcp-Param-Region`
 /// header (`x-mcp-header`, SEP-2243). rmcp's server refuses a call whose `Mcp-Name` or
 /// `Mcp-Param-*` headers are missing or differ from the body (-32020), and the tool answers
-/// with the header it got.
+/// with the headers it got. It also lists `où` (a name sent Base64-encoded in `Mcp-Name`) and
+/// `broken`, whose annotation is on a number (a client leaves it out).
 #[derive(Clone)]
 struct Regional;
 
 impl Regional {
-    fn tool() -> rmcp::model::Tool {
-        serde_json::from_value(json!({
-            "name": "execute_sql",
-            "description": "Runs SQL in one region",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "region": {"type": "string", "description": "Where to run", "x-mcp-header": "Region"},
-                    "query": {"type": "string"}
-                },
-                "required": ["region", "query"]
+    fn tools() -> Vec<rmcp::model::Tool> {
+        serde_json::from_value(json!([
+            {
+                "name": "execute_sql",
+                "description": "Runs SQL in one region",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "region": {"type": "string", "description": "Where to run", "x-mcp-header": "Region"},
+                        "query": {"type": "string"}
+                    },
+                    "required": ["region", "query"]
+                }
+            },
+            {"name": "où", "description": "Says where", "inputSchema": {"type": "object"}},
+            {
+                "name": "broken",
+                "description": "Mirrors a number",
+                "inputSchema": {"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}
             }
-        }))
+        ]))
         .unwrap()
     }
 }
@@ -788,7 +797,7 @@ impl rmcp::ServerHandler for Regional {
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
-        Some(Self::tool()).filter(|tool| tool.name == name)
+        Self::tools().into_iter().find(|tool| tool.name == name)
     }
 
     async fn list_tools(
@@ -796,7 +805,7 @@ impl rmcp::ServerHandler for Regional {
         _: Option<rmcp::model::PaginatedRequestParams>,
         _: rmcp::service::RequestContext<rmcp::service::RoleServer>,
     ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
-        Ok(rmcp::model::ListToolsResult::with_all_items(vec![Self::tool()]))
+        Ok(rmcp::model::ListToolsResult::with_all_items(Self::tools()))
     }
 
     async fn call_tool(
@@ -861,6 +870,41 @@ async fn a_preset_parameter_mirrored_in_a_header_reaches_a_renamed_upstream_tool
     assert_eq!(
         ran.content[0].as_text().unwrap().text,
         r#"eu-west1 select 1 (Mcp-Name Some("execute_sql"), Mcp-Param-Region Some("eu-west1"))"#
+    );
+}
+
+/// On 2026-07-28 Toolgate lists and calls its upstream's tools itself: `broken`, whose
+/// `x-mcp-header` annotation is on a number, is left out (no call of it could be sent), and
+/// `où`, a name no header value holds as it is, goes Base64-encoded in `Mcp-Name` (rmcp's
+/// server decodes it and refuses a call whose header differs from its body).
+#[sqlx::test(migrator = "engine::db::MIGRATOR")]
+async fn an_upstream_tool_with_broken_header_annotations_is_left_out_and_an_unusual_name_travels_encoded(
+    pool: PgPool,
+) {
+    let app = TestApp::spawn(pool.clone()).await;
+    let key = common::tenant_key(&app, &pool).await;
+    common::register_upstream(&pool, "db", Regional).await;
+    let client = acme_client(&app, &key, current_client()).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let listed = loop {
+        let tools = client.peer().list_tools(None).await.unwrap().tools;
+        let listed: Vec<String> =
+            tools.iter().map(|t| t.name.to_string()).filter(|name| name.starts_with("db_")).collect();
+        if !listed.is_empty() {
+            break listed;
+        }
+        assert!(Instant::now() < deadline, "the upstream's tools were never listed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(listed.contains(&"db_execute_sql".to_string()), "{listed:?}");
+    let where_ = listed.iter().find(|name| name.starts_with("db_o_")).expect("`où` listed");
+
+    let ran = client.call_tool(CallToolRequestParams::new(where_.clone())).await.unwrap();
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    assert_eq!(
+        ran.content[0].as_text().unwrap().text,
+        r#"? ? (Mcp-Name Some("=?base64?b8O5?="), Mcp-Param-Region None)"#
     );
 }
 

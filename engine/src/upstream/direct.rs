@@ -15,9 +15,12 @@
 //! request written from rmcp's model types into one buffer, and the answer read as far as needed
 //! (the JSON-RPC envelope borrowed from the body, the result parsed once into its type). rmcp's
 //! own POST (`StreamableHttpClient`) parsed every answer into its message enum, variant by
-//! variant over a buffered copy, and parsed the URL again for every call. What rmcp's client adds
-//! that this does not (an `Mcp-Param-*` header for an annotated argument, an encoded `Mcp-Name`)
-//! leaves the call to rmcp.
+//! variant over a buffered copy, and parsed the URL again for every call. The headers revision
+//! 2026-07-28 asks of a request ([`super::headers`]) are written here too.
+//!
+//! On 2026-07-28 the server's tools are listed this way as well: rmcp's client keeps the input
+//! schema of every tool it reads in a listing, for as long as the connection lives, to mirror
+//! arguments in headers (13.5 MB for 5,000 tools), which Toolgate does itself.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -29,8 +32,9 @@ use futures::StreamExt;
 use http::header::{ACCEPT, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ErrorData, InputRequiredResult, ProgressNotificationParam,
-    ProgressToken, RequestId, RequestMetaObject, ServerResult,
+    CallToolRequestParams, CallToolResult, ErrorData, InputRequiredResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, RequestId, RequestMetaObject,
+    ServerResult,
 };
 use rmcp::service::{Peer, RoleClient, ServiceError};
 use rmcp::transport::DynamicTransportError;
@@ -45,11 +49,11 @@ use sse_stream::SseStream;
 
 use super::connect::{MAX_ANSWER, headers};
 use super::handler::{CallClient, client_config};
+use super::headers::{mirrored, param_headers, value_of};
 use super::oauth::Token;
 use super::session::SessionWatch;
 use super::slot::CancelOnDrop;
 use super::sse::bounded;
-use crate::catalog::CatalogTool;
 use crate::store::servers::{Endpoint, Transport};
 use crate::tool::{Progress, ToolContext, send_progress};
 
@@ -87,13 +91,31 @@ impl From<ServiceError> for Unanswered {
     }
 }
 
-/// A JSON-RPC request as sent: the envelope around rmcp's params.
+/// A JSON-RPC request as sent: the envelope around its params.
 #[derive(Serialize)]
-struct Request<'a> {
+struct Request<'a, P> {
     jsonrpc: &'static str,
     id: &'a RequestId,
     method: &'static str,
-    params: Params<'a>,
+    params: P,
+}
+
+/// A page of `tools/list` asked on 2026-07-28: its cursor, and the connection's `_meta`.
+#[derive(Serialize)]
+struct ListParams<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<&'a str>,
+    #[serde(rename = "_meta")]
+    meta: &'a RequestMetaObject,
+}
+
+/// What a call's answer stream brings besides the answer, and where it goes: progress under
+/// `progress` and log messages to `ctx`, the server's requests to `caller`.
+#[derive(Clone, Copy)]
+struct Relay<'a> {
+    ctx: &'a ToolContext,
+    progress: Option<&'a ProgressToken>,
+    caller: Option<&'a CallClient>,
 }
 
 /// A call's params as rmcp writes them (their own `_meta` set aside), with the `_meta` a direct
@@ -171,18 +193,6 @@ impl DirectCalls {
         Some(DirectCalls { http: http.clone(), url, headers, meta, ids: AtomicI64::new(0), token, session })
     }
 
-    /// Whether a call of `tool` can go this way: its name travels as a bare header value and
-    /// no argument is to be mirrored in a header (SEP-2243).
-    pub(super) fn takes(&self, tool: &CatalogTool) -> bool {
-        let name = tool.upstream_name.as_str();
-        let bare = !name.is_empty()
-            && name.bytes().all(|b| (0x20..=0x7e).contains(&b))
-            && !name.starts_with([' ', '\t'])
-            && !name.ends_with([' ', '\t'])
-            && !name.starts_with("=?base64?");
-        bare && !annotates_headers(&tool.raw_input_schema)
-    }
-
     /// The id of a new call: a string, never one of the numbers rmcp's client gives its own
     /// requests in the same session.
     pub(super) fn next_id(&self) -> RequestId {
@@ -195,14 +205,16 @@ impl DirectCalls {
         self.session.is_some()
     }
 
-    /// Sends the `tools/call` `id`; progress and log messages the server sends before its
-    /// answer go to `ctx`, and what it asks meanwhile to `caller`. `params` is written as it
-    /// is, its `_meta` completed with the connection's (set aside while the request is written,
-    /// so nothing of the call is copied). `None` when the call is not taken, for want of a
-    /// session (none yet, or the server forgot it): rmcp's client is to send it.
+    /// Sends the `tools/call` `id` of a tool whose input schema is `schema`; progress and log
+    /// messages the server sends before its answer go to `ctx`, and what it asks meanwhile to
+    /// `caller`. `params` is written as it is, its `_meta` completed with the connection's (set
+    /// aside while the request is written, so nothing of the call is copied). `None` when the
+    /// call is not taken, for want of a session (none yet, or the server forgot it): rmcp's
+    /// client is to send it.
     pub(super) async fn call(
         &self,
         params: &mut CallToolRequestParams,
+        schema: &Value,
         ctx: &ToolContext,
         id: &RequestId,
         caller: Option<&CallClient>,
@@ -217,7 +229,7 @@ impl DirectCalls {
             .session
             .as_ref()
             .map(|(_, peer)| CancelOnDrop { peer: Some(peer.clone()), request: id.clone() });
-        let answered = self.send(params, ctx, id, session.as_deref(), caller).await;
+        let answered = self.send(params, schema, ctx, id, session.as_deref(), caller).await;
         if let Some(cancel) = cancel {
             cancel.disarm();
         }
@@ -237,13 +249,19 @@ impl DirectCalls {
     async fn send(
         &self,
         params: &mut CallToolRequestParams,
+        schema: &Value,
         ctx: &ToolContext,
         id: &RequestId,
         session: Option<&str>,
         caller: Option<&CallClient>,
     ) -> Result<ServerResult, Unanswered> {
         let progress = ctx.progress_sink().map(|_| ProgressToken(id.clone()));
-        let name = HeaderValue::try_from(params.name.as_ref()).map_err(|e| failed(e.to_string()))?;
+        let name = value_of(&params.name).ok_or_else(|| failed("the tool's name cannot be sent"))?;
+        let mut headers = method_headers("tools/call");
+        headers.insert(HeaderName::from_static("mcp-name"), name);
+        if session.is_none() {
+            headers.extend(param_headers(schema, params.arguments.as_ref()));
+        }
         let own = params.meta.take();
         let meta = Meta { call: own.as_ref(), connection: &self.meta, progress: progress.as_ref() };
         let request =
@@ -251,7 +269,44 @@ impl DirectCalls {
         let body = serde_json::to_vec(&request).map(Bytes::from);
         params.meta = own;
         let body = body.map_err(|e| failed(e.to_string()))?;
-        let response = self.post(body, Some(name), session).await?;
+        let relay = Relay { ctx, progress: progress.as_ref(), caller };
+        self.exchange(body, headers, id, session, Some(relay), result_of).await
+    }
+
+    /// A page of the server's tools, asked on 2026-07-28 (no session); a tool whose
+    /// `x-mcp-header` annotations break the rules is left out, as its calls could not be sent.
+    pub(super) async fn list_tools(
+        &self,
+        page: Option<PaginatedRequestParams>,
+    ) -> Result<ListToolsResult, ServiceError> {
+        let id = self.next_id();
+        let cursor = page.as_ref().and_then(|page| page.cursor.as_deref());
+        let request = Request {
+            jsonrpc: "2.0",
+            id: &id,
+            method: "tools/list",
+            params: ListParams { cursor, meta: &self.meta },
+        };
+        let body = serde_json::to_vec(&request).map(Bytes::from).map_err(|e| failed(e.to_string()))?;
+        let answered = self.exchange(body, method_headers("tools/list"), &id, None, None, tools_of).await;
+        answered.map_err(|unanswered| match unanswered {
+            Unanswered::Failed(err) => err,
+            Unanswered::SessionGone => ServiceError::TransportClosed,
+        })
+    }
+
+    /// POSTs the request `id` (in `session`, if any) with its own `headers`, and reads its
+    /// answer with `read`, relaying what comes before it on an answer stream.
+    async fn exchange<T>(
+        &self,
+        body: Bytes,
+        headers: HeaderMap,
+        id: &RequestId,
+        session: Option<&str>,
+        relay: Option<Relay<'_>>,
+        read: fn(&RawValue) -> Result<T, ServiceError>,
+    ) -> Result<T, Unanswered> {
+        let response = self.post(body, headers, session).await?;
         let status = response.status();
         let kind = response.headers().get(CONTENT_TYPE).map(|v| v.as_bytes().to_vec()).unwrap_or_default();
         if status == StatusCode::NOT_FOUND && session.is_some() {
@@ -262,7 +317,7 @@ impl DirectCalls {
         }
         if media_type_is(&kind, b"text/event-stream") {
             let mut stream = SseStream::from_bytes_stream(bounded(response.bytes_stream(), MAX_ANSWER));
-            let answer = self.read_stream(&mut stream, id, progress.as_ref(), ctx, session, caller).await;
+            let answer = self.read_stream(&mut stream, id, relay, session, read).await;
             // The rest of the stream, so its connection goes back to the pool.
             let _ = tokio::time::timeout(DRAIN, stream.for_each(|_| async {})).await;
             return Ok(answer?);
@@ -279,34 +334,33 @@ impl DirectCalls {
         }
         let body = read_body(response).await?;
         let message: Message = serde_json::from_slice(&body).map_err(|e| failed(e.to_string()))?;
-        Ok(answer_of(message)?)
+        Ok(answer_of(message, read)?)
     }
 
-    /// Reads an answer stream up to the answer to request `id`, relaying progress under
-    /// `progress` and log messages to `ctx`, and answering what the server asks meanwhile (in
-    /// `session`, if any) through `caller`.
-    async fn read_stream(
+    /// Reads an answer stream up to the answer to request `id` (read with `read`), relaying
+    /// what comes before it through `relay` and answering what the server asks meanwhile (in
+    /// `session`, if any).
+    async fn read_stream<T>(
         &self,
         stream: &mut (impl futures::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Unpin),
         id: &RequestId,
-        progress: Option<&ProgressToken>,
-        ctx: &ToolContext,
+        relay: Option<Relay<'_>>,
         session: Option<&str>,
-        caller: Option<&CallClient>,
-    ) -> Result<ServerResult, ServiceError> {
+        read: fn(&RawValue) -> Result<T, ServiceError>,
+    ) -> Result<T, ServiceError> {
         while let Some(event) = stream.next().await {
             let event = event.map_err(|_| ServiceError::TransportClosed)?;
             // A priming event carries no message.
             let Some(data) = event.data.filter(|data| !data.is_empty()) else { continue };
             let message: Message = serde_json::from_str(&data).map_err(|e| failed(e.to_string()))?;
             match (&message.id, message.method.as_deref()) {
-                (Some(answered), None) if answered == id => return answer_of(message),
+                (Some(answered), None) if answered == id => return answer_of(message, read),
                 (None, Some("notifications/progress")) => {
+                    let Some(Relay { ctx, progress: Some(token), .. }) = relay else { continue };
                     let report = message
                         .params
                         .and_then(|p| serde_json::from_str::<ProgressNotificationParam>(p.get()).ok());
-                    if let (Some(report), Some(token), Some(sink)) =
-                        (report, progress, ctx.progress_sink().as_ref())
+                    if let (Some(report), Some(sink)) = (report, ctx.progress_sink().as_ref())
                         && report.progress_token == *token
                     {
                         let progress = Progress {
@@ -318,6 +372,7 @@ impl DirectCalls {
                     }
                 }
                 (None, Some(method @ "notifications/message")) => {
+                    let Some(Relay { ctx, .. }) = relay else { continue };
                     if let (Some(client), Some(params)) = (ctx.client(), message.params) {
                         let params: Value = serde_json::from_str(params.get()).unwrap_or_default();
                         client.notify(serde_json::json!({"method": method, "params": params}));
@@ -325,7 +380,7 @@ impl DirectCalls {
                 }
                 (Some(asked), Some(method)) => {
                     let params = message.params.and_then(|p| serde_json::from_str(p.get()).ok());
-                    let answer = ask(caller, method, params.unwrap_or_default()).await;
+                    let answer = ask(relay.and_then(|r| r.caller), method, params.unwrap_or_default()).await;
                     self.respond(asked, answer, session).await;
                 }
                 (_, method) => tracing::debug!(?method, "upstream message not for this call's caller"),
@@ -342,7 +397,7 @@ impl DirectCalls {
             Err(error) => serde_json::json!({"jsonrpc": "2.0", "id": asked, "error": error}),
         };
         let body = serde_json::to_vec(&response).map(Bytes::from).unwrap_or_default();
-        match self.post(body, None, session).await {
+        match self.post(body, HeaderMap::new(), session).await {
             Ok(taken) if taken.status().is_success() => {}
             Ok(refused) => {
                 tracing::debug!(status = %refused.status(), "the server refused an answer to its request")
@@ -351,24 +406,23 @@ impl DirectCalls {
         }
     }
 
-    /// POSTs `body` (a `tools/call` of the tool `call` names, or else an answer), in `session`
-    /// if any, with the connection's token when it has one: refreshed once, and sent again,
-    /// when the server refuses it with a challenge.
+    /// POSTs `body` with its own `headers`, in `session` if any, with the connection's token
+    /// when it has one: refreshed once, and sent again, when the server refuses it with a
+    /// challenge.
     async fn post(
         &self,
         body: Bytes,
-        call: Option<HeaderValue>,
+        headers: HeaderMap,
         session: Option<&str>,
     ) -> Result<reqwest::Response, ServiceError> {
         let session = session.map(HeaderValue::from_str).transpose().map_err(|e| failed(e.to_string()))?;
         let send = |bearer: Option<&str>| {
-            let mut request =
-                self.http.post(self.url.clone()).headers(self.headers.clone()).body(body.clone());
-            if let Some(name) = &call {
-                request = request
-                    .header(HeaderName::from_static("mcp-method"), HeaderValue::from_static("tools/call"))
-                    .header(HeaderName::from_static("mcp-name"), name.clone());
-            }
+            let mut request = self
+                .http
+                .post(self.url.clone())
+                .headers(self.headers.clone())
+                .headers(headers.clone())
+                .body(body.clone());
             if let Some(session) = &session {
                 request = request.header(HeaderName::from_static("mcp-session-id"), session.clone());
             }
@@ -397,15 +451,11 @@ fn media_type_is(value: &[u8], expected: &[u8]) -> bool {
     essence.trim_ascii().eq_ignore_ascii_case(expected)
 }
 
-/// Whether a schema annotates any property with `x-mcp-header`.
-fn annotates_headers(schema: &Value) -> bool {
-    match schema {
-        Value::Object(map) => {
-            map.iter().any(|(key, value)| key == "x-mcp-header" || annotates_headers(value))
-        }
-        Value::Array(items) => items.iter().any(annotates_headers),
-        _ => false,
-    }
+/// The headers naming a request's method.
+fn method_headers(method: &'static str) -> HeaderMap {
+    let mut headers = HeaderMap::with_capacity(4);
+    headers.insert(HeaderName::from_static("mcp-method"), HeaderValue::from_static(method));
+    headers
 }
 
 /// A JSON-RPC message of an answer, read as far as needed to tell what it is.
@@ -421,10 +471,10 @@ struct Message<'a> {
     error: Option<ErrorData>,
 }
 
-/// The answer a message carries: its result, or its error.
-fn answer_of(message: Message) -> Result<ServerResult, ServiceError> {
+/// The answer a message carries: its result (read with `read`), or its error.
+fn answer_of<T>(message: Message, read: fn(&RawValue) -> Result<T, ServiceError>) -> Result<T, ServiceError> {
     match (message.result, message.error) {
-        (Some(result), _) => result_of(result),
+        (Some(result), _) => read(result),
         (None, Some(error)) => Err(ServiceError::McpError(error)),
         (None, None) => Err(failed("an answer without a result or an error")),
     }
@@ -460,6 +510,21 @@ fn result_of(result: &RawValue) -> Result<ServerResult, ServiceError> {
         _ => serde_json::from_str::<CallToolResult>(result.get()).map(ServerResult::CallToolResult),
     };
     read.map_err(|e| failed(format!("the answer is not a tools/call result: {e}")))
+}
+
+/// A `tools/list` result, without the tools whose calls could not be sent (their `x-mcp-header`
+/// annotations break the rules; rmcp's client leaves them out likewise).
+fn tools_of(result: &RawValue) -> Result<ListToolsResult, ServiceError> {
+    let mut page: ListToolsResult = serde_json::from_str(result.get())
+        .map_err(|e| failed(format!("the answer is not a tools/list result: {e}")))?;
+    page.tools.retain(|tool| match mirrored(&tool.input_schema) {
+        Ok(_) => true,
+        Err(reason) => {
+            tracing::warn!(tool = %tool.name, %reason, "an upstream tool's header annotations are invalid; left out");
+            false
+        }
+    });
+    Ok(page)
 }
 
 /// A JSON body, read up to the answer limit.

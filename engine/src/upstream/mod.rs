@@ -33,6 +33,7 @@ mod commands;
 mod connect;
 mod direct;
 mod handler;
+mod headers;
 mod health;
 mod listen;
 pub mod oauth;

@@ -37,7 +37,7 @@ impl Slot {
         let server = &tool.source_name;
         *self.last_used.lock().expect("last used") = Instant::now();
         let (peer, connection) = self.peer(server).await?;
-        let direct = self.state.borrow().direct.clone().filter(|direct| direct.takes(tool));
+        let direct = self.state.borrow().direct.clone();
         let caller = ctx.client().map(|client| Arc::new(CallClient::new(client)));
         let arguments = match arguments {
             Value::Object(map) => map,
@@ -79,7 +79,7 @@ impl Slot {
                         let _registered = direct.in_session().then(|| {
                             self.register(token_key(&ProgressToken(id.clone())), ctx, caller.as_ref())
                         });
-                        direct.call(&mut params, ctx, &id, caller.as_deref()).await
+                        direct.call(&mut params, &tool.raw_input_schema, ctx, &id, caller.as_deref()).await
                     }
                     None => None,
                 };

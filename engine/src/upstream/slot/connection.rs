@@ -201,7 +201,7 @@ impl Slot {
             if let Some(Err(err)) = OptionFuture::from(token.map(Token::renew)).await {
                 return err.to_string();
             }
-            match tokio::time::timeout(self.config.connect_timeout, peer.list_tools(None)).await {
+            match tokio::time::timeout(self.config.connect_timeout, self.tools_page(peer, None)).await {
                 Ok(Ok(_)) => self.set(|s| s.last_seen = Some(Instant::now())),
                 Ok(Err(err)) => return format!("health probe failed: {}", service_failure(&err)),
                 Err(_) => {

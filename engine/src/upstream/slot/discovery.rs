@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use futures::TryFutureExt;
-use rmcp::model::PaginatedRequestParams;
+use rmcp::model::{ListToolsResult, PaginatedRequestParams};
 use rmcp::service::{Peer, RoleClient, ServiceError};
 use serde_json::{Value, json};
 
@@ -29,7 +29,8 @@ impl Slot {
         servers: &[String],
     ) -> Vec<Result<servers::DiscoveryReport, UpstreamError>> {
         let _one_at_a_time = self.discovering.lock().await;
-        let listed = match tokio::time::timeout(self.config.connect_timeout, list_tools(peer)).await {
+        let listing = paged(|page| self.tools_page(peer, page).map_ok(|p| (p.tools, p.next_cursor)));
+        let listed = match tokio::time::timeout(self.config.connect_timeout, listing).await {
             Ok(Err(err)) if is_transport(&err) => {
                 let failure = service_failure(&err);
                 self.lose(connection, format!("a listing found the connection broken: {failure}"));
@@ -89,6 +90,20 @@ impl Slot {
             });
         }
         reports
+    }
+
+    /// A page of the server's tools: asked straight over HTTP on 2026-07-28 ([`crate::upstream::direct`]),
+    /// else through rmcp's client.
+    pub(super) async fn tools_page(
+        &self,
+        peer: &Peer<RoleClient>,
+        page: Option<PaginatedRequestParams>,
+    ) -> Result<ListToolsResult, ServiceError> {
+        let direct = self.state.borrow().direct.clone().filter(|direct| !direct.in_session());
+        match direct {
+            Some(direct) => direct.list_tools(page).await,
+            None => peer.list_tools(page).await,
+        }
     }
 
     /// What the server offers besides tools, as far as its capabilities say it offers any:
