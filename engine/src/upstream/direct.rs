@@ -520,7 +520,8 @@ fn tools_of(result: &RawValue) -> Result<ListToolsResult, ServiceError> {
     page.tools.retain(|tool| match mirrored(&tool.input_schema) {
         Ok(_) => true,
         Err(reason) => {
-            tracing::warn!(tool = %tool.name, %reason, "an upstream tool's header annotations are invalid; left out");
+            let tool = &tool.name;
+            tracing::warn!(%tool, %reason, "an upstream tool's header annotations are invalid; left out");
             false
         }
     });

@@ -92,8 +92,8 @@ impl Slot {
         reports
     }
 
-    /// A page of the server's tools: asked straight over HTTP on 2026-07-28 ([`crate::upstream::direct`]),
-    /// else through rmcp's client.
+    /// A page of the server's tools: asked straight over HTTP on 2026-07-28
+    /// ([`crate::upstream::direct`]), else through rmcp's client.
     pub(super) async fn tools_page(
         &self,
         peer: &Peer<RoleClient>,
