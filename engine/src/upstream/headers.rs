@@ -90,7 +90,8 @@ fn annotation<'a>(
     let Value::String(header) = header else {
         return Err(format!("`{at}`: {ANNOTATION} must be a string"));
     };
-    if header.is_empty() || !header.bytes().all(is_token_byte) {
+    // A header name is an RFC 9110 token, and `http` checks it as one (empty ones too).
+    if HeaderName::from_bytes(header.as_bytes()).is_err() {
         return Err(format!("`{at}`: {ANNOTATION} `{header}` is not an HTTP token"));
     }
     match schema.get("type").and_then(Value::as_str) {
@@ -100,11 +101,6 @@ fn annotation<'a>(
             other.unwrap_or("an untyped one")
         )),
     }
-}
-
-/// A `tchar` of RFC 9110 §5.6.2.
-fn is_token_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 /// The `Mcp-Param-*` headers of a call of a tool whose input schema is `schema` with
