@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use common::{TestApp, json_of, tenant_key};
 use engine::model::Name;
 use engine::schema::render::{ToolView, input_schema, render};
-use engine::schema::{Provider, lint};
+use engine::schema::{JsonText, Provider, lint};
 use engine::secret::SecretBox;
 use engine::store::servers::{EnvValue, ServerConfig};
 use engine::store::tenants::{TenantUpdate, ToolDiscovery};
@@ -132,12 +132,14 @@ async fn every_provider_sdk_accepts_every_tool_of_the_corpus(pool: PgPool) {
         for (provider, strict_mode) in
             Provider::ALL.into_iter().map(|p| (p, false)).chain([(Provider::OpenAi, true)])
         {
+            let (input, output) =
+                (tool.input_schema.value(), tool.output_schema.as_ref().map(JsonText::value));
             let view = ToolView {
                 name: &tool.exposed_name,
                 description: &tool.description,
-                input_schema: &tool.input_schema,
-                output_schema: tool.output_schema.as_deref(),
-                annotations: &tool.annotations,
+                input_schema: &input,
+                output_schema: output.as_ref(),
+                annotations: &tool.annotations.value(),
                 meta: tool.meta.as_deref(),
                 strict: strict_mode,
             };

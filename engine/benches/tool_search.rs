@@ -51,7 +51,7 @@ fn searchable(tool: &CorpusTool) -> Searchable<'_> {
         server: &tool.server,
         description: &tool.description,
         tags: &[],
-        input_schema: &tool.input_schema,
+        input_schema: tool.input_schema.clone(),
     }
 }
 

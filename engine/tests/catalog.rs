@@ -290,7 +290,7 @@ async fn presets_leave_the_llm_schema_and_secrets_stay_encrypted(pool: PgPool) {
     let snapshot = catalog(&pool).await.snapshot();
     let send = snapshot.tenant("t").unwrap().resolve("mail_send").unwrap();
     assert_eq!(
-        *send.input_schema,
+        send.input_schema.value(),
         json!({"type": "object", "properties": {"to": {"type": "string"}, "subject": {"type": "string"}}, "required": ["to"]})
     );
     let sealed = send.secret_presets["apiKey"].as_str().unwrap();

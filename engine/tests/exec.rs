@@ -228,7 +228,7 @@ async fn presets_are_injected_and_context_is_not_an_argument(pool: PgPool) {
         ..Default::default()
     };
     override_tool(&s, "echo", input, |t| t.presets.len() == 1).await;
-    let seen = s.catalog.snapshot().tenant("acme").unwrap().resolve("echo").unwrap().input_schema.clone();
+    let seen = s.catalog.snapshot().tenant("acme").unwrap().resolve("echo").unwrap().input_schema.value();
     assert!(seen.pointer("/properties/account").is_none() && seen.pointer("/properties/apiKey").is_none());
 
     let (sink, mut progress) = engine::tool::progress_channel();
@@ -334,8 +334,8 @@ async fn output_over_the_cap_is_truncated_with_a_notice(pool: PgPool) {
 #[sqlx::test(migrator = "engine::db::MIGRATOR")]
 async fn no_parameter_tools_take_the_reason_and_ignore_it(pool: PgPool) {
     let s = setup(pool, ExecConfig::default()).await;
-    let seen = s.catalog.snapshot().tenant("acme").unwrap().resolve("now").unwrap().input_schema.clone();
-    assert_eq!(*seen, engine::schema::no_parameters());
+    let seen = s.catalog.snapshot().tenant("acme").unwrap().resolve("now").unwrap().input_schema.value();
+    assert_eq!(seen, engine::schema::no_parameters());
     let result = s
         .executor
         .call("acme", &admin(), call("now", json!({"reason": "checking the time"})), None)

@@ -65,7 +65,7 @@ pub async fn playground_tools(tenant: String) -> Result<Vec<PlayTool>, PanelErro
         .map(|t| PlayTool {
             name: t.exposed_name.clone(),
             description: t.description.clone(),
-            schema: (*t.input_schema).clone(),
+            schema: t.input_schema.value(),
         })
         .collect())
 }

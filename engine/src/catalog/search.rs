@@ -21,7 +21,7 @@ const NAME_WEIGHT: usize = 3;
 const SCHEMA_DEPTH: usize = 2;
 
 /// What a search reads of one tool.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Searchable<'a> {
     pub name: &'a str,
     pub server: &'a str,
@@ -29,7 +29,7 @@ pub struct Searchable<'a> {
     pub tags: &'a [String],
     /// The schema its callers see (presets already removed, so hidden parameters are never
     /// searched).
-    pub input_schema: &'a Value,
+    pub input_schema: Value,
 }
 
 /// One tool found, by its position in the tools the index was built from.
@@ -96,7 +96,7 @@ fn document(tool: Searchable<'_>) -> String {
     }
     text.push('\n');
     text.push_str(tool.description);
-    parameters(tool.input_schema, SCHEMA_DEPTH, &mut text);
+    parameters(&tool.input_schema, SCHEMA_DEPTH, &mut text);
     text
 }
 
@@ -161,7 +161,7 @@ mod tests {
 
     use super::*;
 
-    fn tool<'a>(name: &'a str, description: &'a str, input_schema: &'a Value) -> Searchable<'a> {
+    fn tool<'a>(name: &'a str, description: &'a str, input_schema: Value) -> Searchable<'a> {
         Searchable { name, server: "demo", description, tags: &[], input_schema }
     }
 
@@ -179,9 +179,9 @@ mod tests {
         let weather =
             json!({"type": "object", "properties": {"city": {"description": "Where forecasts are wanted"}}});
         let tools = [
-            tool("create_issue", "Open a new ticket in a repository", &issue),
-            tool("getWeather", "Current conditions", &weather),
-            tool("read_file", "Return a file's contents", &none),
+            tool("create_issue", "Open a new ticket in a repository", issue),
+            tool("getWeather", "Current conditions", weather),
+            tool("read_file", "Return a file's contents", none),
         ];
         let index = ToolIndex::new(tools);
         let first = |query: &str| index.search(query, 3).first().map(|hit| hit.index);

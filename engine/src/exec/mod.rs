@@ -363,7 +363,7 @@ impl Executor {
     ) -> Outcome {
         if let Value::Object(args) = &mut arguments {
             // The no-parameter schema's `reason` is for the LLM only.
-            if tool.raw_input_schema.pointer("/properties/reason").is_none() {
+            if !tool.takes_reason() {
                 args.remove("reason");
             }
             args.extend(tool.presets.iter().map(|(k, v)| (k.clone(), v.clone())));

@@ -11,9 +11,11 @@ pub mod lint;
 pub mod normalize;
 mod provider;
 pub mod render;
+mod text;
 pub mod validate;
 
 pub use provider::{GEMINI_KEYWORDS, OPENAI_STRICT_UNSUPPORTED, Provider, gemini_formats};
+pub use text::JsonText;
 
 use serde_json::{Map, Value, json};
 

@@ -27,6 +27,7 @@ use crate::exec::{CallHooks, CallRequest, CallResult};
 use crate::model::CallLimits;
 use crate::model::limits::{Kind, Scope};
 use crate::model::{Name, TenantSlug};
+use crate::schema::JsonText;
 use crate::store;
 use crate::store::SecretInput;
 use crate::store::invocations::TestRun;
@@ -414,7 +415,7 @@ pub struct FoundTool {
     /// The BM25 score: higher is better; comparable within one search only.
     pub score: f32,
     /// The schema the tenant's LLM sees (presets removed).
-    pub input_schema: Arc<serde_json::Value>,
+    pub input_schema: JsonText,
 }
 
 /// The `count` (at most [`catalog::MAX_FOUND`]) tools of the tenant that match `query` best,

@@ -54,6 +54,7 @@ use super::oauth::Token;
 use super::session::SessionWatch;
 use super::slot::CancelOnDrop;
 use super::sse::bounded;
+use crate::schema::JsonText;
 use crate::store::servers::{Endpoint, Transport};
 use crate::tool::{Progress, ToolContext, send_progress};
 
@@ -214,7 +215,7 @@ impl DirectCalls {
     pub(super) async fn call(
         &self,
         params: &mut CallToolRequestParams,
-        schema: &Value,
+        schema: &JsonText,
         ctx: &ToolContext,
         id: &RequestId,
         caller: Option<&CallClient>,
@@ -249,7 +250,7 @@ impl DirectCalls {
     async fn send(
         &self,
         params: &mut CallToolRequestParams,
-        schema: &Value,
+        schema: &JsonText,
         ctx: &ToolContext,
         id: &RequestId,
         session: Option<&str>,

@@ -14,6 +14,8 @@ use base64::prelude::BASE64_STANDARD;
 use http::{HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 
+use crate::schema::JsonText;
+
 const ANNOTATION: &str = "x-mcp-header";
 const BASE64_START: &str = "=?base64?";
 const BASE64_END: &str = "?=";
@@ -106,9 +108,14 @@ fn annotation<'a>(
 /// The `Mcp-Param-*` headers of a call of a tool whose input schema is `schema` with
 /// `arguments`: one per annotated argument present with a string, number or boolean.
 pub(super) fn param_headers(
-    schema: &Value,
+    schema: &JsonText,
     arguments: Option<&Map<String, Value>>,
 ) -> Vec<(HeaderName, HeaderValue)> {
+    // Most schemas annotate nothing: their text tells without parsing them on every call.
+    if !schema.as_str().contains(ANNOTATION) {
+        return Vec::new();
+    }
+    let schema = schema.value();
     let (Some(schema), Some(arguments)) = (schema.as_object(), arguments) else { return Vec::new() };
     let Ok(mirrored) = mirrored(schema) else { return Vec::new() };
     let mut headers = Vec::with_capacity(mirrored.len());
@@ -215,7 +222,7 @@ mod tests {
             "region": "eu-west1", "count": 42, "dry": false, "note": " Zürich",
             "options": {"zone": "=?base64?x?="}
         });
-        let headers = param_headers(&schema, arguments.as_object());
+        let headers = param_headers(&JsonText::new(&schema), arguments.as_object());
         let headers: Vec<(&str, &str)> =
             headers.iter().map(|(name, value)| (name.as_str(), value.to_str().unwrap())).collect();
         assert_eq!(

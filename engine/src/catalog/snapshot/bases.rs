@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::{CatalogTool, DEFAULT_TIMEOUT};
 use crate::catalog::items::CatalogItem;
 use crate::model::naming;
-use crate::schema;
+use crate::schema::{self, JsonText};
 use crate::store::catalog::{ItemRow, Loaded, ToolRow};
 
 pub(super) fn timeout(ms: Option<i32>) -> Option<Duration> {
@@ -107,10 +107,10 @@ fn base(tool: &ToolRow, source: &crate::store::sources::Source, groups: Vec<Uuid
     let mut tags: Vec<&str> = source.tags.iter().chain(&tool.tags).map(String::as_str).collect();
     tags.sort_unstable();
     tags.dedup();
-    let raw = Arc::new(tool.input_schema.clone());
-    // Most schemas are what the LLM sees already: one copy serves as both.
-    let seen = schema::llm_input_schema(&raw, []);
-    let input_schema = if seen == *raw { raw.clone() } else { Arc::new(seen) };
+    let raw = JsonText::new(&tool.input_schema);
+    // Most schemas are what the LLM sees already: one text serves as both.
+    let seen = schema::llm_input_schema(&tool.input_schema, []);
+    let input_schema = if seen == tool.input_schema { raw.clone() } else { JsonText::new(&seen) };
     let catalog_tool = CatalogTool {
         tool_id: tool.id,
         source_id: source.id,
@@ -121,8 +121,8 @@ fn base(tool: &ToolRow, source: &crate::store::sources::Source, groups: Vec<Uuid
         description: tool.description.clone(),
         input_schema,
         raw_input_schema: raw,
-        output_schema: tool.output_schema.clone().map(Arc::new),
-        annotations: Arc::new(tool.annotations.clone()),
+        output_schema: tool.output_schema.as_ref().map(JsonText::new),
+        annotations: JsonText::new(&tool.annotations),
         meta: tool
             .meta
             .as_ref()

@@ -30,16 +30,17 @@ impl CatalogTool {
             Err(_) if !portable => (self.published_mcp(), Value::Null),
             Err(err) => return Err(err),
         };
-        let findings = schema::lint::lint_tool(&self.exposed_name, &self.input_schema, provider, self.strict);
+        let llm_schema = self.input_schema.value();
+        let findings = schema::lint::lint_tool(&self.exposed_name, &llm_schema, provider, self.strict);
         Ok(Inspection {
             tool: self.exposed_name.clone(),
             provider: provider.as_str(),
-            raw: (*self.raw_input_schema).clone(),
+            raw: self.raw_input_schema.value(),
             changes: match normalised {
                 Value::Null => Vec::new(),
-                _ => render_changes(&self.input_schema, &normalised, &findings),
+                _ => render_changes(&llm_schema, &normalised, &findings),
             },
-            llm_schema: (*self.input_schema).clone(),
+            llm_schema,
             normalised,
             rendering,
             portable,

@@ -19,7 +19,7 @@ use uuid::Uuid;
 use super::items::TenantItems;
 use super::visibility::{self, Facts};
 use crate::model::limits::Limits;
-use crate::schema;
+use crate::schema::{self, JsonText};
 use crate::store::catalog::Loaded;
 use crate::store::item_overrides::StoredItemOverride;
 use crate::store::items::ItemKind;
@@ -109,7 +109,7 @@ fn with_override(base: &CatalogTool, ov: &StoredOverride) -> CatalogTool {
     CatalogTool {
         exposed_name: ov.exposed_name.clone().unwrap_or_else(|| base.exposed_name.clone()),
         description: ov.description.clone().unwrap_or_else(|| base.description.clone()),
-        input_schema: Arc::new(schema::llm_input_schema(&base.raw_input_schema, fixed)),
+        input_schema: JsonText::new(&schema::llm_input_schema(&base.raw_input_schema.value(), fixed)),
         timeout: timeout(ov.timeout_ms).unwrap_or(base.timeout),
         presets: Arc::new(presets),
         secret_presets: Arc::new(secret_presets),

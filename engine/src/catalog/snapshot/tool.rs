@@ -9,8 +9,8 @@ use uuid::Uuid;
 
 use crate::catalog::search::Searchable;
 use crate::model::SourceKind;
-use crate::schema;
 use crate::schema::validate::ArgumentValidator;
+use crate::schema::{self, JsonText};
 
 /// The timeout of a tool that sets none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
@@ -26,11 +26,11 @@ pub struct CatalogTool {
     pub exposed_name: String,
     pub description: String,
     /// The schema the LLM sees: presets removed, no-parameter tools normalised.
-    pub input_schema: Arc<Value>,
+    pub input_schema: JsonText,
     /// The tool's own schema, as its source declared it.
-    pub raw_input_schema: Arc<Value>,
-    pub output_schema: Option<Arc<Value>>,
-    pub annotations: Arc<Value>,
+    pub raw_input_schema: JsonText,
+    pub output_schema: Option<JsonText>,
+    pub annotations: JsonText,
     /// What hosts read to show the tool's app, its `ui://` URIs under the server's prefix.
     pub meta: Option<Arc<Value>>,
     /// The source's tags and the tool's own.
@@ -53,12 +53,13 @@ pub struct CatalogTool {
 
 impl CatalogTool {
     pub fn validator(&self) -> &ArgumentValidator {
-        self.validator.get_or_init(|| Arc::new(ArgumentValidator::new(&self.input_schema)))
+        self.validator.get_or_init(|| Arc::new(ArgumentValidator::new(&self.input_schema.value())))
     }
 
     /// What judges the tool's structured results, if it declares an output schema.
     pub fn output_validator(&self) -> Option<&ArgumentValidator> {
-        let compile = || self.output_schema.as_deref().map(|schema| Arc::new(ArgumentValidator::new(schema)));
+        let compile =
+            || self.output_schema.as_ref().map(|schema| Arc::new(ArgumentValidator::new(&schema.value())));
         self.output_validator.get_or_init(compile).as_deref()
     }
 }
@@ -75,32 +76,44 @@ impl CatalogTool {
             && self.meta == other.meta
     }
 
-    fn view(&self) -> schema::render::ToolView<'_> {
-        schema::render::ToolView {
+    /// Whether the tool itself takes a `reason` argument; else a `reason` is the no-parameter
+    /// schema's, for the LLM only.
+    pub fn takes_reason(&self) -> bool {
+        // The text tells most tools apart without parsing it on every call.
+        self.raw_input_schema.as_str().contains("\"reason\"")
+            && self.raw_input_schema.value().pointer("/properties/reason").is_some()
+    }
+
+    /// `render` of the tool, its schemas and annotations parsed for it.
+    fn with_view<T>(&self, render: impl FnOnce(&schema::render::ToolView<'_>) -> T) -> T {
+        let input_schema = self.input_schema.value();
+        let output_schema = self.output_schema.as_ref().map(JsonText::value);
+        let annotations = self.annotations.value();
+        render(&schema::render::ToolView {
             name: &self.exposed_name,
             description: &self.description,
-            input_schema: &self.input_schema,
-            output_schema: self.output_schema.as_deref(),
-            annotations: &self.annotations,
+            input_schema: &input_schema,
+            output_schema: output_schema.as_ref(),
+            annotations: &annotations,
             meta: self.meta.as_deref(),
             strict: self.strict,
-        }
+        })
     }
 
     /// The tool as `provider` receives it: always the normalised, lint-clean rendering.
     pub fn render(&self, provider: schema::Provider) -> Result<Value, schema::normalize::NormalizeError> {
-        schema::render::render(&self.view(), provider)
+        self.with_view(|view| schema::render::render(view, provider))
     }
 
     /// The tool as MCP clients list it unless their tenant chose portable schemas (then they
     /// get [`Self::render`] for MCP): its schemas as its server published them, presets removed.
     pub fn published_mcp(&self) -> Value {
-        schema::render::published_mcp(&self.view())
+        self.with_view(schema::render::published_mcp)
     }
 
     /// The tool as MCP clients list it, with `portable` schemas or as published.
     pub fn mcp_definition(&self, portable: bool) -> Result<Value, schema::normalize::NormalizeError> {
-        schema::render::mcp(&self.view(), portable)
+        self.with_view(|view| schema::render::mcp(view, portable))
     }
 
     /// What a search reads of the tool.
@@ -110,7 +123,7 @@ impl CatalogTool {
             server: &self.source_name,
             description: &self.description,
             tags: &self.tags,
-            input_schema: &self.input_schema,
+            input_schema: self.input_schema.value(),
         }
     }
 
