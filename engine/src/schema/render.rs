@@ -45,16 +45,16 @@ pub fn render(tool: &ToolView<'_>, provider: Provider) -> Result<Value, Normaliz
     })
 }
 
-/// The tool as MCP lists it with its schemas as published (the input schema without presets):
-/// full JSON Schema 2020-12, which MCP clients are owed (SEP-2106) where they do not ask for
-/// the portable rendering of [`Provider::Mcp`]. Only `x-mcp-header` annotations go: they are
-/// between Toolgate and the tool's server, whose headers Toolgate's own client sends.
 /// The tool as MCP clients list it: normalised when they get `portable` schemas
 /// ([`render`] for MCP), else its schemas as published ([`published_mcp`]).
 pub fn mcp(tool: &ToolView<'_>, portable: bool) -> Result<Value, NormalizeError> {
     if portable { render(tool, Provider::Mcp) } else { Ok(published_mcp(tool)) }
 }
 
+/// The tool as MCP lists it with its schemas as published (the input schema without presets):
+/// full JSON Schema 2020-12, which MCP clients are owed (SEP-2106) where they do not ask for
+/// the portable rendering of [`Provider::Mcp`]. Only `x-mcp-header` annotations go: they are
+/// between Toolgate and the tool's server, whose headers Toolgate's own client sends.
 pub fn published_mcp(tool: &ToolView<'_>) -> Value {
     let mut input = tool.input_schema.clone();
     without_header_annotations(&mut input);
