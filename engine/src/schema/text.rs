@@ -9,8 +9,8 @@ use serde_json::value::RawValue;
 
 /// A JSON value kept as its compact text, for what is mostly passed on and seldom looked into:
 /// a tool's schemas and annotations, held by the catalog for every tool. A [`Value`] takes a
-/// B-tree node of 632 bytes for each object however small, ten times the text of a typical
-/// schema. Serialised, it is written as it is; [`JsonText::value`] parses it for what looks
+/// B-tree node of 632 bytes for each object however small: a schema of 170 bytes of text takes
+/// about 3 KB. Serialised, it is written as it is; [`JsonText::value`] parses it for what looks
 /// inside. Clones share the text; equal values have equal texts (a `Value`'s objects are
 /// written in key order).
 #[derive(Clone)]
