@@ -105,11 +105,17 @@ fn object_or_empty(value: &Value) -> Map<String, Value> {
 fn with_override(base: &CatalogTool, ov: &StoredOverride) -> CatalogTool {
     let presets = object_or_empty(&ov.presets);
     let secret_presets = object_or_empty(&ov.secret_presets);
-    let fixed = presets.keys().chain(secret_presets.keys()).map(String::as_str);
+    // Without presets the LLM sees the base's schema: its text is shared, not made again.
+    let input_schema = if presets.is_empty() && secret_presets.is_empty() {
+        base.input_schema.clone()
+    } else {
+        let fixed = presets.keys().chain(secret_presets.keys()).map(String::as_str);
+        JsonText::new(&schema::llm_input_schema(&base.raw_input_schema.value(), fixed))
+    };
     CatalogTool {
         exposed_name: ov.exposed_name.clone().unwrap_or_else(|| base.exposed_name.clone()),
         description: ov.description.clone().unwrap_or_else(|| base.description.clone()),
-        input_schema: JsonText::new(&schema::llm_input_schema(&base.raw_input_schema.value(), fixed)),
+        input_schema,
         timeout: timeout(ov.timeout_ms).unwrap_or(base.timeout),
         presets: Arc::new(presets),
         secret_presets: Arc::new(secret_presets),
