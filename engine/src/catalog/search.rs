@@ -8,10 +8,16 @@
 //! counts more than its description: in a small catalog "the folders inside a directory" finds
 //! `list_directory` before `view_text_file`, which "shows" a file; the benchmark of
 //! `bench/tool-search` scores the same either way.
+//!
+//! A query also gains words for the values it holds ([`HINTS`]): a request names what a tool is
+//! to take ("summarise https://…", "what's in /tmp/a.txt", "land PR 61"), where tools say what
+//! kind of value they take ("a URL", "the file's path", "pull request number").
 
 use std::fmt;
+use std::sync::LazyLock;
 
 use bm25::{DefaultTokenizer, Embedder, EmbedderBuilder, Language, Scorer, Tokenizer};
+use regex::RegexSet;
 use serde_json::Value;
 
 /// How many times a tool's name counts against once for its description.
@@ -19,6 +25,21 @@ const NAME_WEIGHT: usize = 3;
 
 /// How deep into a schema's nested objects parameters are read.
 const SCHEMA_DEPTH: usize = 2;
+
+/// What a query's values look like, and the words tools use for such a value: each pattern that
+/// matches adds its words to the query once.
+const HINTS: [(&str, &str); 7] = [
+    (r"https?://\S", "url"),
+    (r"(?:^|\s)(?:~?/[\w.-]|[\w-]+/[\w/-]*\.\w|\*\.\w)", "file path"),
+    (r"-?\d+\.\d+\s*,\s*-?\d+\.\d+", "latitude longitude coordinates"),
+    (r"(?:^|\s)#[[:alpha:]]", "channel"),
+    (r"\bPRs?\b", "pull request"),
+    (r"\bMRs?\b", "merge request"),
+    (r"\brepos?\b", "repository"),
+];
+
+static HINT_PATTERNS: LazyLock<RegexSet> =
+    LazyLock::new(|| RegexSet::new(HINTS.map(|(pattern, _)| pattern)).expect("the hints' patterns compile"));
 
 /// What a search reads of one tool.
 #[derive(Debug, Clone)]
@@ -70,7 +91,7 @@ impl ToolIndex {
     pub fn search(&self, query: &str, count: usize) -> Vec<Hit> {
         let mut hits: Vec<Hit> = self
             .scorer
-            .matches(&self.embedder.embed(query))
+            .matches(&self.embedder.embed(&with_hints(query)))
             .into_iter()
             .map(|found| Hit { index: found.id, score: found.score })
             .collect();
@@ -79,6 +100,16 @@ impl ToolIndex {
         hits.truncate(count);
         hits
     }
+}
+
+/// `query` with the words of the [`HINTS`] its values match.
+fn with_hints(query: &str) -> String {
+    let mut text = query.to_string();
+    for matched in HINT_PATTERNS.matches(query).iter() {
+        text.push(' ');
+        text.push_str(HINTS[matched].1);
+    }
+    text
 }
 
 /// The text a tool is indexed by: its name [`NAME_WEIGHT`] times, its server and its tags, its
@@ -192,5 +223,27 @@ mod tests {
         assert_eq!(first("contents of a file"), Some(2));
         assert!(index.search("zebra", 3).is_empty(), "no word in any tool");
         assert_eq!(index.search("file issue weather", 2).len(), 2, "at most `count`");
+    }
+
+    #[test]
+    fn values_in_a_query_find_the_tools_that_take_them() {
+        let none = json!({"type": "object"});
+        let url = json!({"type": "object", "properties": {"url": {"description": "The page's URL"}}});
+        let path = json!({"type": "object", "properties": {"path": {"description": "A file path"}}});
+        let tools = [
+            tool("fetch", "Fetches a page from the internet", url),
+            tool("read_text_file", "Reads a file's text", path),
+            tool("merge_pull_request", "Merges a pull request", none.clone()),
+            tool("maps_elevation", "Height above sea level for latitude and longitude", none.clone()),
+            tool("post_message", "Posts to a Slack channel", none),
+        ];
+        let index = ToolIndex::new(tools);
+        let first = |query: &str| index.search(query, 5).first().map(|hit| hit.index);
+        assert_eq!(first("summarise https://example.com/a"), Some(0));
+        assert_eq!(first("what does ~/notes say"), Some(1));
+        assert_eq!(first("land PR 61"), Some(2));
+        assert_eq!(first("how high is 39.74, -104.99"), Some(3));
+        assert_eq!(first("tell #deploys we shipped"), Some(4));
+        assert!(index.search("tell deploys we shipped", 5).is_empty(), "a word, not a channel");
     }
 }
