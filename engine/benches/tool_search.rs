@@ -4,11 +4,14 @@
 //!
 //! recall@k of a query is the share of the tools that serve it found in the first k, out of at
 //! most k (a query two tools serve is fully recalled at 1 when either comes first); MRR is the
-//! mean of 1/rank of the first tool that serves it (0 when none is found).
+//! mean of 1/rank of the first tool that serves it (0 when none is found); each also for the
+//! queries of even and of odd position apart, so that a ranking tuned on one half is judged on
+//! the other.
 
 mod common;
 
 use std::collections::HashMap;
+use std::fmt;
 use std::time::Instant;
 
 use engine::catalog::search::{Searchable, ToolIndex};
@@ -64,12 +67,12 @@ fn mcp_definition(tool: &CorpusTool) -> Value {
     json!({"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema})
 }
 
-fn quality(corpus: &[CorpusTool], queries: &[Query]) {
-    let index = ToolIndex::new(corpus.iter().map(searchable));
+/// recall@1, recall@COUNT and MRR of `queries`, and the queries none of whose tools is in the
+/// first COUNT.
+fn scores<'a>(index: &ToolIndex, corpus: &[CorpusTool], queries: impl Iterator<Item = &'a Query>) -> Scores {
     let position: HashMap<String, usize> =
         corpus.iter().enumerate().map(|(i, tool)| (format!("{}/{}", tool.server, tool.name), i)).collect();
-    let (mut recall_1, mut recall_5, mut reciprocal_ranks) = (0.0, 0.0, 0.0);
-    let mut missed = Vec::new();
+    let mut scores = Scores::default();
     for query in queries {
         let wanted: Vec<usize> = query
             .tools
@@ -82,26 +85,52 @@ fn quality(corpus: &[CorpusTool], queries: &[Query]) {
             let within = found.iter().take(k).filter(|i| wanted.contains(i)).count();
             within as f64 / wanted.len().min(k) as f64
         };
-        recall_1 += recall(1);
-        recall_5 += recall(COUNT);
+        scores.queries += 1;
+        scores.recall_1 += recall(1);
+        scores.recall_5 += recall(COUNT);
         if let Some(rank) = found.iter().position(|i| wanted.contains(i)) {
-            reciprocal_ranks += 1.0 / (rank + 1) as f64;
+            scores.reciprocal_ranks += 1.0 / (rank + 1) as f64;
         }
         if recall(COUNT) == 0.0 {
             let top: Vec<&str> = found.iter().take(3).map(|&i| corpus[i].name.as_str()).collect();
-            missed.push(format!("  {:?} wants {:?}, got {:?}", query.query, query.tools, top));
+            scores.missed.push(format!("  {:?} wants {:?}, got {:?}", query.query, query.tools, top));
         }
     }
-    let n = queries.len() as f64;
-    println!(
-        "tool search, {} queries over {} tools: recall@1 {:.3}, recall@{COUNT} {:.3}, MRR {:.3}",
-        queries.len(),
-        corpus.len(),
-        recall_1 / n,
-        recall_5 / n,
-        reciprocal_ranks / n
-    );
-    println!("not in the first {COUNT} ({}):\n{}", missed.len(), missed.join("\n"));
+    scores
+}
+
+/// Sums over queries, and the queries missed.
+#[derive(Default)]
+struct Scores {
+    queries: usize,
+    recall_1: f64,
+    recall_5: f64,
+    reciprocal_ranks: f64,
+    missed: Vec<String>,
+}
+
+impl fmt::Display for Scores {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.queries as f64;
+        write!(
+            f,
+            "recall@1 {:.3}, recall@{COUNT} {:.3}, MRR {:.3}",
+            self.recall_1 / n,
+            self.recall_5 / n,
+            self.reciprocal_ranks / n
+        )
+    }
+}
+
+fn quality(corpus: &[CorpusTool], queries: &[Query]) {
+    let index = ToolIndex::new(corpus.iter().map(searchable));
+    let all = scores(&index, corpus, queries.iter());
+    println!("tool search, {} queries over {} tools: {all}", queries.len(), corpus.len());
+    // A change of the ranking tuned on one half shows on the other whether it generalises.
+    let even = scores(&index, corpus, queries.iter().step_by(2));
+    let odd = scores(&index, corpus, queries.iter().skip(1).step_by(2));
+    println!("  the {} of even position: {even}\n  the {} of odd position: {odd}", even.queries, odd.queries);
+    println!("not in the first {COUNT} ({}):\n{}", all.missed.len(), all.missed.join("\n"));
 
     let full: usize = corpus.iter().map(|tool| tokens(&mcp_definition(tool))).sum();
     let answers: usize = queries
