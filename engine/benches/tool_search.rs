@@ -67,70 +67,87 @@ fn mcp_definition(tool: &CorpusTool) -> Value {
     json!({"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema})
 }
 
-/// recall@1, recall@COUNT and MRR of `queries`, and the queries none of whose tools is in the
-/// first COUNT.
-fn scores<'a>(index: &ToolIndex, corpus: &[CorpusTool], queries: impl Iterator<Item = &'a Query>) -> Scores {
-    let position: HashMap<String, usize> =
-        corpus.iter().enumerate().map(|(i, tool)| (format!("{}/{}", tool.server, tool.name), i)).collect();
-    let mut scores = Scores::default();
-    for query in queries {
-        let wanted: Vec<usize> = query
-            .tools
-            .iter()
-            .map(|tool| *position.get(tool).unwrap_or_else(|| panic!("`{tool}` is not in the corpus")))
-            .collect();
-        let found: Vec<usize> =
-            index.search(&query.query, corpus.len()).iter().map(|hit| hit.index).collect();
-        let recall = |k: usize| {
-            let within = found.iter().take(k).filter(|i| wanted.contains(i)).count();
-            within as f64 / wanted.len().min(k) as f64
-        };
-        scores.queries += 1;
-        scores.recall_1 += recall(1);
-        scores.recall_5 += recall(COUNT);
-        if let Some(rank) = found.iter().position(|i| wanted.contains(i)) {
-            scores.reciprocal_ranks += 1.0 / (rank + 1) as f64;
-        }
-        if recall(COUNT) == 0.0 {
-            let top: Vec<&str> = found.iter().take(3).map(|&i| corpus[i].name.as_str()).collect();
-            scores.missed.push(format!("  {:?} wants {:?}, got {:?}", query.query, query.tools, top));
-        }
-    }
-    scores
+/// How one query fared: its recall at 1 and at COUNT, the reciprocal rank of its first tool,
+/// and what came first instead when none of its tools is in the first COUNT.
+struct Judged {
+    recall_1: f64,
+    recall_5: f64,
+    reciprocal_rank: f64,
+    missed: Option<String>,
 }
 
-/// Sums over queries, and the queries missed.
-#[derive(Default)]
+fn judge(
+    index: &ToolIndex,
+    corpus: &[CorpusTool],
+    position: &HashMap<String, usize>,
+    query: &Query,
+) -> Judged {
+    let wanted: Vec<usize> = query
+        .tools
+        .iter()
+        .map(|tool| *position.get(tool).unwrap_or_else(|| panic!("`{tool}` is not in the corpus")))
+        .collect();
+    let found: Vec<usize> = index.search(&query.query, corpus.len()).iter().map(|hit| hit.index).collect();
+    let recall = |k: usize| {
+        let within = found.iter().take(k).filter(|i| wanted.contains(i)).count();
+        within as f64 / wanted.len().min(k) as f64
+    };
+    let missed = (recall(COUNT) == 0.0).then(|| {
+        let top: Vec<&str> = found.iter().take(3).map(|&i| corpus[i].name.as_str()).collect();
+        format!("  {:?} wants {:?}, got {:?}", query.query, query.tools, top)
+    });
+    Judged {
+        recall_1: recall(1),
+        recall_5: recall(COUNT),
+        reciprocal_rank: found
+            .iter()
+            .position(|i| wanted.contains(i))
+            .map_or(0.0, |rank| 1.0 / (rank + 1) as f64),
+        missed,
+    }
+}
+
+/// recall@1, recall@COUNT and MRR of some queries.
 struct Scores {
     queries: usize,
     recall_1: f64,
     recall_5: f64,
-    reciprocal_ranks: f64,
-    missed: Vec<String>,
+    mrr: f64,
+}
+
+impl Scores {
+    fn of<'a>(judged: impl Iterator<Item = &'a Judged>) -> Scores {
+        let (mut queries, mut recall_1, mut recall_5, mut ranks) = (0, 0.0, 0.0, 0.0);
+        for one in judged {
+            queries += 1;
+            recall_1 += one.recall_1;
+            recall_5 += one.recall_5;
+            ranks += one.reciprocal_rank;
+        }
+        let n = queries as f64;
+        Scores { queries, recall_1: recall_1 / n, recall_5: recall_5 / n, mrr: ranks / n }
+    }
 }
 
 impl fmt::Display for Scores {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.queries as f64;
-        write!(
-            f,
-            "recall@1 {:.3}, recall@{COUNT} {:.3}, MRR {:.3}",
-            self.recall_1 / n,
-            self.recall_5 / n,
-            self.reciprocal_ranks / n
-        )
+        write!(f, "recall@1 {:.3}, recall@{COUNT} {:.3}, MRR {:.3}", self.recall_1, self.recall_5, self.mrr)
     }
 }
 
 fn quality(corpus: &[CorpusTool], queries: &[Query]) {
     let index = ToolIndex::new(corpus.iter().map(searchable));
-    let all = scores(&index, corpus, queries.iter());
+    let position: HashMap<String, usize> =
+        corpus.iter().enumerate().map(|(i, tool)| (format!("{}/{}", tool.server, tool.name), i)).collect();
+    let judged: Vec<Judged> = queries.iter().map(|query| judge(&index, corpus, &position, query)).collect();
+    let all = Scores::of(judged.iter());
     println!("tool search, {} queries over {} tools: {all}", queries.len(), corpus.len());
     // A change of the ranking tuned on one half shows on the other whether it generalises.
-    let even = scores(&index, corpus, queries.iter().step_by(2));
-    let odd = scores(&index, corpus, queries.iter().skip(1).step_by(2));
+    let even = Scores::of(judged.iter().step_by(2));
+    let odd = Scores::of(judged.iter().skip(1).step_by(2));
     println!("  the {} of even position: {even}\n  the {} of odd position: {odd}", even.queries, odd.queries);
-    println!("not in the first {COUNT} ({}):\n{}", all.missed.len(), all.missed.join("\n"));
+    let missed: Vec<&str> = judged.iter().filter_map(|one| one.missed.as_deref()).collect();
+    println!("not in the first {COUNT} ({}):\n{}", missed.len(), missed.join("\n"));
 
     let full: usize = corpus.iter().map(|tool| tokens(&mcp_definition(tool))).sum();
     let answers: usize = queries
