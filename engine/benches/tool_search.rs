@@ -68,12 +68,14 @@ fn mcp_definition(tool: &CorpusTool) -> Value {
 }
 
 /// How one query fared: its recall at 1 and at COUNT, the reciprocal rank of its first tool,
-/// and what came first instead when none of its tools is in the first COUNT.
+/// what came first instead when none of its tools is in the first COUNT, and the tokens of the
+/// answer of COUNT tools.
 struct Judged {
     recall_1: f64,
     recall_5: f64,
     reciprocal_rank: f64,
     missed: Option<String>,
+    answer_tokens: usize,
 }
 
 fn judge(
@@ -92,18 +94,21 @@ fn judge(
         let within = found.iter().take(k).filter(|i| wanted.contains(i)).count();
         within as f64 / wanted.len().min(k) as f64
     };
-    let missed = (recall(COUNT) == 0.0).then(|| {
+    let recall_5 = recall(COUNT);
+    let missed = (recall_5 == 0.0).then(|| {
         let top: Vec<&str> = found.iter().take(3).map(|&i| corpus[i].name.as_str()).collect();
         format!("  {:?} wants {:?}, got {:?}", query.query, query.tools, top)
     });
+    let answer = found.iter().take(COUNT).map(|&i| mcp_definition(&corpus[i])).collect();
     Judged {
         recall_1: recall(1),
-        recall_5: recall(COUNT),
+        recall_5,
         reciprocal_rank: found
             .iter()
             .position(|i| wanted.contains(i))
             .map_or(0.0, |rank| 1.0 / (rank + 1) as f64),
         missed,
+        answer_tokens: tokens(&Value::Array(answer)),
     }
 }
 
@@ -150,13 +155,7 @@ fn quality(corpus: &[CorpusTool], queries: &[Query]) {
     println!("not in the first {COUNT} ({}):\n{}", missed.len(), missed.join("\n"));
 
     let full: usize = corpus.iter().map(|tool| tokens(&mcp_definition(tool))).sum();
-    let answers: usize = queries
-        .iter()
-        .map(|query| {
-            let found = index.search(&query.query, COUNT);
-            tokens(&Value::Array(found.iter().map(|hit| mcp_definition(&corpus[hit.index])).collect()))
-        })
-        .sum();
+    let answers: usize = judged.iter().map(|one| one.answer_tokens).sum();
     println!(
         "listing of the {} tools: ~{full} tokens; a search's answer ({COUNT} tools): ~{} tokens on average",
         corpus.len(),
